@@ -1,0 +1,31 @@
+"""Reactive Streams for Python: types, spec-safe building blocks, adapters, operators.
+
+Pure Python; imports no pyspark. Quick tour::
+
+    from rs_spark import streams as rs
+    pub = rs.range_(1_000).pipe(rs.map(lambda x: x * 2), rs.filter(lambda x: x % 3))
+    for x in rs.iterate(pub, prefetch=64):   # at most 64 elements in flight
+        ...
+"""
+from .aio import AsyncIteratorSubscriber, aiterate, from_async_iterable
+from .create import Emitter, Overflow, create
+from .demand import MAX_DEMAND, add_cap
+from .drain import DrainSubscription, IteratorSubscription, QueueSubscription
+from .errors import BufferOverflowError, SpecViolation
+from .operators import batch, filter, map, take
+from .pipeline import PublisherBase, pipe
+from .sources import defer, empty, error, from_iterable, just, range_
+from .subscribers import (BlockingIterator, CallbackSubscriber, iterate, subscribe_callbacks,
+                          to_list)
+from .types import Processor, Publisher, Subscriber, Subscription
+
+__all__ = [
+    "Publisher", "Subscriber", "Subscription", "Processor",
+    "MAX_DEMAND", "add_cap", "DrainSubscription", "IteratorSubscription", "QueueSubscription",
+    "SpecViolation", "BufferOverflowError",
+    "from_iterable", "from_async_iterable", "range_", "just", "empty", "error", "defer",
+    "create", "Overflow", "Emitter",
+    "iterate", "BlockingIterator", "aiterate", "AsyncIteratorSubscriber", "to_list",
+    "subscribe_callbacks", "CallbackSubscriber",
+    "map", "filter", "take", "batch", "pipe", "PublisherBase",
+]

@@ -1,0 +1,230 @@
+"""asyncio in and out: ``from_async_iterable`` and ``aiterate`` (``async for`` with bounded prefetch).
+
+Signals cross into an event loop with ``call_soon_threadsafe``; nothing busy-waits.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from typing import Any, AsyncIterable, AsyncIterator, Deque, Optional
+
+from .drain import QueueSubscription, check_subscriber, subscribe_with
+from .errors import null_element_error
+from .pipeline import PublisherBase
+from .subscribers import _replenish_limit, _validate_prefetch
+from .types import Publisher, Subscriber, Subscription
+
+
+class _LoopThread:
+    """A private event loop on a daemon thread, for subscribers outside any loop."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="rs-spark-aio", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+        self.loop.close()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class _AsyncIterablePublisher(PublisherBase[Any]):
+    __slots__ = ("_source", "_loop")
+
+    def __init__(self, source: Any, loop: Optional[asyncio.AbstractEventLoop]) -> None:
+        self._source = source
+        self._loop = loop
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        check_subscriber(subscriber)  # rule 1.9
+        loop = self._loop
+        private: Optional[_LoopThread] = None
+        if loop is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                private = _LoopThread()
+                loop = private.loop
+        sub = QueueSubscription(subscriber)
+        wake = asyncio.Event()
+        task_box: list[asyncio.Task[None]] = []
+
+        def on_demand() -> None:
+            loop.call_soon_threadsafe(wake.set)  # type: ignore[union-attr]
+
+        def on_release() -> None:
+            def cancel_task() -> None:
+                if task_box:
+                    task_box[0].cancel()
+            if not loop.is_closed():  # type: ignore[union-attr]
+                loop.call_soon_threadsafe(cancel_task)  # type: ignore[union-attr]
+
+        sub._on_demand = on_demand
+        sub._on_release = on_release
+
+        async def pump() -> None:
+            source = self._source
+            it: Any = None
+            try:
+                it = source() if callable(source) and not hasattr(source, "__aiter__") else source
+                it = it.__aiter__()
+                while True:
+                    # Pull only what was requested and not yet buffered (rule 1.1).
+                    while sub.outstanding - len(sub._queue) <= 0:
+                        if sub._done:
+                            return
+                        wake.clear()
+                        if sub.outstanding - len(sub._queue) > 0 or sub._done:
+                            continue
+                        await wake.wait()
+                    if sub._done:
+                        return
+                    try:
+                        item = await it.__anext__()
+                    except StopAsyncIteration:
+                        sub.offer_complete()
+                        return
+                    if item is None:
+                        sub.offer_error(null_element_error("an element of the async iterable"))
+                        return
+                    sub.offer(item)
+            except asyncio.CancelledError:
+                pass
+            except BaseException as exc:
+                sub.offer_error(exc)
+            finally:
+                aclose = getattr(it, "aclose", None)
+                if aclose is not None and sub._done:
+                    try:
+                        await aclose()
+                    except BaseException:
+                        pass
+                if private is not None:
+                    private.stop()
+
+        def start() -> None:
+            task_box.append(loop.create_task(pump()))  # type: ignore[union-attr]
+
+        subscribe_with(subscriber, sub)
+        loop.call_soon_threadsafe(start)
+
+
+def from_async_iterable(source: Any, *, loop: Optional[asyncio.AbstractEventLoop] = None) -> PublisherBase[Any]:
+    """A Publisher of what an async iterable yields, pulled only as demand arrives.
+
+    ``source`` is an async iterable, or a callable returning one (called per subscriber:
+    use that for async generators, which are single-use). It runs on ``loop``, else on the
+    loop running in the subscribing thread, else on a private loop thread. Cancelling
+    closes the async generator (``aclose``).
+    """
+    if source is None:
+        raise null_element_error("the source passed to from_async_iterable()")
+    return _AsyncIterablePublisher(source, loop)
+
+
+class AsyncIteratorSubscriber(AsyncIterator[Any]):
+    """``async for`` over a Publisher, holding at most ``prefetch`` elements."""
+
+    def __init__(self, prefetch: int) -> None:
+        self._prefetch = _validate_prefetch(prefetch)
+        self._limit = _replenish_limit(self._prefetch)
+        self._queue: Deque[Any] = deque()
+        self._subscription: Optional[Subscription] = None
+        self._terminal: Any = None
+        self._consumed = 0
+        self._waiter: Optional[asyncio.Future[None]] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+
+    # Subscriber side: any thread.
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise null_element_error("the subscription passed to on_subscribe()")
+        if self._subscription is not None:
+            subscription.cancel()  # rule 2.5
+            return
+        self._subscription = subscription
+        subscription.request(self._prefetch)
+
+    def on_next(self, item: Any) -> None:
+        if item is None:
+            raise null_element_error("the element passed to on_next()")
+        self._queue.append(item)
+        self._wake()
+
+    def on_error(self, error: BaseException) -> None:
+        if error is None:
+            raise null_element_error("the error passed to on_error()")
+        self._terminal = error
+        self._wake()
+
+    def on_complete(self) -> None:
+        self._terminal = StopAsyncIteration()
+        self._wake()
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None:
+            loop = self._loop
+            assert loop is not None
+            loop.call_soon_threadsafe(_resolve, w)
+
+    # Consumer side: the event loop.
+    def __aiter__(self) -> "AsyncIteratorSubscriber":
+        return self
+
+    async def __anext__(self) -> Any:
+        q = self._queue
+        while True:
+            if q:
+                item = q.popleft()
+                self._consumed += 1
+                if self._consumed == self._limit:
+                    self._consumed = 0
+                    s = self._subscription
+                    if s is not None and self._terminal is None:
+                        s.request(self._limit)
+                return item
+            t = self._terminal
+            if t is not None:
+                self._subscription = None
+                raise t
+            loop = asyncio.get_running_loop()
+            self._loop = loop
+            fut: asyncio.Future[None] = loop.create_future()
+            self._waiter = fut
+            if q or self._terminal is not None:  # a signal slipped in before _waiter was set
+                self._waiter = None
+                continue
+            try:
+                await fut
+            finally:
+                self._waiter = None
+
+    async def aclose(self) -> None:
+        """Stop early: cancel the subscription (rule 2.6)."""
+        s, self._subscription = self._subscription, None
+        if s is not None and self._terminal is None:
+            s.cancel()
+        self._terminal = StopAsyncIteration()
+
+
+def _resolve(fut: "asyncio.Future[None]") -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+def aiterate(publisher: Publisher[Any], prefetch: int = 256) -> AsyncIteratorSubscriber:
+    """``async for x in aiterate(pub)``: requests ``prefetch`` up front, then replenishes in
+    steps of 3/4 of it, so at most ``prefetch`` elements wait in memory. Errors are raised
+    at the ``async for``; leaving the loop early should ``await it.aclose()`` to cancel."""
+    sub = AsyncIteratorSubscriber(prefetch)
+    publisher.subscribe(sub)
+    return sub
+
+
+__all__ = ["from_async_iterable", "aiterate", "AsyncIteratorSubscriber"]

@@ -1,0 +1,330 @@
+"""The serial-signalling core: one drain loop behind every Subscription rs_spark hands out.
+
+Any thread may call ``request``/``cancel`` (and, for push sources, offer elements) at any
+time; exactly one of them at a time becomes the *drain owner* and emits. The others only
+record what they want and leave (a work-in-progress counter, as in RxJava's
+``QueueDrainHelper``). Because the owner loops instead of recursing, ``request(1)`` from
+inside ``on_next`` never grows the stack (rules 3.2, 3.3), and because only the owner
+signals, signals never overlap (rule 1.3).
+
+Demand is the total requested so far, saturating at ``MAX_DEMAND`` (then unbounded,
+rule 3.17); the owner compares it with the total it has emitted (rule 1.1).
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Callable, Deque, Optional
+
+from .demand import MAX_DEMAND, invalid_request_error
+from .errors import null_element_error, report_dropped
+from .types import Subscriber
+
+
+class DrainSubscription:
+    """Base Subscription: demand accounting, serial drain, terminal and cancel handling.
+
+    Subclasses implement :meth:`_emit`, called only by the drain owner, which signals
+    ``on_next`` while ``self._emitted < self._requested`` and may call :meth:`_complete` or
+    :meth:`_error`. :meth:`_release` frees the source (called once, by the owner).
+    """
+
+    __slots__ = ("_lock", "_wip", "_requested", "_emitted", "_cancelled", "_done",
+                 "_downstream", "_bad_request", "__weakref__")
+
+    def __init__(self, subscriber: Subscriber[Any]) -> None:
+        self._lock = threading.Lock()
+        self._wip = 0
+        self._requested = 0  # total requested, saturating at MAX_DEMAND
+        self._emitted = 0  # total emitted; written by the drain owner only
+        self._cancelled = False
+        self._done = False  # a terminal signal was sent, or cancellation was processed
+        self._downstream: Optional[Subscriber[Any]] = subscriber
+        self._bad_request: object = None
+
+    # -- Subscription -------------------------------------------------------------------
+    def request(self, n: int) -> None:
+        if n.__class__ is not int or n <= 0:
+            if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+                # Rule 3.9: signalled through on_error, by the drain owner (rule 1.3).
+                if self._bad_request is None:
+                    self._bad_request = n if n is not None else "None"
+                self._schedule()
+                return
+        with self._lock:
+            r = self._requested + n
+            self._requested = MAX_DEMAND if r > MAX_DEMAND else r  # rule 3.17
+            if self._wip:
+                self._wip += 1
+                return
+            self._wip = 1
+        self._run()
+
+    def cancel(self) -> None:
+        # Rules 3.5, 3.7: idempotent, thread-safe, returns at once; cleanup is the owner's.
+        self._cancelled = True
+        self._schedule()
+
+    # -- drain machinery ----------------------------------------------------------------
+    def _schedule(self) -> None:
+        """Ask for a drain pass; run it here unless another thread owns the drain."""
+        with self._lock:
+            if self._wip:
+                self._wip += 1
+                return
+            self._wip = 1
+        self._run()
+
+    def _run(self) -> None:
+        missed = 1
+        while True:
+            if not self._done:
+                if self._cancelled:
+                    self._finish_cancelled()
+                elif self._bad_request is not None:
+                    self._error(invalid_request_error(self._bad_request))
+                else:
+                    try:
+                        self._emit()
+                    except BaseException as exc:  # a bug in the source itself: fail the stream
+                        if not self._done:
+                            self._error(exc)
+            with self._lock:
+                w = self._wip - missed
+                self._wip = w
+                if w == 0:
+                    return
+                missed = w
+
+    def _emit(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        """Free the source's resources. Called once by the drain owner at the end."""
+
+    # -- terminal signals (drain owner only) --------------------------------------------
+    def _finish_cancelled(self) -> None:
+        self._done = True
+        self._downstream = None  # rule 3.13
+        self._release()
+
+    def _complete(self) -> None:
+        s = self._downstream
+        self._done = True
+        self._downstream = None  # rule 1.6: terminal means cancelled; rule 3.13
+        self._release()
+        if s is not None:
+            try:
+                s.on_complete()
+            except BaseException as exc:  # rule 2.13
+                report_dropped(exc, f"{type(s).__name__}.on_complete raised (rule 2.13)")
+
+    def _error(self, error: BaseException) -> None:
+        s = self._downstream
+        self._done = True
+        self._downstream = None
+        self._release()
+        if s is not None:
+            try:
+                s.on_error(error)
+            except BaseException as exc:  # rule 2.13
+                report_dropped(exc, f"{type(s).__name__}.on_error raised (rule 2.13)")
+
+    def _subscriber_failed(self, exc: BaseException, signal: str) -> None:
+        """``on_next`` raised: rule 2.13 says the subscription is cancelled and the error reported."""
+        s = self._downstream
+        self._cancelled = True
+        self._done = True
+        self._downstream = None
+        self._release()
+        report_dropped(exc, f"{type(s).__name__}.{signal} raised; subscription cancelled (rule 2.13)")
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self._cancelled
+
+    @property
+    def outstanding(self) -> int:
+        """Demand not yet fulfilled (``MAX_DEMAND`` when unbounded)."""
+        r = self._requested
+        return MAX_DEMAND if r == MAX_DEMAND else r - self._emitted
+
+
+class IteratorSubscription(DrainSubscription):
+    """Emits from a Python iterator, pulling only what was requested."""
+
+    __slots__ = ("_it", "_close")
+
+    def __init__(self, subscriber: Subscriber[Any], iterator: Any, close: bool) -> None:
+        super().__init__(subscriber)
+        self._it = iterator
+        self._close = close
+
+    def _emit(self) -> None:
+        s = self._downstream
+        nxt = self._it.__next__
+        e = self._emitted
+        while e < self._requested:
+            if self._cancelled:
+                break
+            try:
+                item = nxt()
+            except StopIteration:
+                self._emitted = e
+                self._complete()
+                return
+            except BaseException as exc:
+                self._emitted = e
+                self._error(exc)
+                return
+            if item is None:
+                self._emitted = e
+                self._error(null_element_error(f"element #{e} (0-based) of the iterable"))
+                return
+            e += 1
+            try:
+                s.on_next(item)  # type: ignore[union-attr]
+            except BaseException as exc:
+                self._emitted = e
+                self._subscriber_failed(exc, "on_next")
+                return
+        self._emitted = e
+
+    def _release(self) -> None:
+        it = self._it
+        self._it = None
+        if self._close and it is not None:
+            close = getattr(it, "close", None)
+            if close is not None:
+                try:
+                    close()  # generators run their finally blocks now, not at GC time
+                except BaseException as exc:
+                    report_dropped(exc, "closing the source iterator raised")
+
+
+class QueueSubscription(DrainSubscription):
+    """Emits elements that producers offer from any thread; terminal signals wait behind them.
+
+    The queue itself is not bounded here: producers bound it (by demand, or by an
+    overflow strategy in :mod:`rs_spark.streams.create`).
+    """
+
+    __slots__ = ("_queue", "_terminal", "_on_release", "_on_demand", "_delay_error")
+
+    _COMPLETE = object()
+
+    def __init__(self, subscriber: Subscriber[Any],
+                 on_release: Optional[Callable[[], None]] = None,
+                 delay_error: bool = True) -> None:
+        super().__init__(subscriber)
+        self._queue: Deque[Any] = deque()
+        self._terminal: Any = None  # _COMPLETE or an exception, once offered
+        self._on_release = on_release
+        self._on_demand: Optional[Callable[[], None]] = None
+        # True: an error waits until queued elements are delivered (nothing lost while the
+        # subscriber keeps requesting). False: it cuts ahead (operators, rule 4.2).
+        self._delay_error = delay_error
+
+    def offer(self, item: Any) -> None:
+        """Queue one element (never ``None``) and drain."""
+        self._queue.append(item)
+        self._schedule()
+
+    def offer_complete(self) -> None:
+        if self._terminal is None:
+            self._terminal = self._COMPLETE
+        self._schedule()
+
+    def offer_error(self, error: BaseException) -> None:
+        if self._terminal is None:
+            self._terminal = error
+        self._schedule()
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def request(self, n: int) -> None:
+        super().request(n)
+        cb = self._on_demand
+        if cb is not None and not self._done:
+            cb()
+
+    def _emit(self) -> None:
+        s = self._downstream
+        q = self._queue
+        t = self._terminal
+        if t is not None and t is not self._COMPLETE and not self._delay_error:
+            self._error(t)
+            return
+        e = self._emitted
+        while e < self._requested:
+            if self._cancelled or not q:
+                break
+            item = q.popleft()
+            e += 1
+            try:
+                s.on_next(item)  # type: ignore[union-attr]
+            except BaseException as exc:
+                self._emitted = e
+                self._subscriber_failed(exc, "on_next")
+                return
+        self._emitted = e
+        t = self._terminal
+        if t is not None and not q and not self._cancelled:
+            if t is self._COMPLETE:
+                self._complete()
+            else:
+                self._error(t)
+
+    def _release(self) -> None:
+        self._queue.clear()
+        cb = self._on_release
+        self._on_release = None
+        self._on_demand = None
+        if cb is not None:
+            try:
+                cb()
+            except BaseException as exc:
+                report_dropped(exc, "releasing the source raised")
+
+
+class TerminalSubscription(DrainSubscription):
+    """Signals one terminal signal (``None`` error means complete) as soon as it drains."""
+
+    __slots__ = ("_failure",)
+
+    def __init__(self, subscriber: Subscriber[Any], failure: Optional[BaseException]) -> None:
+        super().__init__(subscriber)
+        self._failure = failure
+
+    def _emit(self) -> None:
+        if self._failure is None:
+            self._complete()
+        else:
+            self._error(self._failure)
+
+
+def subscribe_with(subscriber: Subscriber[Any], subscription: DrainSubscription,
+                   start: bool = False) -> None:
+    """Hand ``subscription`` to ``subscriber`` (rule 1.9: on_subscribe first); then, if
+    ``start``, drain once so that sources with something to say at once (empty, error) say it."""
+    try:
+        subscriber.on_subscribe(subscription)
+    except BaseException as exc:  # rule 2.13: consider it cancelled and report
+        subscription._cancelled = True
+        subscription._schedule()
+        report_dropped(exc, f"{type(subscriber).__name__}.on_subscribe raised (rule 2.13)")
+        return
+    if start:
+        subscription._schedule()
+
+
+def check_subscriber(subscriber: object) -> None:
+    """Rule 1.9: ``subscribe(None)`` raises ``TypeError`` to the caller."""
+    if subscriber is None:
+        raise null_element_error("the subscriber passed to subscribe()")
+
+
+__all__ = ["DrainSubscription", "IteratorSubscription", "QueueSubscription",
+           "TerminalSubscription", "subscribe_with", "check_subscriber"]

@@ -1,0 +1,1 @@
+"""Adapters to other Python reactive libraries (optional extras)."""
