@@ -1,0 +1,24 @@
+"""Arrow IPC stream bytes <-> record batches: the one encoding rs_spark ships batches in."""
+from __future__ import annotations
+
+from typing import Iterable, List
+
+import pyarrow as pa
+
+
+def to_ipc(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> bytes:
+    """Serialize ``batches`` (all of ``schema``) as one Arrow IPC stream."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        for b in batches:
+            writer.write_batch(b)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(data: bytes | pa.Buffer) -> List[pa.RecordBatch]:
+    """Read every batch of one Arrow IPC stream."""
+    reader = pa.ipc.open_stream(pa.py_buffer(data) if isinstance(data, (bytes, bytearray, memoryview)) else data)
+    return list(reader)
+
+
+__all__ = ["to_ipc", "from_ipc"]
