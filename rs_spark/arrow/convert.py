@@ -76,14 +76,20 @@ class ElementConverter:
     """
 
     def __init__(self, schema: pa.Schema, mode: Mode | str = Mode.FAILFAST,
-                 corrupt_column: str = DEFAULT_CORRUPT_COLUMN) -> None:
+                 corrupt_column: str = DEFAULT_CORRUPT_COLUMN, add_corrupt_column: bool = True) -> None:
         self.mode = mode if isinstance(mode, Mode) else Mode.parse(mode)
         self.corrupt_column = corrupt_column
         if self.mode is Mode.PERMISSIVE and schema.get_field_index(corrupt_column) < 0:
-            schema = schema.append(pa.field(corrupt_column, pa.string(), nullable=True))
+            if add_corrupt_column:
+                schema = schema.append(pa.field(corrupt_column, pa.string(), nullable=True))
+            else:
+                # As in Spark's JSON source: without the column in the schema, a malformed
+                # element becomes a row of nulls and its text is not kept.
+                self.corrupt_column = ""
         self.output_schema = schema
         # The fields an element must supply (all but the corrupt column).
-        self._data_fields = [f for f in schema if not (self.mode is Mode.PERMISSIVE and f.name == corrupt_column)]
+        self._data_fields = [f for f in schema
+                             if not (self.mode is Mode.PERMISSIVE and f.name == self.corrupt_column)]
         self._data_schema = pa.schema(self._data_fields)
         self._names = [f.name for f in self._data_fields]
 
@@ -139,7 +145,7 @@ class ElementConverter:
         return {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
 
     def _finish(self, batch: pa.RecordBatch, corrupt: Optional[List[Optional[str]]] = None) -> pa.RecordBatch:
-        if self.mode is not Mode.PERMISSIVE:
+        if self.mode is not Mode.PERMISSIVE or not self.corrupt_column:
             return batch
         arrays = []
         for f in self.output_schema:

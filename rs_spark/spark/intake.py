@@ -1,0 +1,234 @@
+"""The source's Subscriber: turns micro-batch read limits into ``request(n)`` and checks the publisher.
+
+It lives in Spark's long-lived driver-side reader process, so one subscription spans all
+micro-batches. It holds at most ``max_buffered`` elements, counting both elements received
+and demand not yet fulfilled, so a fast publisher can never flood it (rule 1.1 is what makes
+that bound hold, and it is checked: a publisher that sends more than requested, signals
+after a terminal signal, or signals from two threads at once fails the query with an error
+naming the rule and the offset).
+"""
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from typing import Any, Deque, List, Optional, Tuple
+
+from ..streams.demand import add_cap
+from ..streams.errors import SpecViolation
+from ..streams.types import Subscription
+
+_COMPLETE = "complete"
+
+
+class PublisherFailed(RuntimeError):
+    """The publisher signalled ``on_error``; carries its type name and message."""
+
+    def __init__(self, error: BaseException, offset: int) -> None:
+        super().__init__(
+            f"the publisher failed after {offset} records with {type(error).__module__}."
+            f"{type(error).__qualname__}: {error}"
+        )
+        self.error = error
+        self.offset = offset
+
+
+class Intake:
+    """A Subscriber with a bounded buffer; the reader process calls the other methods."""
+
+    def __init__(self, max_buffered: int, base_offset: int, rows_of: Any = None) -> None:
+        self.max_buffered = max_buffered
+        self._cond = threading.Condition(threading.Lock())
+        self._signal = threading.Lock()  # held during each signal: a second one at once breaks rule 1.3
+        self._buffer: Deque[Any] = collections.deque()
+        self._buffered_rows = 0
+        self._rows_of = rows_of or (lambda e: 1)
+        self._subscription: Optional[Subscription] = None
+        self._requested = 0  # elements requested in total (saturating)
+        self._received = 0  # elements received in total
+        self._received_rows = 0
+        self._terminal: Any = None  # _COMPLETE or the publisher's exception
+        self._violation: Optional[SpecViolation] = None
+        self._base_offset = base_offset  # stream offset of the first row this intake receives
+        self.dropped_rows = 0  # rows dropped as malformed (set by the reader)
+        self.last_signal = time.monotonic()
+
+    # -- Subscriber (the publisher's threads) -------------------------------------------
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None) (rule 2.13)")
+        with self._cond:
+            dup = self._subscription is not None
+            if not dup:
+                self._subscription = subscription
+            self._cond.notify_all()
+        if dup:
+            subscription.cancel()  # rule 2.5
+
+    def on_next(self, item: Any) -> None:
+        if item is None:
+            self._violate("2.13", "the publisher signalled on_next(None)")
+            raise TypeError("on_next(None) is illegal (rule 2.13)")
+        if not self._signal.acquire(blocking=False):
+            self._violate("1.3", "the publisher signalled on_next while another signal was still running "
+                                 "(signals must not overlap)")
+            return
+        try:
+            with self._cond:
+                if self._violation is not None:
+                    return
+                if self._terminal is not None:
+                    self._violate_locked("1.7", "the publisher signalled on_next after "
+                                         + ("on_complete" if self._terminal is _COMPLETE else "on_error"))
+                    return
+                if self._received >= self._requested:
+                    self._violate_locked("1.1", f"the publisher sent element #{self._received + 1} but only "
+                                         f"{self._requested} were requested")
+                    return
+                rows = self._rows_of(item)
+                self._buffer.append(item)
+                self._received += 1
+                self._received_rows += rows
+                self._buffered_rows += rows
+                self.last_signal = time.monotonic()
+                self._cond.notify_all()
+        finally:
+            self._signal.release()
+
+    def on_error(self, error: BaseException) -> None:
+        self._terminate(error if error is not None else TypeError("on_error(None) (rule 2.13)"))
+
+    def on_complete(self) -> None:
+        self._terminate(_COMPLETE)
+
+    def _terminate(self, signal: Any) -> None:
+        if not self._signal.acquire(blocking=False):
+            self._violate("1.3", "the publisher signalled a terminal signal while another signal was running")
+            return
+        try:
+            with self._cond:
+                if self._terminal is not None:
+                    self._violate_locked("1.7", "the publisher signalled a second terminal signal")
+                    return
+                self._terminal = signal
+                self.last_signal = time.monotonic()
+                self._cond.notify_all()
+        finally:
+            self._signal.release()
+
+    def _violate(self, rule: str, what: str) -> None:
+        with self._cond:
+            self._violate_locked(rule, what)
+
+    def _violate_locked(self, rule: str, what: str) -> None:
+        if self._violation is None:
+            self._violation = SpecViolation(
+                rule, f"{what}, at stream offset {self._base_offset + self._received_rows}; "
+                "the publisher breaks the Reactive Streams spec, so the subscription was cancelled")
+            s = self._subscription
+            if s is not None:
+                threading.Thread(target=s.cancel, daemon=True).start()  # never call back into it from its own signal
+        self._cond.notify_all()
+
+    # -- reader side ----------------------------------------------------------------------
+    def check(self) -> None:
+        """Raise the publisher's spec violation, if any."""
+        v = self._violation
+        if v is not None:
+            raise v
+
+    @property
+    def outstanding(self) -> int:
+        return self._requested - self._received
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    @property
+    def buffered_rows(self) -> int:
+        return self._buffered_rows
+
+    @property
+    def completed(self) -> bool:
+        return self._terminal is _COMPLETE
+
+    @property
+    def failed(self) -> Optional[BaseException]:
+        t = self._terminal
+        return t if isinstance(t, BaseException) else None
+
+    @property
+    def terminated(self) -> bool:
+        return self._terminal is not None
+
+    @property
+    def received_rows(self) -> int:
+        return self._received_rows
+
+    def rows_per_element(self) -> float:
+        return self._received_rows / self._received if self._received else 1.0
+
+    def demand_up_to(self, elements: int) -> int:
+        """Request so that buffered + outstanding reaches ``elements`` (capped by the bound).
+        Returns what was requested now."""
+        with self._cond:
+            s = self._subscription
+            if s is None or self._terminal is not None or self._violation is not None:
+                return 0
+            target = min(elements, self.max_buffered)
+            n = target - len(self._buffer) - (self._requested - self._received)
+            if n <= 0:
+                return 0
+            self._requested = add_cap(self._requested, n)
+        s.request(n)
+        return n
+
+    def wait(self, rows: int, timeout: float) -> bool:
+        """Wait until ``rows`` rows are buffered, a terminal/violation arrives, or ``timeout``."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while (self._buffered_rows < rows and self._terminal is None and self._violation is None
+                   and (self._requested > self._received or self._subscription is None)):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+            return self._buffered_rows >= rows
+
+    def wait_subscribed(self, timeout: float) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._subscription is not None or self._terminal is not None, timeout)
+
+    def take_rows(self, max_rows: Optional[int]) -> List[Any]:
+        """Remove up to ``max_rows`` rows (all when None) from the buffer, splitting a batch element."""
+        out: List[Any] = []
+        with self._cond:
+            budget = self._buffered_rows if max_rows is None else min(max_rows, self._buffered_rows)
+            while budget > 0 and self._buffer:
+                e = self._buffer[0]
+                n = self._rows_of(e)
+                if n <= budget:
+                    self._buffer.popleft()
+                    out.append(e)
+                    budget -= n
+                    self._buffered_rows -= n
+                else:
+                    out.append(e.slice(0, budget))
+                    self._buffer[0] = e.slice(budget)
+                    self._buffered_rows -= budget
+                    budget = 0
+        return out
+
+    def cancel(self) -> None:
+        s = self._subscription
+        if s is not None:
+            s.cancel()
+
+    def stats(self) -> Tuple[int, int, int, int]:
+        """(requested, received, buffered elements, outstanding demand)."""
+        with self._cond:
+            return self._requested, self._received, len(self._buffer), self._requested - self._received
+
+
+__all__ = ["Intake", "PublisherFailed"]

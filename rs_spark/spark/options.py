@@ -1,0 +1,171 @@
+"""Option parsing for the ``reactive`` source and sink: one place, case-insensitive, strict.
+
+Spark hands a data source a case-insensitive dict whose keys are stored lower-cased, so
+``dict(options).get("maxRecordsPerTrigger")`` silently misses. Everything here looks keys up
+case-insensitively, and an unknown key is an error that names the closest known option.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from typing import Any, Dict, Mapping, Optional
+
+from ..arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
+
+PASS_THROUGH_PREFIX = "publisher."
+"""Options starting with this prefix are not checked: they are for the user's factory."""
+
+
+class OptionError(ValueError):
+    """An option is unknown, missing or has a value that cannot be used."""
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?)?\s*$", re.I)
+
+
+def parse_duration(name: str, value: Any) -> float:
+    """``"500ms"``, ``"2s"``, ``"1 min"`` or a bare number of milliseconds -> seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value) / 1000.0
+    m = _DURATION.match(str(value))
+    if not m:
+        raise OptionError(f"option {name}={value!r} is not a duration; use e.g. '500ms', '2s' or '1 min'")
+    n, unit = float(m.group(1)), (m.group(2) or "ms").lower()
+    if unit == "ms":
+        return n / 1000.0
+    if unit.startswith("m"):
+        return n * 60.0
+    return n
+
+
+def _parse_int(name: str, value: Any, minimum: int) -> int:
+    try:
+        n = int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"option {name}={value!r} is not an integer") from None
+    if n < minimum:
+        raise OptionError(f"option {name}={n} must be >= {minimum}")
+    return n
+
+
+def _parse_bool(name: str, value: Any) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise OptionError(f"option {name}={value!r} is not a boolean; use true or false")
+
+
+def lookup(options: Mapping[str, Any]) -> Dict[str, Any]:
+    """Return a plain dict keyed by lower-cased option names (works for Spark's dict and ours)."""
+    return {str(k).lower(): v for k, v in dict(options).items()}
+
+
+def check_known(options: Mapping[str, Any], known: Mapping[str, str], where: str) -> None:
+    """Raise :class:`OptionError` for a key not in ``known`` (by lower-cased name)."""
+    lowered = {k.lower(): k for k in known}
+    for key in options:
+        k = str(key).lower()
+        if k in lowered or k.startswith(PASS_THROUGH_PREFIX):
+            continue
+        close = difflib.get_close_matches(k, list(lowered), n=1)
+        hint = f" Did you mean '{lowered[close[0]]}'?" if close else ""
+        raise OptionError(
+            f"unknown option '{key}' for {where}.{hint} Known options: {', '.join(sorted(known))}. "
+            f"Options for your publisher factory go under the '{PASS_THROUGH_PREFIX}' prefix."
+        )
+
+
+SOURCE_OPTIONS: Dict[str, str] = {
+    "publisher": "package.module:factory called with the options dict; returns a Publisher",
+    "endpoint": "an rs_spark.net address of a served Publisher",
+    "token": "authentication token for the endpoint",
+    "schema": "DDL schema when none is given with .schema() and the publisher declares none",
+    "maxRecordsPerTrigger": "at most this many records per micro-batch (ReadMaxRows)",
+    "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
+    "maxTriggerDelay": "with minRecordsPerTrigger: run a smaller batch after this long (default 15m)",
+    "pollTimeout": "how long latestOffset waits for requested elements (default 500ms)",
+    "maxBufferedRecords": "bound on elements held in memory: buffered plus requested (default 100000)",
+    "prefetch": "request the next micro-batch's elements while Spark runs this one (default true)",
+    "logPath": "pyarrow filesystem URI of the replay log (local path, s3://, hdfs://, gs://, abfs://)",
+    "failOnDataLoss": "fail the query when planned elements cannot be replayed (default true)",
+    "numPartitions": "split each micro-batch into this many partitions (default 1)",
+    "mode": "FAILFAST (default), PERMISSIVE or DROPMALFORMED",
+    "columnNameOfCorruptRecord": f"PERMISSIVE mode's text column (default {DEFAULT_CORRUPT_COLUMN})",
+    "path": "ignored (Spark passes it for .load(path))",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceOptions:
+    """The ``reactive`` source's options, parsed and validated."""
+
+    publisher: Optional[str]
+    endpoint: Optional[str]
+    token: Optional[str]
+    schema: Optional[str]
+    max_records_per_trigger: Optional[int]
+    min_records_per_trigger: Optional[int]
+    max_trigger_delay: float
+    poll_timeout: float
+    max_buffered: int
+    prefetch: bool
+    log_path: Optional[str]
+    fail_on_data_loss: bool
+    num_partitions: int
+    mode: Mode
+    corrupt_column: str
+    raw: Dict[str, Any]
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> "SourceOptions":
+        check_known(options, SOURCE_OPTIONS, "format('reactive') (source)")
+        o = lookup(options)
+        publisher = o.get("publisher")
+        endpoint = o.get("endpoint")
+        if bool(publisher) == bool(endpoint):
+            raise OptionError(
+                "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
+                "called in the driver-side reader process) or option 'endpoint' (an rs_spark.net address); "
+                f"got publisher={publisher!r}, endpoint={endpoint!r}. From a notebook, "
+                "rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
+            )
+        if publisher and ":" not in str(publisher):
+            raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
+        max_r = _parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
+        min_r = _parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o else None
+        if max_r is not None and min_r is not None and min_r > max_r:
+            raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
+        max_buffered = _parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
+        if max_r is not None and max_r > max_buffered:
+            raise OptionError(
+                f"option maxRecordsPerTrigger={max_r} exceeds maxBufferedRecords={max_buffered}: a micro-batch "
+                "cannot hold more elements than rs_spark may buffer; raise maxBufferedRecords or lower the limit"
+            )
+        if min_r is not None and min_r > max_buffered:
+            raise OptionError(f"option minRecordsPerTrigger={min_r} exceeds maxBufferedRecords={max_buffered}")
+        mode = Mode.parse(o.get("mode", "FAILFAST"))
+        return cls(
+            publisher=str(publisher) if publisher else None,
+            endpoint=str(endpoint) if endpoint else None,
+            token=o.get("token"),
+            schema=o.get("schema"),
+            max_records_per_trigger=max_r,
+            min_records_per_trigger=min_r,
+            max_trigger_delay=parse_duration("maxTriggerDelay", o.get("maxtriggerdelay", "15m")),
+            poll_timeout=parse_duration("pollTimeout", o.get("polltimeout", "500ms")),
+            max_buffered=max_buffered,
+            prefetch=_parse_bool("prefetch", o.get("prefetch", "true")),
+            log_path=o.get("logpath") or None,
+            fail_on_data_loss=_parse_bool("failOnDataLoss", o.get("failondataloss", "true")),
+            num_partitions=_parse_int("numPartitions", o.get("numpartitions", 1), 1),
+            mode=mode,
+            corrupt_column=str(o.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN)),
+            raw=o,
+        )
+
+
+__all__ = ["OptionError", "SourceOptions", "SOURCE_OPTIONS", "parse_duration", "check_known", "lookup",
+           "PASS_THROUGH_PREFIX"]

@@ -1,0 +1,380 @@
+"""The ``reactive`` source's readers: micro-batch offsets become ``request(n)`` demand.
+
+Which process runs what (ARCHITECTURE.md section 1): the reader object is built in a planner
+worker and pickled to executors, so it holds nothing live until first used. In Spark's
+long-lived driver-side reader process, the first ``initialOffset``/``latestOffset``/
+``partitions`` call builds the live state: the subscription (an :class:`Intake`), the converter
+and the replay store. ``read(partition)`` runs on executors and only reads what the partition
+carries (inline Arrow IPC bytes) or names (a slice of a replay-log segment).
+
+Offsets are ``{"offset": n}``: ``n`` counts records received from the publisher since the
+query began (a RecordBatch element counts its rows).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+from pyspark.sql.datasource import (DataSourceReader, DataSourceStreamReader, InputPartition)
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
+                                              SupportsTriggerAvailableNow)
+from pyspark.sql.types import StructType
+
+from ..arrow.convert import ElementConverter
+from ..arrow.ipc import from_ipc, to_ipc
+from .intake import Intake, PublisherFailed
+from .options import SourceOptions
+from .replay_log import MissingData, ReplayLog, read_segment_slice
+from .resolve import make_publisher
+
+log = logging.getLogger("rs_spark.source")
+
+
+class DataLossError(RuntimeError):
+    """Planned records cannot be replayed and ``failOnDataLoss`` is true."""
+
+
+class InlinePartition(InputPartition):
+    """Rows carried inside the partition as Arrow IPC bytes (no replay log)."""
+
+    def __init__(self, ipc: bytes, first_offset: int) -> None:
+        super().__init__(first_offset)
+        self.ipc = ipc
+
+
+class LogPartition(InputPartition):
+    """Rows ``[lo, hi)`` of replay-log segments, read by the executor from the log."""
+
+    def __init__(self, uri: str, pieces: List[Tuple[str, int, int]]) -> None:
+        super().__init__(pieces[0][0] if pieces else None)
+        self.uri = uri
+        self.pieces = pieces
+
+
+class _Planned:
+    __slots__ = ("end", "batches")
+
+    def __init__(self, end: int, batches: List[pa.RecordBatch]) -> None:
+        self.end = end
+        self.batches = batches
+
+
+class _Live:
+    """Everything that exists only in the driver-side reader process."""
+
+    def __init__(self, opts: SourceOptions, arrow_schema: pa.Schema, start: int) -> None:
+        self.opts = opts
+        self.schema = arrow_schema
+        self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
+        self.log = ReplayLog(opts.log_path) if opts.log_path else None
+        self.memory: Dict[int, _Planned] = {}
+        if self.log is None:
+            log.warning(
+                "format('reactive') runs without option logPath: planned micro-batches are kept only in the "
+                "reader process's memory, so if the driver restarts before a batch commits, its records cannot "
+                "be replayed (at-most-once for those; failOnDataLoss decides whether that fails the query). "
+                "Set logPath to a durable location for exactly-once replay.")
+            base = start
+        else:
+            base = max(start, self.log.end_offset())
+        self.next_offset = base
+        self.intake = Intake(opts.max_buffered, base, rows_of=self.converter.rows_of)
+        self.last_batch_at = time.monotonic()
+        self.malformed = 0
+        self.dropped = 0
+        self.available_now_done = False
+        self._subscribed = False
+
+    def subscribe(self) -> None:
+        if self._subscribed:
+            return
+        self._subscribed = True
+        publisher = make_publisher(self.opts)
+        publisher.subscribe(self.intake)
+        if self.opts.prefetch:
+            self.intake.demand_up_to(1)
+
+    def planned_end(self, start: int) -> Optional[int]:
+        """The end of a batch already planned from ``start`` (after a restart), if any."""
+        if self.log is not None:
+            for seg in self.log.segments():
+                if seg.start == start:
+                    return seg.end
+            return None
+        p = self.memory.get(start)
+        return p.end if p else None
+
+    def store(self, start: int, end: int, batch: pa.RecordBatch) -> None:
+        """Make ``[start, end)`` replayable before its offset is returned."""
+        batches = [batch] if batch.num_rows else []
+        if self.log is not None:
+            self.log.append(start, end, batches, self.schema)
+        else:
+            self.memory[start] = _Planned(end, batches)
+
+    def stop(self) -> None:
+        self.intake.cancel()
+
+
+class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Streaming reader: demand per micro-batch from the read limit."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        self._opts = opts
+        self._schema_json = schema.json()
+        self._live: Optional[_Live] = None
+        self._available_now = False
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_live"] = None  # executors never need (or could unpickle) the live subscription
+        return state
+
+    # -- live state --------------------------------------------------------------------
+    def _arrow_schema(self) -> pa.Schema:
+        return to_arrow_schema(StructType.fromJson(json.loads(self._schema_json)), timezone="UTC")
+
+    def _state(self, start: int) -> _Live:
+        if self._live is None:
+            self._live = _Live(self._opts, self._arrow_schema(), start)
+        return self._live
+
+    # -- DataSourceStreamReader ---------------------------------------------------------
+    def initialOffset(self) -> dict:
+        return {"offset": 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        o = self._opts
+        if o.max_records_per_trigger is not None:
+            return ReadMaxRows(o.max_records_per_trigger)
+        if o.min_records_per_trigger is not None:
+            return ReadMinRows(o.min_records_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        # AvailableNow reads until the publisher completes or goes quiet for pollTimeout.
+        self._available_now = True
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        s = int(start["offset"])
+        live = self._state(s)
+        live.subscribe()
+        planned = live.planned_end(s)
+        if planned is not None:  # logged before a restart but never run: replay it first
+            return {"offset": planned}
+        if s != live.next_offset:
+            s = self._realign(live, s)
+        intake = live.intake
+        intake.check()
+        o = self._opts
+
+        max_rows: Optional[int] = None
+        min_rows: Optional[int] = None
+        if isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+            min_rows = o.min_records_per_trigger
+        elif isinstance(limit, ReadMinRows):
+            min_rows = limit.min_rows
+            max_rows = o.max_records_per_trigger
+        if self._available_now and live.available_now_done:
+            return {"offset": s}
+
+        target_rows = max_rows or min_rows or 1
+        if intake.received_rows == 0 and intake.buffered == 0 and not intake.terminated:
+            # Learn how many rows an element carries before asking for many (RecordBatch publishers).
+            intake.demand_up_to(1)
+            intake.wait(1, o.poll_timeout)
+        want = self._elements_for(intake, max_rows or min_rows)
+        intake.demand_up_to(want)
+        intake.wait(target_rows, o.poll_timeout)
+        intake.check()
+
+        rows = intake.buffered_rows
+        if min_rows is not None and rows < min_rows and not intake.terminated:
+            waited = time.monotonic() - live.last_batch_at
+            if rows == 0 or waited < o.max_trigger_delay:
+                return {"offset": s}
+        elements = intake.take_rows(max_rows)
+        if not elements:
+            err = intake.failed
+            if err is not None:
+                raise PublisherFailed(err, s)
+            if self._available_now:
+                # The publisher completed, or sent nothing within pollTimeout although records were
+                # requested: what was available has been read, so Trigger.AvailableNow ends here.
+                live.available_now_done = True
+            return {"offset": s}
+
+        end = s + sum(live.converter.rows_of(e) for e in elements)
+        converted = live.converter.convert(elements, s)
+        live.malformed += converted.malformed
+        live.dropped += converted.dropped
+        if converted.dropped:
+            log.warning("format('reactive'): dropped %d malformed records in offsets [%d, %d) (mode=DROPMALFORMED)",
+                        converted.dropped, s, end)
+        live.store(s, end, converted.batch)
+        live.next_offset = end
+        live.last_batch_at = time.monotonic()
+        if o.prefetch:
+            intake.demand_up_to(want)
+        return {"offset": end}
+
+    def _elements_for(self, intake: Intake, rows: Optional[int]) -> int:
+        if rows is None:
+            return self._opts.max_buffered
+        return max(1, math.ceil(rows / max(intake.rows_per_element(), 1e-9)))
+
+    def _realign(self, live: _Live, s: int) -> int:
+        """Spark's start differs from ours: only after a restart without (enough) log."""
+        if s > live.next_offset:
+            live.next_offset = s
+            return s
+        # s < next_offset: rows [s, next_offset) were planned but their plan is gone.
+        msg = (f"format('reactive'): Spark asked for records from offset {s}, but this reader already "
+               f"planned up to {live.next_offset} and cannot find the batch starting at {s}")
+        if self._opts.fail_on_data_loss:
+            raise DataLossError(msg + ". Set failOnDataLoss=false to continue from the current offset.")
+        log.warning("%s; continuing (failOnDataLoss=false)", msg)
+        return s
+
+    def reportLatestOffset(self) -> Optional[dict]:
+        live = self._live
+        if live is None:
+            return None
+        requested, received, buffered, outstanding = live.intake.stats()
+        return {"offset": live.next_offset + live.intake.buffered_rows, "bufferedElements": buffered,
+                "outstandingDemand": outstanding, "receivedElements": received,
+                "malformedRecords": live.malformed, "droppedRecords": live.dropped}
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        s, e = int(start["offset"]), int(end["offset"])
+        if s == e:
+            return []
+        live = self._state(s)
+        n = self._opts.num_partitions
+        if live.log is not None:
+            try:
+                segs = live.log.covering(s, e)
+            except MissingData as exc:
+                return self._lost(s, e, str(exc))
+            return _split_log(live.log.uri, [(seg.name, seg.rows) for seg in segs], n)
+        planned = live.memory.get(s)
+        if planned is None or planned.end != e:
+            return self._lost(s, e, f"the micro-batch [{s}, {e}) was planned by an earlier reader process "
+                              "(the driver restarted) and was kept only in its memory")
+        batches = planned.batches
+        table = pa.Table.from_batches(batches, schema=live.schema) if batches else None
+        rows = table.num_rows if table is not None else 0
+        if rows == 0:
+            return []
+        parts = []
+        step = math.ceil(rows / n)
+        for lo in range(0, rows, step):
+            piece = table.slice(lo, step).combine_chunks().to_batches()  # type: ignore[union-attr]
+            parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
+        return parts
+
+    def _lost(self, s: int, e: int, why: str) -> List[InputPartition]:
+        msg = f"format('reactive'): records at offsets [{s}, {e}) cannot be replayed: {why}"
+        if self._opts.fail_on_data_loss:
+            raise DataLossError(msg + ". Set option logPath for durable replay, or failOnDataLoss=false to "
+                                      "skip them (they are lost).")
+        log.warning("%s; skipping %d records (failOnDataLoss=false)", msg, e - s)
+        return []
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, InlinePartition):
+            yield from from_ipc(partition.ipc)
+        elif isinstance(partition, LogPartition):
+            for name, lo, hi in partition.pieces:
+                yield from read_segment_slice(partition.uri, name, lo, hi)
+        else:  # pragma: no cover - Spark only hands back our partitions
+            raise TypeError(f"format('reactive') cannot read partition {partition!r}")
+
+    def commit(self, end: dict) -> None:
+        live = self._live
+        if live is None:
+            return
+        e = int(end["offset"])
+        if live.log is not None:
+            live.log.truncate_before(e)
+        for k in [k for k, p in live.memory.items() if p.end <= e]:
+            del live.memory[k]
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+
+def _split_log(uri: str, segs: List[Tuple[str, int]], n: int) -> List[InputPartition]:
+    """Split the rows of ``segs`` (name, rows) into ``n`` row ranges of near-equal size."""
+    total = sum(r for _, r in segs)
+    if total == 0:
+        return []
+    step = math.ceil(total / n)
+    parts: List[InputPartition] = []
+    pieces: List[Tuple[str, int, int]] = []
+    room = step
+    for name, rows in segs:
+        lo = 0
+        while lo < rows:
+            take = min(room, rows - lo)
+            pieces.append((name, lo, lo + take))
+            lo += take
+            room -= take
+            if room == 0:
+                parts.append(LogPartition(uri, pieces))
+                pieces, room = [], step
+    if pieces:
+        parts.append(LogPartition(uri, pieces))
+    return parts
+
+
+class SubscribePartition(InputPartition):
+    """Batch read: the executor subscribes to the publisher itself and reads it to completion."""
+
+
+class ReactiveBatchReader(DataSourceReader):
+    """``spark.read.format("reactive")``: a finite publisher read to completion on one executor."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        self._opts = opts
+        self._schema_json = schema.json()
+
+    def partitions(self) -> List[InputPartition]:
+        return [SubscribePartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        from ..streams.subscribers import BlockingIterator
+
+        schema = to_arrow_schema(StructType.fromJson(json.loads(self._schema_json)), timezone="UTC")
+        converter = ElementConverter(schema, self._opts.mode, self._opts.corrupt_column, add_corrupt_column=False)
+        chunk = min(self._opts.max_buffered, 65_536)
+        it = BlockingIterator(prefetch=chunk)
+        make_publisher(self._opts).subscribe(it)
+        offset = 0
+        pending: List[Any] = []
+        rows = 0
+        with it:
+            for element in it:
+                pending.append(element)
+                rows += converter.rows_of(element)
+                if rows >= chunk:
+                    yield from _nonempty(converter.convert(pending, offset).batch)
+                    offset += rows
+                    pending, rows = [], 0
+            if pending:
+                yield from _nonempty(converter.convert(pending, offset).batch)
+
+
+def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    if batch.num_rows:
+        yield batch
+
+
+__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition"]

@@ -1,0 +1,140 @@
+"""The replay log: planned micro-batch data as Arrow IPC files on any pyarrow filesystem.
+
+A segment holds the rows of offsets ``[start, end)`` (one planned micro-batch) in a file
+named ``<start>-<end>-<rows>.arrow`` (zero-padded, so names sort by offset). It is written to a
+temporary name and moved into place, so a reader never sees half a segment. Executors
+read slices of segments by row range; ``commit(end)`` deletes segments wholly below ``end``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from typing import List, Optional, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.ipc as ipc
+
+_WIDTH = 20
+_SUFFIX = ".arrow"
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """Offsets ``[start, end)`` stored as ``rows`` rows (fewer when malformed elements were dropped)."""
+
+    start: int
+    end: int
+    rows: int
+    name: str
+
+
+def _open_fs(uri: str) -> Tuple[pafs.FileSystem, str]:
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    return pafs.FileSystem.from_uri(uri)
+
+
+class ReplayLog:
+    """Segments of Arrow IPC files under ``uri`` (a local path or any pyarrow filesystem URI)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        self._fs, self._root = _open_fs(uri)
+        self._fs.create_dir(self._root, recursive=True)
+
+    def _path(self, name: str) -> str:
+        return f"{self._root.rstrip('/')}/{name}"
+
+    def segments(self) -> List[Segment]:
+        """Segments in the log, in offset order."""
+        infos = self._fs.get_file_info(pafs.FileSelector(self._root, allow_not_found=True))
+        out = []
+        for info in infos:
+            base = info.base_name
+            if not base.endswith(_SUFFIX) or base.startswith("."):
+                continue
+            try:
+                a, b, r = base[: -len(_SUFFIX)].split("-")
+                out.append(Segment(int(a), int(b), int(r), base))
+            except ValueError:
+                continue  # not ours
+        out.sort(key=lambda seg: seg.start)
+        return out
+
+    def end_offset(self) -> int:
+        """The offset after the last segment (0 for an empty log)."""
+        segs = self.segments()
+        return segs[-1].end if segs else 0
+
+    def append(self, start: int, end: int, batches: Sequence[pa.RecordBatch], schema: pa.Schema) -> Segment:
+        """Durably write ``batches`` as the rows of offsets ``[start, end)``."""
+        rows = sum(b.num_rows for b in batches)
+        name = f"{start:0{_WIDTH}d}-{end:0{_WIDTH}d}-{rows:0{_WIDTH}d}{_SUFFIX}"
+        tmp = self._path(f".tmp-{uuid.uuid4().hex}")
+        with self._fs.open_output_stream(tmp) as out:
+            with ipc.new_file(out, schema) as writer:
+                for b in batches:
+                    writer.write_batch(b)
+        self._fs.move(tmp, self._path(name))  # atomic on local and HDFS; copy+delete on object stores
+        return Segment(start, end, rows, name)
+
+    def covering(self, start: int, end: int) -> List[Segment]:
+        """The segments that tile ``[start, end)`` exactly; :class:`MissingData` if any part is absent."""
+        pos = start
+        out = []
+        for seg in self.segments():
+            if seg.end <= pos:
+                continue
+            if seg.start != pos or seg.end > end:
+                break
+            out.append(seg)
+            pos = seg.end
+            if pos == end:
+                return out
+        raise MissingData(start, end, pos, self.uri)
+
+    def truncate_before(self, offset: int) -> int:
+        """Delete segments whose offsets are all below ``offset``; return how many were deleted."""
+        n = 0
+        for seg in self.segments():
+            if seg.end <= offset:
+                self._fs.delete_file(self._path(seg.name))
+                n += 1
+        return n
+
+
+class MissingData(LookupError):
+    """Offsets that were planned are not in the log any more (deleted, or never written)."""
+
+    def __init__(self, start: int, end: int, found_until: int, uri: str) -> None:
+        super().__init__(
+            f"the replay log at {uri} has no data for offsets [{found_until}, {end}) of the micro-batch "
+            f"[{start}, {end}): it was deleted, or the log location changed since the batch was planned"
+        )
+        self.start, self.end, self.found_until = start, end, found_until
+
+
+def read_segment_slice(uri: str, name: str, lo: int, hi: int) -> List[pa.RecordBatch]:
+    """Rows ``[lo, hi)`` of one segment (used on executors)."""
+    fs, root = _open_fs(uri)
+    path = f"{root.rstrip('/')}/{name}"
+    with fs.open_input_file(path) as f:
+        reader = ipc.open_file(f)
+        out: List[pa.RecordBatch] = []
+        pos = 0
+        for i in range(reader.num_record_batches):
+            b = reader.get_batch(i)
+            n = b.num_rows
+            if pos + n > lo and pos < hi:
+                a = max(lo - pos, 0)
+                z = min(hi - pos, n)
+                out.append(b.slice(a, z - a))
+            pos += n
+            if pos >= hi:
+                break
+        return [b for b in out if b.num_rows]
+
+
+__all__ = ["ReplayLog", "Segment", "MissingData", "read_segment_slice"]

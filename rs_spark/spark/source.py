@@ -1,0 +1,60 @@
+"""``format("reactive")``: the Spark data source class (registered as ``reactive``)."""
+from __future__ import annotations
+
+from typing import Any, Union
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
+
+from ..arrow.convert import Mode
+from .options import OptionError, SourceOptions
+from .reader import ReactiveBatchReader, ReactiveStreamReader
+from .resolve import make_publisher
+
+
+class ReactiveDataSource(DataSource):
+    """Reads a Reactive Streams Publisher (and, with the sink, writes into a Subscriber)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "reactive"
+
+    def schema(self) -> Union[StructType, str]:
+        opts = SourceOptions.parse(self.options)
+        declared: Any = opts.schema
+        if not declared and opts.publisher:
+            declared = getattr(make_publisher(opts), "schema", None)
+        if not declared:
+            raise OptionError(
+                "format('reactive') needs a schema: give it with .schema('id LONG, name STRING'), with option "
+                "schema, or let the publisher declare one as a `schema` attribute (DDL string, StructType or "
+                "pyarrow.Schema)"
+            )
+        if not isinstance(declared, (str, StructType)):
+            try:
+                declared = from_arrow_schema(declared)
+            except Exception as exc:
+                raise OptionError(f"the publisher's schema {declared!r} is not DDL, a StructType or a "
+                                  f"pyarrow.Schema: {exc}") from None
+        if opts.mode is Mode.PERMISSIVE:
+            declared = _with_corrupt_column(declared, opts.corrupt_column)
+        return declared
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return ReactiveStreamReader(SourceOptions.parse(self.options), schema)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return ReactiveBatchReader(SourceOptions.parse(self.options), schema)
+
+
+def _with_corrupt_column(schema: Union[str, StructType], column: str) -> Union[str, StructType]:
+    if isinstance(schema, str):
+        names = [part.strip().split()[0].strip("`").lower() for part in schema.split(",") if part.strip()]
+        return schema if column.lower() in names else f"{schema}, `{column}` STRING"
+    if column in schema.fieldNames():
+        return schema
+    return StructType(schema.fields + [StructField(column, StringType(), True)])
+
+
+__all__ = ["ReactiveDataSource"]
