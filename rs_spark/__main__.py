@@ -1,0 +1,29 @@
+"""``python -m rs_spark demo``: the main job. See ``python -m rs_spark --help``."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m rs_spark", description="rs_spark command line")
+    sub = ap.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run the demo pipeline: bursty sensor publisher -> Spark -> console")
+    demo.add_argument("--seconds", type=float, default=40, help="how long to run (default 40)")
+    demo.add_argument("--max-records-per-trigger", type=int, default=2000)
+    demo.add_argument("--trigger", default="1 second", help="processing-time trigger interval")
+    demo.add_argument("--publisher", default="rs_spark.examples.sensors:readings",
+                      help="package.module:factory of the publisher (default: the embedded sensor feed)")
+    demo.add_argument("--endpoint", default=None, help="read from an rs_spark.net endpoint instead")
+    demo.add_argument("--rate", type=float, default=200, help="sensor records/s between bursts")
+    demo.add_argument("--burst", type=int, default=5000, help="records per burst")
+    demo.add_argument("--master", default="local[2]")
+    args = ap.parse_args(argv)
+    if args.command == "demo":
+        from .demo import run_demo
+        return run_demo(args)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
