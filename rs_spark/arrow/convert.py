@@ -118,12 +118,11 @@ class ElementConverter:
         first = elements[0]
         schema = self._data_schema
         if isinstance(first, dict):
-            names = self._names
-            for e in elements:
-                if not isinstance(e, dict) or any(k not in e for k in names):
-                    raise ValueError("not all elements are dicts with every field")
-            batch = pa.RecordBatch.from_pylist(list(elements), schema=schema)
-            return batch
+            # Column by column: a missing key (KeyError) or a non-dict (TypeError) sends the
+            # chunk to the slow path, which names the offending element.
+            arrays = [pa.array([e[f.name] for e in elements], type=f.type) for f in schema]
+            self._check_nulls(arrays)
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
         if isinstance(first, (tuple, list)):
             width = len(schema)
             for e in elements:
@@ -131,6 +130,7 @@ class ElementConverter:
                     raise ValueError("not all elements are tuples of the schema's width")
             columns = list(zip(*elements))
             arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
+            self._check_nulls(arrays)
             return pa.RecordBatch.from_arrays(arrays, schema=schema)
         if dataclasses.is_dataclass(first) and not isinstance(first, type):
             rows = [self._dataclass_row(e) for e in elements]
@@ -138,6 +138,11 @@ class ElementConverter:
         if len(schema) == 1:
             return pa.RecordBatch.from_arrays([pa.array(list(elements), type=schema[0].type)], schema=schema)
         raise TypeError(f"cannot convert {type(first).__name__} elements to a {len(schema)}-column row")
+
+    def _check_nulls(self, arrays: List[pa.Array]) -> None:
+        for a, f in zip(arrays, self._data_fields):
+            if a.null_count and not f.nullable:
+                raise ValueError(f"nulls in non-nullable field {f.name}")
 
     def _dataclass_row(self, e: Any) -> dict:
         if not (dataclasses.is_dataclass(e) and not isinstance(e, type)):

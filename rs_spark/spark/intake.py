@@ -10,15 +10,20 @@ naming the rule and the offset).
 from __future__ import annotations
 
 import collections
+import queue
 import threading
 import time
 from typing import Any, Deque, List, Optional, Tuple
+
+import pyarrow as pa
 
 from ..streams.demand import add_cap
 from ..streams.errors import SpecViolation
 from ..streams.types import Subscription
 
 _COMPLETE = "complete"
+_CANCEL = -1
+_ARROW = (pa.RecordBatch, pa.Table)
 
 
 class PublisherFailed(RuntimeError):
@@ -36,14 +41,18 @@ class PublisherFailed(RuntimeError):
 class Intake:
     """A Subscriber with a bounded buffer; the reader process calls the other methods."""
 
-    def __init__(self, max_buffered: int, base_offset: int, rows_of: Any = None) -> None:
+    def __init__(self, max_buffered: int, base_offset: int) -> None:
         self.max_buffered = max_buffered
         self._cond = threading.Condition(threading.Lock())
+        self._wake_at: Optional[int] = None  # a waiting reader wants received rows to reach this
         self._signal = threading.Lock()  # held during each signal: a second one at once breaks rule 1.3
         self._buffer: Deque[Any] = collections.deque()
-        self._buffered_rows = 0
-        self._rows_of = rows_of or (lambda e: 1)
+        self._taken_rows = 0  # rows the reader took out; buffered = received - taken
         self._subscription: Optional[Subscription] = None
+        # Every request/cancel goes through one thread: calls stay serial (rule 2.7), and a
+        # synchronous publisher produces the next micro-batch there while Spark runs this one.
+        self._calls: "queue.SimpleQueue[int]" = queue.SimpleQueue()
+        self._caller: Optional[threading.Thread] = None
         self._requested = 0  # elements requested in total (saturating)
         self._received = 0  # elements received in total
         self._received_rows = 0
@@ -61,6 +70,9 @@ class Intake:
             dup = self._subscription is not None
             if not dup:
                 self._subscription = subscription
+                self._caller = threading.Thread(target=self._call_loop, args=(subscription,),
+                                                name="rs-spark-demand", daemon=True)
+                self._caller.start()
             self._cond.notify_all()
         if dup:
             subscription.cancel()  # rule 2.5
@@ -74,24 +86,26 @@ class Intake:
                                  "(signals must not overlap)")
             return
         try:
-            with self._cond:
-                if self._violation is not None:
-                    return
-                if self._terminal is not None:
-                    self._violate_locked("1.7", "the publisher signalled on_next after "
-                                         + ("on_complete" if self._terminal is _COMPLETE else "on_error"))
-                    return
-                if self._received >= self._requested:
-                    self._violate_locked("1.1", f"the publisher sent element #{self._received + 1} but only "
-                                         f"{self._requested} were requested")
-                    return
-                rows = self._rows_of(item)
-                self._buffer.append(item)
-                self._received += 1
-                self._received_rows += rows
-                self._buffered_rows += rows
-                self.last_signal = time.monotonic()
-                self._cond.notify_all()
+            # No lock on this hot path: only this (serial) signal writes the receive counters,
+            # the reader writes only the take counters, and deque appends are atomic.
+            if self._violation is not None:
+                return
+            if self._terminal is not None:
+                self._violate("1.7", "the publisher signalled on_next after "
+                              + ("on_complete" if self._terminal is _COMPLETE else "on_error"))
+                return
+            if self._received >= self._requested:
+                self._violate("1.1", f"the publisher sent element #{self._received + 1} but only "
+                              f"{self._requested} were requested")
+                return
+            rows = item.num_rows if isinstance(item, _ARROW) else 1
+            self._buffer.append(item)
+            self._received += 1
+            self._received_rows += rows
+            w = self._wake_at
+            if w is not None and self._received_rows >= w:
+                with self._cond:
+                    self._cond.notify_all()
         finally:
             self._signal.release()
 
@@ -125,9 +139,7 @@ class Intake:
             self._violation = SpecViolation(
                 rule, f"{what}, at stream offset {self._base_offset + self._received_rows}; "
                 "the publisher breaks the Reactive Streams spec, so the subscription was cancelled")
-            s = self._subscription
-            if s is not None:
-                threading.Thread(target=s.cancel, daemon=True).start()  # never call back into it from its own signal
+            self._calls.put(_CANCEL)  # not from inside the publisher's own signal
         self._cond.notify_all()
 
     # -- reader side ----------------------------------------------------------------------
@@ -147,7 +159,7 @@ class Intake:
 
     @property
     def buffered_rows(self) -> int:
-        return self._buffered_rows
+        return self._received_rows - self._taken_rows
 
     @property
     def completed(self) -> bool:
@@ -181,54 +193,76 @@ class Intake:
             if n <= 0:
                 return 0
             self._requested = add_cap(self._requested, n)
-        s.request(n)
+        self._calls.put(n)
         return n
+
+    def _call_loop(self, s: Subscription) -> None:
+        calls = self._calls
+        while True:
+            n = calls.get()
+            if n == _CANCEL:
+                s.cancel()
+                return
+            try:
+                s.request(n)
+            except BaseException as exc:  # rule 3.16 says request returns normally; this one did not
+                self._violate("3.16", f"the publisher's Subscription.request({n}) raised "
+                                      f"{type(exc).__name__}: {exc}")
 
     def wait(self, rows: int, timeout: float) -> bool:
         """Wait until ``rows`` rows are buffered, a terminal/violation arrives, or ``timeout``."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while (self._buffered_rows < rows and self._terminal is None and self._violation is None
-                   and (self._requested > self._received or self._subscription is None)):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(left)
-            return self._buffered_rows >= rows
+            self._wake_at = self._taken_rows + rows
+            try:
+                while (self._received_rows - self._taken_rows < rows and self._terminal is None and self._violation is None
+                       and (self._requested > self._received or self._subscription is None)):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(left)
+                return self._received_rows - self._taken_rows >= rows
+            finally:
+                self._wake_at = None
 
-    def wait_subscribed(self, timeout: float) -> bool:
-        with self._cond:
-            return self._cond.wait_for(lambda: self._subscription is not None or self._terminal is not None, timeout)
 
     def take_rows(self, max_rows: Optional[int]) -> List[Any]:
         """Remove up to ``max_rows`` rows (all when None) from the buffer, splitting a batch element."""
-        out: List[Any] = []
-        with self._cond:
-            budget = self._buffered_rows if max_rows is None else min(max_rows, self._buffered_rows)
-            while budget > 0 and self._buffer:
-                e = self._buffer[0]
-                n = self._rows_of(e)
-                if n <= budget:
-                    self._buffer.popleft()
-                    out.append(e)
-                    budget -= n
-                    self._buffered_rows -= n
-                else:
-                    out.append(e.slice(0, budget))
-                    self._buffer[0] = e.slice(budget)
-                    self._buffered_rows -= budget
-                    budget = 0
+        buf = self._buffer
+        avail = self._received_rows - self._taken_rows
+        budget = avail if max_rows is None else min(max_rows, avail)
+        if budget <= 0:
+            return []
+        first = buf[0]
+        if not isinstance(first, _ARROW) and len(buf) == budget == avail:
+            out = [buf.popleft() for _ in range(budget)]  # the common case: every row, all plain elements
+            self._taken_rows += budget
+            return out
+        out = []
+        pop = buf.popleft
+        taken = 0
+        while taken < budget and buf:
+            e = buf[0]
+            n = e.num_rows if isinstance(e, _ARROW) else 1
+            if taken + n <= budget:
+                out.append(pop())
+                taken += n
+            else:
+                cut = budget - taken
+                out.append(e.slice(0, cut))
+                buf[0] = e.slice(cut)  # only the reader touches the head; the publisher appends at the tail
+                taken += cut
+        self._taken_rows += taken
         return out
 
     def cancel(self) -> None:
-        s = self._subscription
-        if s is not None:
-            s.cancel()
+        """Cancel (through the demand thread, after any request already queued)."""
+        self._calls.put(_CANCEL)
 
     def stats(self) -> Tuple[int, int, int, int]:
         """(requested, received, buffered elements, outstanding demand)."""
-        with self._cond:
-            return self._requested, self._received, len(self._buffer), self._requested - self._received
+        requested, received = self._requested, self._received
+        return requested, received, len(self._buffer), requested - received
 
 
 __all__ = ["Intake", "PublisherFailed"]

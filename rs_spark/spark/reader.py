@@ -83,7 +83,7 @@ class _Live:
         else:
             base = max(start, self.log.end_offset())
         self.next_offset = base
-        self.intake = Intake(opts.max_buffered, base, rows_of=self.converter.rows_of)
+        self.intake = Intake(opts.max_buffered, base)
         self.last_batch_at = time.monotonic()
         self.malformed = 0
         self.dropped = 0
