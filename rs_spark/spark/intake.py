@@ -255,9 +255,20 @@ class Intake:
         self._taken_rows += taken
         return out
 
-    def cancel(self) -> None:
-        """Cancel (through the demand thread, after any request already queued)."""
+    def cancel(self, wait: float = 0.0) -> bool:
+        """Cancel (through the demand thread, after any request already queued).
+
+        ``wait`` > 0 blocks up to that many seconds until the publisher has been told: the
+        reader process may exit right after ``stop()``, taking the demand thread with it.
+        Returns whether the cancel was delivered (or nothing was subscribed).
+        """
         self._calls.put(_CANCEL)
+        caller = self._caller
+        if caller is None:
+            return True
+        if wait > 0:
+            caller.join(wait)
+        return not caller.is_alive()
 
     def stats(self) -> Tuple[int, int, int, int]:
         """(requested, received, buffered elements, outstanding demand)."""

@@ -118,7 +118,9 @@ class _Live:
             self.memory[start] = _Planned(end, batches)
 
     def stop(self) -> None:
-        self.intake.cancel()
+        if not self.intake.cancel(wait=10.0):
+            log.warning("format('reactive'): the publisher did not accept cancel() within 10 s "
+                        "(its request() or cancel() is blocking); stopping anyway")
 
 
 class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):

@@ -106,3 +106,17 @@ def slow(options):
             time.sleep(interval)
             yield (i, f"s{i}", 1.0)
     return rs.defer(gen)
+
+
+def cancel_marker(options):
+    """Endless records; writes ``publisher.marker`` when its generator is closed (cancel)."""
+    marker = options["publisher.marker"]
+
+    def gen():
+        try:
+            for i in itertools.count():
+                yield (i, "c", 1.0)
+        finally:
+            with open(marker, "w") as f:
+                f.write("cancelled")
+    return rs.defer(gen)

@@ -259,3 +259,60 @@ def test_bad_factory_is_a_clear_error_at_load_time(spark):
         (spark.readStream.format("reactive").schema(SCHEMA).option("publisher", "no_such_module:f").load()
          .writeStream.format("memory").queryName(_name()).start().awaitTermination(60))
     assert "cannot import module 'no_such_module'" in _error_text(ei.value)
+
+
+def test_query_stop_cancels_the_subscription(spark, tmp_path):
+    marker = tmp_path / "cancelled"
+    df = _stream(spark, "cancel_marker", **{"publisher.marker": str(marker), "maxRecordsPerTrigger": 50})
+    q, _ = _run_to_memory(df, spark)
+    deadline = time.time() + 60
+    while not [p for p in q.recentProgress if p["numInputRows"]] and time.time() < deadline:
+        time.sleep(0.1)
+    q.stop()
+    deadline = time.time() + 30
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), "stopping the query must cancel the subscription (the generator was not closed)"
+
+
+def test_min_records_per_trigger_waits_for_enough_records(spark):
+    # 30 records, one every 20 ms: batches wait for 10 records unless 15m pass
+    df = _stream(spark, "slow", **{"publisher.count": 30, "publisher.interval_ms": 20,
+                                   "minRecordsPerTrigger": 10})
+    q, name = _run_to_memory(df, spark)
+    try:
+        deadline = time.time() + 60
+        while spark.sql(f"select count(*) from {name}").first()[0] < 30 and time.time() < deadline:
+            time.sleep(0.2)
+        sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    finally:
+        q.stop()
+    assert sum(sizes) == 30 and min(sizes) >= 10, sizes
+
+
+def test_max_trigger_delay_releases_a_smaller_batch(spark):
+    df = _stream(spark, "slow", **{"publisher.count": 6, "publisher.interval_ms": 20,
+                                   "minRecordsPerTrigger": 100, "maxTriggerDelay": "1s"})
+    q, name = _run_to_memory(df, spark)
+    try:
+        deadline = time.time() + 60
+        while spark.sql(f"select count(*) from {name}").first()[0] < 6 and time.time() < deadline:
+            time.sleep(0.2)
+        total = spark.sql(f"select count(*) from {name}").first()[0]
+    finally:
+        q.stop()
+    assert total == 6
+
+
+def test_slow_publisher_yields_small_batches_instead_of_stalling(spark):
+    df = _stream(spark, "slow", **{"publisher.count": 20, "publisher.interval_ms": 50,
+                                   "maxRecordsPerTrigger": 1000})
+    q, name = _run_to_memory(df, spark)
+    try:
+        deadline = time.time() + 60
+        while spark.sql(f"select count(*) from {name}").first()[0] < 20 and time.time() < deadline:
+            time.sleep(0.2)
+        sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    finally:
+        q.stop()
+    assert sum(sizes) == 20 and len(sizes) >= 2 and max(sizes) < 20
