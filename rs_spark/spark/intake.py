@@ -109,6 +109,36 @@ class Intake:
         finally:
             self._signal.release()
 
+    def on_next_many(self, items: List[Any]) -> None:
+        """Receive several elements in one call (from rs_spark's own sources; same rules)."""
+        if not self._signal.acquire(blocking=False):
+            self._violate("1.3", "the publisher signalled on_next while another signal was still running")
+            return
+        try:
+            if self._violation is not None:
+                return
+            if self._terminal is not None:
+                self._violate("1.7", "the publisher signalled on_next after a terminal signal")
+                return
+            n = len(items)
+            if self._received + n > self._requested:
+                self._violate("1.1", f"the publisher sent elements up to #{self._received + n} but only "
+                              f"{self._requested} were requested")
+                return
+            rows = n
+            for item in items:
+                if isinstance(item, _ARROW):
+                    rows += item.num_rows - 1
+            self._buffer.extend(items)
+            self._received += n
+            self._received_rows += rows
+            w = self._wake_at
+            if w is not None and self._received_rows >= w:
+                with self._cond:
+                    self._cond.notify_all()
+        finally:
+            self._signal.release()
+
     def on_error(self, error: BaseException) -> None:
         self._terminate(error if error is not None else TypeError("on_error(None) (rule 2.13)"))
 

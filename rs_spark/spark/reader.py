@@ -15,6 +15,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import signal
+import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -94,6 +97,7 @@ class _Live:
         if self._subscribed:
             return
         self._subscribed = True
+        self._cancel_on_sigterm()
         publisher = make_publisher(self.opts)
         publisher.subscribe(self.intake)
         if self.opts.prefetch:
@@ -116,6 +120,25 @@ class _Live:
             self.log.append(start, end, batches, self.schema)
         else:
             self.memory[start] = _Planned(end, batches)
+
+    def _cancel_on_sigterm(self) -> None:
+        """When a query stops, Spark ends this process with SIGTERM, whose default action skips
+        ``stop()``: cancel the subscription first, then terminate as SIGTERM would."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(signum: int, frame: Any) -> None:
+            try:
+                self.stop()
+            finally:
+                signal.signal(signal.SIGTERM, previous if callable(previous) else signal.SIG_DFL)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+        try:
+            signal.signal(signal.SIGTERM, on_sigterm)
+        except ValueError:  # not the main thread of the interpreter after all
+            pass
 
     def stop(self) -> None:
         if not self.intake.cancel(wait=10.0):
