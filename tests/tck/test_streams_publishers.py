@@ -1,0 +1,92 @@
+"""Every Publisher rs_spark.streams ships, through the kit's PublisherVerification."""
+from __future__ import annotations
+
+import inspect
+
+from rs_spark import streams as rs
+from rs_spark.tck import PUBLISHER_RULES, PublisherVerification, Timeouts
+
+FAST = Timeouts(default=0.5, no_signals=0.05, poll=0.01, gc=0.5)
+MAX = 2**63 - 1
+
+
+def test_publisher_verification_has_all_38_jvm_tests_named_by_rule():
+    methods = {n for n, _ in inspect.getmembers(PublisherVerification, inspect.isfunction) if n.startswith("test_")}
+    assert len(PUBLISHER_RULES) == 38
+    assert methods == set(PUBLISHER_RULES)
+    statuses = [status for _, _, status in PUBLISHER_RULES.values()]
+    assert statuses.count("required") == 22 and statuses.count("optional") == 8
+    assert statuses.count("stochastic") == 1 and statuses.count("untested") == 7
+
+
+def _items(n):
+    return range(n) if n < 10**6 else iter(int, 1)  # iter(int, 1) never ends: an unbounded source
+
+
+class TestRange(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return rs.range_(elements) if elements < MAX else rs.defer(lambda: iter(int, 1))
+
+    def create_failed_publisher(self):
+        return rs.error(RuntimeError("failed publisher"))
+
+
+class TestFromIterableGenerator(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return rs.defer(lambda: (i for i in _items(elements)))
+
+    def create_failed_publisher(self):
+        def boom():
+            raise LookupError("no data")
+        return rs.defer(boom)
+
+
+class TestCreate(PublisherVerification):
+    timeouts = FAST
+
+    def max_elements_from_publisher(self):
+        return 1024  # pushes everything at once into a bounded buffer
+
+    def create_publisher(self, elements):
+        def run(em):
+            for i in range(elements):
+                em.next(i)
+            em.complete()
+        return rs.create(run, buffer_size=max(1, elements))
+
+
+class TestPipedUnfused(PublisherVerification):
+    timeouts = FAST
+
+    def max_elements_from_publisher(self):
+        return 1024
+
+    def create_publisher(self, elements):
+        def run(em):
+            for i in range(elements):
+                em.next(i)
+            em.complete()
+        return rs.create(run, buffer_size=max(1, elements)).pipe(rs.map(lambda x: x + 1), rs.filter(lambda x: True))
+
+
+class TestPipedFused(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return rs.defer(lambda: _items(elements)).pipe(rs.map(str), rs.take(elements))
+
+
+class TestAsyncIterable(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        async def gen():
+            i = 0
+            while i < elements:
+                yield i
+                i += 1
+        return rs.from_async_iterable(gen)
