@@ -1,8 +1,8 @@
 """A Reactive Streams conformance kit for Python, modelled on the JVM TCK.
 
-Work in progress: :class:`PublisherVerification` (all 38 JVM publisher tests) is here;
-the subscriber and processor verifications, the self-test suite of broken implementations
-and the command line come next. Subclass in a pytest module::
+Here: :class:`PublisherVerification` (the JVM's 38 publisher tests),
+:class:`SubscriberBlackboxVerification` (26) and :class:`SubscriberWhiteboxVerification` (27).
+The identity-processor verification (68) is not written yet. Subclass in a pytest module::
 
     from rs_spark.tck import PublisherVerification
 
@@ -13,6 +13,10 @@ and the command line come next. Subclass in a pytest module::
 from .env import ManualSubscriber, TCKFailure, TestEnvironment, Timeouts
 from .publisher import RULES as PUBLISHER_RULES
 from .publisher import PublisherVerification
+from .subscriber import (BLACKBOX_RULES, WHITEBOX_RULES, SubscriberBlackboxVerification, SubscriberPuppet,
+                         SubscriberWhiteboxVerification, WhiteboxSubscriberProbe)
 
-__all__ = ["PublisherVerification", "PUBLISHER_RULES", "Timeouts", "TestEnvironment", "ManualSubscriber",
+__all__ = ["PublisherVerification", "PUBLISHER_RULES", "SubscriberBlackboxVerification",
+           "SubscriberWhiteboxVerification", "WhiteboxSubscriberProbe", "SubscriberPuppet", "BLACKBOX_RULES",
+           "WHITEBOX_RULES", "Timeouts", "TestEnvironment", "ManualSubscriber",
            "TCKFailure"]

@@ -89,3 +89,8 @@ def test_broken_publisher_still_passes_an_unrelated_rule(bug):
     # rule 1.2 (fewer than requested, then complete) holds for every variant
     _verification(bug).test_required_spec102_may_signal_less_than_requested_and_terminate_subscription()
     Naive.keep.clear()
+
+
+def overshooting(elements):
+    """A factory for the CLI test: breaks rule 1.1."""
+    return Naive(elements, "overshoot")
