@@ -1,8 +1,8 @@
 """A Reactive Streams conformance kit for Python, modelled on the JVM TCK.
 
-Here: :class:`PublisherVerification` (the JVM's 38 publisher tests),
-:class:`SubscriberBlackboxVerification` (26) and :class:`SubscriberWhiteboxVerification` (27).
-The identity-processor verification (68) is not written yet. Subclass in a pytest module::
+:class:`PublisherVerification` (the JVM's 38 publisher tests),
+:class:`SubscriberBlackboxVerification` (26), :class:`SubscriberWhiteboxVerification` (27) and
+:class:`IdentityProcessorVerification` (68). Subclass in a pytest module::
 
     from rs_spark.tck import PublisherVerification
 
@@ -12,11 +12,12 @@ The identity-processor verification (68) is not written yet. Subclass in a pytes
 """
 from .env import ManualSubscriber, TCKFailure, TestEnvironment, Timeouts
 from .publisher import RULES as PUBLISHER_RULES
+from .processor import PROCESSOR_RULES, IdentityProcessorVerification
 from .publisher import PublisherVerification
 from .subscriber import (BLACKBOX_RULES, WHITEBOX_RULES, SubscriberBlackboxVerification, SubscriberPuppet,
                          SubscriberWhiteboxVerification, WhiteboxSubscriberProbe)
 
-__all__ = ["PublisherVerification", "PUBLISHER_RULES", "SubscriberBlackboxVerification",
+__all__ = ["IdentityProcessorVerification", "PROCESSOR_RULES", "PublisherVerification", "PUBLISHER_RULES", "SubscriberBlackboxVerification",
            "SubscriberWhiteboxVerification", "WhiteboxSubscriberProbe", "SubscriberPuppet", "BLACKBOX_RULES",
            "WHITEBOX_RULES", "Timeouts", "TestEnvironment", "ManualSubscriber",
            "TCKFailure"]
