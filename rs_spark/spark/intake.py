@@ -140,7 +140,10 @@ class Intake:
             self._signal.release()
 
     def on_error(self, error: BaseException) -> None:
-        self._terminate(error if error is not None else TypeError("on_error(None) (rule 2.13)"))
+        if error is None:
+            self._violate("2.13", "the publisher signalled on_error(None)")
+            raise TypeError("on_error(None) is illegal (rule 2.13)")
+        self._terminate(error)
 
     def on_complete(self) -> None:
         self._terminate(_COMPLETE)
