@@ -1,0 +1,104 @@
+"""The spark-submit example on a real Spark standalone cluster on this machine.
+
+A master and two workers are started from pyspark's own ``spark-class``; executors run in
+their own JVMs and Python workers, and read micro-batches from the replay log. This is the
+flow docker/compose.yaml runs in containers.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _spark_home() -> str:
+    import pyspark
+    return os.path.dirname(pyspark.__file__)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"{what} exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"{what} did not open port {port} within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    home = _spark_home()
+    base = tmp_path_factory.mktemp("cluster")
+    env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_LOG_DIR=str(base / "logs"), SPARK_WORKER_DIR=str(base / "work"))
+    spark_class = os.path.join(home, "bin", "spark-class")
+    port, ui = _free_port(), _free_port()
+    logs = []
+    procs = []
+
+    def start(args, name):
+        log = open(base / f"{name}.log", "w")
+        logs.append(log)
+        p = subprocess.Popen([spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT)
+        procs.append(p)
+        return p
+
+    master = start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                    "--webui-port", str(ui)], "master")
+    _wait_port(port, master, "the master")
+    url = f"spark://127.0.0.1:{port}"
+    for i in range(2):
+        wport = _free_port()
+        start(["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", str(wport),
+               "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
+               "--work-dir", str(base / f"work{i}")], f"worker{i}")
+        _wait_port(wport, procs[-1], f"worker {i}")
+    yield url, env, base
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    for log in logs:
+        log.close()
+
+
+def test_spark_submit_example_pipeline_on_a_standalone_cluster(cluster):
+    url, env, base = cluster
+    import rs_spark.examples.pipeline as pipeline
+    out, ckpt, log = base / "out", base / "ckpt", base / "replay"
+    cmd = [os.path.join(env["SPARK_HOME"], "bin", "spark-submit"), "--master", url,
+           "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=512m",
+           "--conf", "spark.executor.cores=1", "--conf", "spark.ui.showConsoleProgress=false",
+           pipeline.__file__, "--output", str(out), "--checkpoint", str(ckpt), "--log-path", str(log),
+           "--total", "12000", "--max-records-per-trigger", "4000", "--partitions", "2"]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=str(base))
+    tail = (r.stdout + r.stderr)[-4000:]
+    assert r.returncode == 0, tail
+    assert "rs_spark pipeline: 12000 readings (12000 distinct)" in r.stdout, tail
+    # executors in separate JVMs ran the tasks
+    apps = list((base / "work0").glob("app-*")) + list((base / "work1").glob("app-*"))
+    assert apps, "no executor ran on the workers"
+    # the replay log was truncated as batches committed
+    assert not [p for p in os.listdir(log) if p.endswith(".arrow")][:-1]
