@@ -1,0 +1,238 @@
+"""rs_spark.net throughput over loopback TCP, publisher and subscriber in separate processes.
+
+Run: ``.venv/bin/python benchmarks/net.py`` (about a minute). Prints one table, measured in
+this run:
+
+* rs_spark.net per-element payloads (JSON ints), and Arrow-batch payloads (int64 column; string
+  column) at 64K rows per batch;
+* the ceiling: a raw socket carrying the same Arrow IPC bytes (serialize in the sender process,
+  length prefix, decode in the receiver, exactly as rs_spark.net does) with no flow control;
+* the ``rsocket`` package (rsocket-py) client and server carrying the same per-element JSON and
+  the same Arrow IPC bytes, for the own-frames-or-package decision.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing as mp
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pyarrow as pa  # noqa: E402
+
+ROWS = 65536
+BATCHES = 200
+ELEMENTS = 200_000
+
+
+def make_batch(kind: str) -> pa.RecordBatch:
+    if kind == "int64":
+        return pa.record_batch({"x": pa.array(range(ROWS), pa.int64())})
+    return pa.record_batch({"s": pa.array([f"sensor-{i % 1000}-reading-{i}" for i in range(ROWS)])})
+
+
+# -- child processes ---------------------------------------------------------------------
+def rs_server(conn) -> None:
+    from rs_spark import net
+    from rs_spark import streams as rs
+
+    server = net.Server()
+    server.add_publisher("ints", rs.range_(ELEMENTS))
+    for kind in ("int64", "string"):
+        b = make_batch(kind)
+        server.add_publisher(kind, rs.defer(lambda b=b: iter([b] * BATCHES)))
+    conn.send(server.base_address)
+    conn.recv()  # until the parent is done
+    server.stop()
+
+
+def raw_sender(conn, kind: str) -> None:
+    b = make_batch(kind)
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    conn.send(lsock.getsockname()[1])
+    c, _ = lsock.accept()
+    schema = b.schema.serialize()
+    for _ in range(BATCHES):
+        body = b.serialize()  # the same per-batch work as rs_spark.net's Arrow codec
+        n = len(schema) + body.size + 8
+        c.sendmsg([n.to_bytes(4, "big"), schema, body, b"\xff\xff\xff\xff\x00\x00\x00\x00"])
+    c.sendall((0).to_bytes(4, "big"))
+    c.close()
+
+
+def rsocket_py_server(conn, what: str) -> None:
+    from rsocket.payload import Payload
+    from rsocket.routing.request_router import RequestRouter
+    from rsocket.routing.routing_request_handler import RoutingRequestHandler
+    from rsocket.rsocket_server import RSocketServer
+    from rsocket.streams.stream_from_generator import StreamFromGenerator
+    from rsocket.transports.tcp import TransportTCP
+
+    router = RequestRouter()
+
+    @router.stream("ints")
+    async def ints():
+        def gen():
+            for i in range(ELEMENTS):
+                yield Payload(json.dumps(i).encode()), i == ELEMENTS - 1
+        return StreamFromGenerator(gen)
+
+    @router.stream("arrow")
+    async def arrow():
+        b = make_batch(what)
+        schema = b.schema.serialize().to_pybytes()
+
+        def gen():
+            for i in range(BATCHES):
+                yield Payload(schema + b.serialize().to_pybytes() + b"\xff\xff\xff\xff\x00\x00\x00\x00"), i == BATCHES - 1
+        return StreamFromGenerator(gen)
+
+    async def main():
+        async def session(reader, writer):
+            RSocketServer(TransportTCP(reader, writer), handler_factory=lambda: RoutingRequestHandler(router))
+
+        srv = await asyncio.start_server(session, "127.0.0.1", 0)
+        conn.send(srv.sockets[0].getsockname()[1])
+        async with srv:
+            await asyncio.get_running_loop().run_in_executor(None, conn.recv)
+
+    asyncio.run(main())
+
+
+# -- measurements (this process is the subscriber) ----------------------------------------
+def measure_rs(address: str, codec: str, request: int):
+    from rs_spark import net
+    from rs_spark import streams as rs
+
+    count = [0, 0]  # elements (rows), bytes
+    done = threading.Event()
+
+    def on_next(x):
+        if codec == "arrow":
+            count[0] += x.num_rows
+            count[1] += x.nbytes
+        else:
+            count[0] += 1
+
+    t0 = time.perf_counter()
+    sub = rs.CallbackSubscriber(on_next, on_complete=done.set, on_error=lambda e: done.set(), request_size=request)
+    net.connect(address, codec=codec, batch_rows=ROWS).subscribe(sub)
+    done.wait(300)
+    sub.wait(0)
+    dt = time.perf_counter() - t0
+    return count[0], count[1], dt
+
+
+def measure_raw(port: int):
+    s = socket.create_connection(("127.0.0.1", port))
+    f = s.makefile("rb", buffering=0)
+    rows = nbytes = 0
+    t0 = time.perf_counter()
+    while True:
+        hdr = f.read(4)
+        n = int.from_bytes(hdr, "big")
+        if n == 0:
+            break
+        buf = bytearray(n)
+        mv = memoryview(buf)
+        got = 0
+        while got < n:
+            got += s.recv_into(mv[got:])
+        b = pa.ipc.open_stream(pa.py_buffer(buf)).read_next_batch()
+        rows += b.num_rows
+        nbytes += b.nbytes
+    return rows, nbytes, time.perf_counter() - t0
+
+
+def measure_rsocket_py(port: int, route_name: str, arrow: bool):
+    from rsocket.awaitable.awaitable_rsocket import AwaitableRSocket
+    from rsocket.extensions.helpers import composite, route
+    from rsocket.extensions.mimetypes import WellKnownMimeTypes
+    from rsocket.helpers import single_transport_provider
+    from rsocket.payload import Payload
+    from rsocket.rsocket_client import RSocketClient
+    from rsocket.transports.tcp import TransportTCP
+
+    async def run():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        async with RSocketClient(single_transport_provider(TransportTCP(reader, writer)),
+                                 metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA) as client:
+            t0 = time.perf_counter()
+            payloads = await AwaitableRSocket(client).request_stream(
+                Payload(metadata=composite(route(route_name))), limit_rate=4096 if not arrow else 4)
+            rows = nbytes = 0
+            for p in payloads:
+                if arrow:
+                    b = pa.ipc.open_stream(pa.py_buffer(p.data)).read_next_batch()
+                    rows += b.num_rows
+                    nbytes += b.nbytes
+                else:
+                    json.loads(p.data)
+                    rows += 1
+            return rows, nbytes, time.perf_counter() - t0
+
+    return asyncio.run(run())
+
+
+def main() -> None:
+    ctx = mp.get_context("spawn")
+    rows = []
+
+    parent, child = ctx.Pipe()
+    p = ctx.Process(target=rs_server, args=(child,), daemon=True)
+    p.start()
+    base = parent.recv()
+    measure_rs(base + "/ints", "json", 4096)  # warm-up (imports, first connection)
+    n, _, dt = measure_rs(base + "/ints", "json", 4096)
+    rows.append(("rs_spark.net, per-element JSON ints", n, None, dt))
+    for kind in ("int64", "string"):
+        measure_rs(base + "/" + kind, "arrow", 8)
+        n, nb, dt = measure_rs(base + "/" + kind, "arrow", 8)
+        rows.append((f"rs_spark.net, Arrow {kind}, 64K-row batches", n, nb, dt))
+    parent.send("stop")
+    p.join(10)
+
+    for kind in ("int64", "string"):
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=raw_sender, args=(child, kind), daemon=True)
+        p.start()
+        n, nb, dt = measure_raw(parent.recv())
+        p.join(10)
+        rows.append((f"ceiling: raw socket, same Arrow {kind} IPC bytes", n, nb, dt))
+
+    for what, route_name, arrow in (("int64", "ints", False), ("int64", "arrow", True), ("string", "arrow", True)):
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=rsocket_py_server, args=(child, what), daemon=True)
+        p.start()
+        port = parent.recv()
+        try:
+            n, nb, dt = measure_rsocket_py(port, route_name, arrow)
+            label = "rsocket package, per-element JSON ints" if not arrow else f"rsocket package, Arrow {what} IPC payloads"
+            rows.append((label, n, nb if arrow else None, dt))
+        finally:
+            parent.send("stop")
+            p.join(10)
+
+    ceiling = {("int64" if "int64" in r[0] else "string"): r for r in rows if r[0].startswith("ceiling")}
+    print(f"{'case':<52} {'elements/s':>14} {'MB/s':>9} {'% of ceiling':>13}")
+    for label, n, nb, dt in rows:
+        mbs = f"{nb / dt / 1e6:9.1f}" if nb else f"{'-':>9}"
+        pct = ""
+        if nb and not label.startswith("ceiling"):
+            kind = "int64" if "int64" in label else "string"
+            c = ceiling[kind]
+            pct = f"{100 * (n / dt) / (c[1] / c[3]):12.0f}%"
+        print(f"{label:<52} {n / dt:14,.0f} {mbs} {pct:>13}")
+    print(f"(loopback TCP, {BATCHES} batches of {ROWS} rows; {ELEMENTS} JSON elements; one run; "
+          "MB/s counts Arrow buffer bytes)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Endpoint addresses as plain strings: ``tcp://host:port/name``, ``tls://host:port/name``,
+``unix:///path/to.sock/name``, each optionally ``?token=...&codec=...``.
+
+A string survives pickling and fits in a Spark option. The name is the last path segment;
+for ``unix`` everything before it is the socket path.
+"""
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, replace
+from typing import Dict, Optional
+from urllib.parse import parse_qsl, quote, unquote, urlencode
+
+SCHEMES = ("tcp", "tls", "unix")
+_KNOWN_QUERY = ("token", "codec")
+
+
+@dataclass(frozen=True)
+class Address:
+    """A parsed address; ``str(addr)`` gives it back (without the token unless ``with_token``)."""
+
+    scheme: str
+    host: str = ""
+    port: int = 0
+    path: str = ""  # unix socket path
+    name: Optional[str] = None
+    token: Optional[str] = None
+    codec: Optional[str] = None
+
+    @property
+    def base(self) -> str:
+        if self.scheme == "unix":
+            return f"unix://{self.path}"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+    def format(self, with_token: bool = False) -> str:
+        s = self.base
+        if self.name is not None:
+            s += "/" + quote(self.name, safe="")
+        return s + self.query(with_token)
+
+    def query(self, with_token: bool = False) -> str:
+        """The ``?token=...&codec=...`` part ('' when empty)."""
+        q: Dict[str, str] = {}
+        if with_token and self.token:
+            q["token"] = self.token
+        if self.codec:
+            q["codec"] = self.codec
+        return "?" + urlencode(q) if q else ""
+
+    def __str__(self) -> str:
+        return self.format(with_token=False)  # tokens stay out of logs and error messages
+
+    def with_name(self, name: Optional[str]) -> "Address":
+        return replace(self, name=name)
+
+    @property
+    def is_loopback(self) -> bool:
+        if self.scheme == "unix":
+            return True
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+def parse(address: str, *, need_name: bool = True) -> Address:
+    """Parse an address string; ``ValueError`` says what is wrong and shows the expected forms."""
+    if not isinstance(address, str):
+        raise TypeError(f"an address is a str such as 'tcp://127.0.0.1:7878/name', got {type(address).__name__}")
+    hint = ("expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME' or 'unix:///PATH/TO.sock/NAME', "
+            "optionally followed by '?token=...&codec=json|text|bytes|arrow'")
+    scheme, sep, rest = address.partition("://")
+    if not sep or scheme not in SCHEMES:
+        raise ValueError(f"address {address!r} has no known scheme ({', '.join(SCHEMES)}): {hint}")
+    rest, _, query = rest.partition("?")
+    params = dict(parse_qsl(query, keep_blank_values=True))
+    unknown = sorted(set(params) - set(_KNOWN_QUERY))
+    if unknown:
+        raise ValueError(f"address {_redact(address)!r} has unknown query parameter(s) {unknown}: {hint}")
+    token = params.get("token") or None
+    codec = params.get("codec") or None
+    if scheme == "unix":
+        if not rest.startswith("/"):
+            raise ValueError(f"address {_redact(address)!r}: a unix socket path must be absolute: {hint}")
+        path, name = rest, None
+        if need_name:
+            path, _, raw = rest.rpartition("/")
+            if not raw or not path:
+                raise ValueError(f"address {_redact(address)!r} names no endpoint after the socket path: {hint}")
+            name = unquote(raw)
+        return Address("unix", path=path, name=name, token=token, codec=codec)
+    hostport, slash, raw = rest.partition("/")
+    name = unquote(raw) if slash and raw else None
+    if need_name and not name:
+        raise ValueError(f"address {_redact(address)!r} names no endpoint: {hint}")
+    if name and "/" in raw:
+        raise ValueError(f"address {_redact(address)!r}: the endpoint name must be one path segment "
+                         f"(quote '/' as %2F): {hint}")
+    if hostport.startswith("["):
+        host, _, port_s = hostport[1:].partition("]:")
+    else:
+        host, _, port_s = hostport.rpartition(":")
+    try:
+        port = int(port_s)
+        if not 0 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"address {_redact(address)!r} has no valid port: {hint}") from None
+    if not host:
+        raise ValueError(f"address {_redact(address)!r} has no host: {hint}")
+    return Address(scheme, host=host, port=port, name=name, token=token, codec=codec)
+
+
+def _redact(address: str) -> str:
+    base, sep, query = address.partition("?")
+    if not sep:
+        return address
+    params = [(k, "***" if k == "token" else v) for k, v in parse_qsl(query, keep_blank_values=True)]
+    return base + "?" + urlencode(params)
+
+
+__all__ = ["Address", "parse", "SCHEMES"]

@@ -1,0 +1,544 @@
+"""The two directions of a stream across a connection.
+
+:class:`InboundSubscription` — frames in, signals out: the Subscription a local Subscriber gets
+for a remote Publisher (client side of request-stream, server side of request-channel).
+``request(n)`` becomes REQUEST_N credits; PAYLOAD frames are queued and delivered by the shared
+drain loop (:class:`~rs_spark.streams.drain.QueueSubscription`) on the connection's signal
+thread, never more than requested (rule 1.1), never overlapping (rule 1.3).
+
+:class:`OutboundStream` — signals in, frames out: the Subscriber a local Publisher gets for a
+remote Subscriber (server side of request-stream, client side of request-channel). It asks its
+publisher only for what the peer's credits allow, in chunks, so a slow remote subscriber slows
+the publisher and nothing queues without bound.
+
+Demand beyond 2^31-1: REQUEST_N carries 31 bits and credits are cumulative, so larger demand is
+kept locally and sent in pieces, topped up whenever the credit in flight falls below 2^30.
+Unbounded demand (2^63-1, rule 3.17) stays unbounded: it is topped up for ever.
+"""
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import Any, Callable, Deque, Optional
+
+from ..streams.demand import MAX_DEMAND, add_cap, is_valid_request
+from ..streams.drain import QueueSubscription
+from ..streams.errors import report_dropped
+from ..streams.types import Subscriber, Subscription
+from . import frames as F
+from .codecs import ArrowCodec, Codec
+from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, error_text, parse_error_text
+
+_COMPLETE = QueueSubscription._COMPLETE
+_CHUNK = 1024  # most elements requested from a local publisher per request() call
+
+
+def remote_error(f: F.Frame, address: Optional[str], where: str, received: int, unit: str) -> BaseException:
+    """The local exception for an ERROR frame on a stream."""
+    text = bytes(f.data).decode("utf-8", "replace")
+    if f.error_code in (F.REJECTED, F.INVALID):
+        code = F.ERROR_NAMES.get(f.error_code, hex(f.error_code))
+        return Refused(f"{where} was refused with ERROR[{code}]: {text}", address, where)
+    type_name, msg = parse_error_text(text)
+    return RemoteError(type_name, msg, address, where, where=f" from {where}, after {received} {unit}")
+
+
+class InboundSubscription(QueueSubscription):
+    """The Subscription a local Subscriber holds on a remote stream."""
+
+    __slots__ = ("_wlock", "_conn", "_sid", "_codec", "_where", "_unsent", "_inflight", "_received",
+                 "_opener", "_wire_open", "_kicked", "_on_end", "_requester", "_address", "_batch_rows",
+                 "_granted", "rows_delivered", "_spare")
+
+    def __init__(self, subscriber: Subscriber[Any], codec: Codec, where: str, *, requester: bool,
+                 address: Optional[str] = None, on_end: Optional[Callable[[], None]] = None,
+                 batch_rows: int = 65536) -> None:
+        rows = codec.counts_rows
+        super().__init__(_RowCounter(subscriber, self) if rows else subscriber,
+                         on_release=self._released, delay_error=True)
+        self._batch_rows = batch_rows if rows else 0
+        self._granted = 0  # rows credited in total (sent or not), arrow only
+        self.rows_delivered = 0
+        self._spare = 0  # credit granted before any demand (see attach)
+        self._wlock = threading.Lock()
+        self._conn: Any = None
+        self._sid = 0
+        self._codec = codec
+        self._where = where
+        self._address = address
+        self._unsent = 0  # demand not yet sent as credits
+        self._inflight = 0  # credits sent and not yet used by the peer
+        self._received = 0  # elements (rows for arrow) received
+        self._opener: Optional[Callable[[int], None]] = None
+        self._wire_open = False
+        self._kicked = False
+        self._on_end = on_end
+        self._requester = requester
+
+    # -- wiring -------------------------------------------------------------------------
+    def attach(self, conn: Any, stream_id: int, opener: Optional[Callable[[int], None]] = None) -> None:
+        """Bind to a connection; ``opener(n)`` sends the request frame with the first credits."""
+        with self._wlock:
+            self._conn, self._sid, self._opener = conn, stream_id, opener
+            self._wire_open = True
+            if opener is not None and not self._unsent:
+                # Open at once, before any demand, so a remote publisher that fails is reported
+                # without demand (rule 1.4). REQUEST_STREAM needs n >= 1: that one credit is spare
+                # demand, deducted from the first request(n); at most one element waits unrequested.
+                self._unsent = 1
+                if self._batch_rows:
+                    self._granted += 1
+                else:
+                    self._spare = 1
+            self._top_up_locked()
+        if self._done or self._cancelled:
+            self._released_wire()
+
+    def fail(self, error: BaseException) -> None:
+        """End the stream locally with ``error`` (e.g. the connection could not be opened)."""
+        if self._terminal is None:
+            self._terminal = error
+        self._kick()
+
+    # -- Subscription -------------------------------------------------------------------
+    def request(self, n: int) -> None:
+        super().request(n)
+        if is_valid_request(n) and not self._done:
+            with self._wlock:
+                if self._batch_rows:
+                    self._grant_rows_locked()
+                else:
+                    take = min(self._spare, n)
+                    self._spare -= take
+                    if n - take:
+                        self._unsent = add_cap(self._unsent, n - take)
+                self._top_up_locked()
+
+    def _grant_rows_locked(self) -> None:
+        # Arrow: the subscriber counts batches, the wire counts rows. Keep the rows granted and
+        # not yet delivered at (outstanding batches) x batch_rows. Every batch delivered has at
+        # most batch_rows rows (bigger ones are sliced), so while the subscriber still wants a
+        # batch at least batch_rows rows are queued or in flight (no stall), and the queue never
+        # exceeds that product (no unbounded buffer) however small the sender's batches are.
+        out = self.outstanding
+        if out == MAX_DEMAND:
+            self._unsent = MAX_DEMAND
+            return
+        deficit = out * self._batch_rows - (self._granted - self.rows_delivered)
+        if deficit > 0:
+            self._granted += deficit
+            self._unsent = add_cap(self._unsent, deficit)
+
+    def _top_up_locked(self) -> None:
+        # Sent under the lock: the opening frame must precede every REQUEST_N.
+        conn = self._conn
+        if conn is None or not self._wire_open or not self._unsent or self._inflight > F.MAX_REQUEST_N // 2:
+            return
+        piece = min(self._unsent, F.MAX_REQUEST_N - self._inflight)
+        if self._unsent != MAX_DEMAND:  # unbounded demand stays unbounded (rule 3.17)
+            self._unsent -= piece
+        self._inflight += piece
+        opener, self._opener = self._opener, None
+        if opener is not None:
+            opener(piece)
+        else:
+            conn.send(F.encode_request_n(self._sid, piece))
+
+    # -- frames (reader thread) ---------------------------------------------------------
+    def on_frame(self, f: F.Frame) -> None:
+        t = f.type
+        if t == F.PAYLOAD:
+            if f.flags & F.FLAG_FOLLOWS and not f.flags & F.FLAG_COMPLETE:
+                self._protocol_failure("the peer sent a fragmented payload (FOLLOWS flag); rs_spark.net "
+                                       "does not reassemble fragments: send payloads below the frame size limit")
+                return
+            if f.flags & F.FLAG_NEXT:
+                try:
+                    item = self._codec.decode(f.data)
+                except Exception as exc:
+                    self._protocol_failure(f"payload after {self._received} {self._unit} could not be decoded "
+                                           f"as {self._codec.mime}: {type(exc).__name__}: {exc}; check that both "
+                                           "sides use the same codec")
+                    return
+                k = self._codec.count(item)
+                with self._wlock:
+                    self._inflight -= k
+                    self._received += k
+                    over = self._inflight < 0
+                    if not over:
+                        self._top_up_locked()
+                if over:
+                    self._protocol_failure(f"the remote publisher sent more than was requested: {self._received} "
+                                           f"{self._unit} received against the credits granted (rule 1.1)")
+                    return
+                if k:
+                    br = self._batch_rows
+                    if br and k > br:  # deliver at most batch_rows rows per on_next (zero-copy slices)
+                        for off in range(0, k, br):
+                            self._queue.append(item.slice(off, br))
+                    else:
+                        self._queue.append(item)
+            if f.flags & F.FLAG_COMPLETE:
+                self._wire_closed()
+                if self._terminal is None:
+                    self._terminal = _COMPLETE
+            self._kick()
+        elif t == F.ERROR:
+            self._wire_closed()
+            if self._terminal is None:
+                self._terminal = remote_error(f, self._address, self._where, self._received, self._unit)
+            self._kick()
+        # REQUEST_N / CANCEL from a channel's requester concern the direction we do not use.
+
+    def on_connection_closed(self, error: BaseException) -> None:
+        with self._wlock:
+            self._wire_open = False
+        if self._terminal is None:
+            cls = type(error) if type(error) in (ConnectionLost, Refused, ProtocolError) else ConnectionLost
+            self._terminal = cls(f"{self._where} ended after {self._received} {self._unit}: {error}",
+                                 getattr(error, "address", None), self._where)
+        self._kick()
+
+    @property
+    def _unit(self) -> str:
+        return "rows" if self._codec.counts_rows else "elements"
+
+    def _protocol_failure(self, message: str) -> None:
+        err = ProtocolError(f"{self._where}: {message}", self._address, self._where)
+        with self._wlock:
+            was_open, self._wire_open = self._wire_open, False
+        if was_open:
+            conn = self._conn
+            conn.remove_stream(self._sid)
+            conn.send(F.encode_cancel(self._sid) if self._requester
+                      else F.encode_error(self._sid, F.INVALID, message))
+        if self._terminal is None:
+            self._terminal = err
+        self._queue.clear()
+        self._kick()
+
+    def _wire_closed(self) -> None:
+        with self._wlock:
+            self._wire_open = False
+        if self._conn is not None:
+            self._conn.remove_stream(self._sid)
+
+    def _kick(self) -> None:
+        # One pending drain task at a time; the flag is cleared before draining, so an element
+        # queued after the clear triggers another task and nothing is left behind.
+        if not self._kicked:
+            self._kicked = True
+            conn = self._conn
+            if conn is None:
+                self._drain_now()
+            else:
+                conn.worker.submit(self._drain_now)
+
+    def _drain_now(self) -> None:
+        self._kicked = False
+        self._schedule()
+
+    # -- end ----------------------------------------------------------------------------
+    def _released(self) -> None:
+        """Cancelled or terminated locally (drain owner): tell the peer if it still listens."""
+        self._released_wire()
+        cb, self._on_end = self._on_end, None
+        if cb is not None:
+            cb()
+
+    def _released_wire(self) -> None:
+        with self._wlock:
+            was_open, self._wire_open = self._wire_open, False
+            self._opener = None
+        conn = self._conn
+        if was_open and conn is not None:
+            conn.remove_stream(self._sid)
+            conn.send(F.encode_cancel(self._sid))
+
+
+class _RowCounter:
+    """Arrow only: counts rows handed to the subscriber, for :meth:`InboundSubscription._grant_rows_locked`."""
+
+    __slots__ = ("_s", "_inbound")
+
+    def __init__(self, s: Subscriber[Any], inbound: "InboundSubscription") -> None:
+        self._s = s
+        self._inbound = inbound
+
+    def on_subscribe(self, subscription: Subscription) -> None:  # pragma: no cover - never called
+        self._s.on_subscribe(subscription)
+
+    def on_next(self, item: Any) -> None:
+        self._inbound.rows_delivered += item.num_rows
+        self._s.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        self._s.on_error(error)
+
+    def on_complete(self) -> None:
+        self._s.on_complete()
+
+
+class OutboundStream:
+    """The Subscriber a local Publisher gets; forwards its elements as PAYLOAD frames."""
+
+    def __init__(self, codec: Codec, where: str, *, on_end: Optional[Callable[[Optional[BaseException]], None]] = None,
+                 address: Optional[str] = None) -> None:
+        self._codec = codec
+        self._arrow = isinstance(codec, ArrowCodec)
+        self._where = where
+        self._address = address
+        self._on_end = on_end
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._sid = 0
+        self._sub: Optional[Subscription] = None
+        self._credit = 0  # what the peer allows us to send (rows for arrow)
+        self._asked = 0  # requested from the local publisher, not yet received
+        self._pending: Deque[Any] = deque()  # arrow: batches (or their rest) waiting for credit
+        self._terminal: Any = None  # a terminal signal waiting behind pending batches
+        self._closed = False
+        self._cancel_wanted = False
+        self._pump_scheduled = False
+        self.sent = 0  # elements (rows for arrow) sent
+        self.error: Optional[BaseException] = None
+        self.done = threading.Event()
+
+    # -- wiring -------------------------------------------------------------------------
+    def attach(self, conn: Any, stream_id: int, credit: int = 0) -> None:
+        with self._lock:
+            self._conn, self._sid = conn, stream_id
+            self._credit = add_cap(self._credit, credit)
+            if self._terminal is not None and not self._pending:
+                self._send_terminal_locked()
+        self._schedule_pump()
+
+    def fail(self, error: BaseException) -> None:
+        """The stream could not be opened (or broke locally): cancel the publisher and record why."""
+        with self._lock:
+            if self._closed:
+                return
+            self._pending.clear()
+        self._end(error)
+        self._cancel_upstream()
+
+    # -- Subscriber (the local publisher's threads) -------------------------------------
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None) is illegal (rule 2.13)")
+        with self._lock:
+            dup = self._sub is not None
+            if not dup:
+                self._sub = subscription
+            cancel = self._cancel_wanted or self._closed
+        if dup:
+            subscription.cancel()  # rule 2.5
+        elif cancel:
+            self._cancel_upstream()
+        else:
+            self._schedule_pump()
+
+    def on_next(self, item: Any) -> None:
+        if item is None:
+            self._publisher_broke("2.13", "the publisher signalled on_next(None)")
+            raise TypeError("on_next(None) is illegal (rule 2.13)")
+        more = False
+        failure: Optional[str] = None
+        with self._lock:
+            if self._closed:
+                return  # late elements after cancel are allowed (rule 2.8) and dropped
+            self._asked -= 1
+            if self._asked < 0:
+                failure = "1.1"
+            elif self._arrow:
+                try:
+                    self._pending.extend(self._codec.pieces(item))  # type: ignore[attr-defined]
+                    self._send_pending_locked()
+                except (TypeError, ValueError, F.FrameError) as exc:
+                    failure = f"encode:{exc}"
+                more = not self._closed and not self._pending and self._credit > 0
+            else:
+                try:
+                    data = self._codec.encode(item)
+                    self._conn.send(F.encode_payload(self._sid, data))
+                except (TypeError, ValueError, F.FrameError) as exc:
+                    failure = f"encode:{exc}"
+                else:
+                    self.sent += 1
+                    if self._credit != MAX_DEMAND:
+                        self._credit -= 1
+                    more = self._asked <= _CHUNK // 2 and self._credit > self._asked
+        if failure == "1.1":
+            self._publisher_broke("1.1", "the publisher signalled more on_next than were requested")
+        elif failure is not None:
+            self._fail_both(f"{failure[7:]} (element after {self.sent} {self._unit} sent); serve elements the "
+                            f"codec '{self._codec.name}' can encode, or connect with another codec")
+        elif more:
+            self._schedule_pump()
+
+    def on_error(self, error: BaseException) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._terminal = error if error is not None else TypeError("on_error(None) is illegal (rule 2.13)")
+            if not self._pending and self._conn is not None:
+                self._send_terminal_locked()
+
+    def on_complete(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._terminal = _COMPLETE
+            if not self._pending and self._conn is not None:
+                self._send_terminal_locked()
+
+    # -- frames (reader thread) ---------------------------------------------------------
+    def on_frame(self, f: F.Frame) -> None:
+        t = f.type
+        if t == F.REQUEST_N:
+            with self._lock:
+                self._credit = add_cap(self._credit, f.request_n)
+            self._schedule_pump()
+        elif t == F.CANCEL:
+            self._end(None, cancelled=True)
+            self._cancel_upstream()
+        elif t == F.ERROR:
+            err = remote_error(f, self._address, self._where, self.sent, self._unit)
+            self._end(err)
+            self._cancel_upstream()
+        # PAYLOAD: a channel responder's own direction; ours does not carry elements.
+
+    def on_connection_closed(self, error: BaseException) -> None:
+        self._end(error)
+        self._cancel_upstream()
+
+    # -- demand (signal thread) ---------------------------------------------------------
+    def _schedule_pump(self) -> None:
+        conn = self._conn
+        if conn is None or self._pump_scheduled:
+            return
+        self._pump_scheduled = True
+        conn.worker.submit(self._pump)
+
+    def _pump(self) -> None:
+        self._pump_scheduled = False
+        with self._lock:
+            if self._closed:
+                return
+            if self._pending:
+                try:
+                    self._send_pending_locked()
+                except (TypeError, ValueError, F.FrameError) as exc:
+                    failure: Optional[str] = str(exc)
+                else:
+                    failure = None
+                if failure is not None:
+                    pass
+                elif self._pending or self._closed:
+                    return
+            else:
+                failure = None
+            s = self._sub
+            k = 0
+            if failure is None and s is not None and self._terminal is None:
+                if self._arrow:
+                    k = 1 if self._asked == 0 and self._credit > 0 else 0
+                elif self._asked <= _CHUNK // 2:
+                    k = min(self._credit, _CHUNK) - self._asked
+                if k > 0 and self._conn.wait_drain(self._sid, self._pump):
+                    k = 0  # the socket is behind: resume when the writer has drained
+                if k > 0:
+                    self._asked += k
+        if failure is not None:
+            self._fail_both(failure)
+            return
+        if k > 0:
+            s.request(k)  # type: ignore[union-attr]  # only here, on the signal thread: serial (rule 2.7)
+
+    def _send_pending_locked(self) -> None:
+        codec: ArrowCodec = self._codec  # type: ignore[assignment]
+        pending = self._pending
+        max_bytes = self._conn.limits.max_frame_bytes - 1024
+        while pending and self._credit > 0:
+            b = pending[0]
+            rows = min(self._credit, b.num_rows, codec.rows_for_bytes(b, max_bytes))
+            head, rest = codec.split(b, rows)
+            self._conn.send(F.encode_payload(self._sid, codec.encode(head)))
+            self.sent += rows
+            if self._credit != MAX_DEMAND:
+                self._credit -= rows
+            if rest is None:
+                pending.popleft()
+            else:
+                pending[0] = rest
+        if not pending and self._terminal is not None:
+            self._send_terminal_locked()
+
+    def _send_terminal_locked(self) -> None:
+        t = self._terminal
+        conn = self._conn
+        if t is _COMPLETE:
+            conn.send(F.encode_payload(self._sid, next=False, complete=True))
+            err = None
+        else:
+            conn.send(F.encode_error(self._sid, F.APPLICATION_ERROR, error_text(t)))
+            err = t
+        self._closed = True
+        conn.remove_stream(self._sid)
+        self.error = err
+        self.done.set()
+        cb, self._on_end = self._on_end, None
+        if cb is not None:
+            conn.worker.submit(lambda: cb(err))
+
+    # -- end ----------------------------------------------------------------------------
+    def _end(self, error: Optional[BaseException], cancelled: bool = False) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._pending.clear()
+        if self._conn is not None:
+            self._conn.remove_stream(self._sid)
+        self.error = error
+        self.done.set()
+        cb, self._on_end = self._on_end, None
+        if cb is not None:
+            cb(error)
+
+    def _cancel_upstream(self) -> None:
+        self._cancel_wanted = True
+        conn = self._conn
+
+        def cancel() -> None:
+            s = self._sub
+            if s is not None:
+                s.cancel()
+
+        if conn is None:
+            cancel()
+        else:
+            conn.worker.submit(cancel)  # after any request() in flight: calls stay serial (rule 2.7)
+
+    def _fail_both(self, message: str) -> None:
+        """Our side failed (e.g. an element could not be encoded): tell the peer, cancel the publisher."""
+        text = f"{self._where}: {message}"
+        err = NetError(text, self._address, self._where)
+        conn = self._conn
+        with self._lock:
+            was_closed = self._closed
+        if not was_closed and conn is not None:
+            conn.send(F.encode_error(self._sid, F.APPLICATION_ERROR, error_text(err)))
+        self._end(err)
+        self._cancel_upstream()
+        report_dropped(err, "rs_spark.net: an outbound stream failed")
+
+    def _publisher_broke(self, rule: str, what: str) -> None:
+        self._fail_both(f"{what} (Reactive Streams rule {rule}); the stream was cancelled. Fix the publisher")
+
+    @property
+    def _unit(self) -> str:
+        return "rows" if self._codec.counts_rows else "elements"
+
+
+__all__ = ["InboundSubscription", "OutboundStream", "remote_error"]

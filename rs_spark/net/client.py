@@ -1,0 +1,297 @@
+"""Reach served Publishers and Subscribers: :func:`connect`, :func:`connect_subscriber`, :class:`Client`."""
+from __future__ import annotations
+
+import socket
+import ssl as _ssl
+import threading
+from typing import Any, Callable, Optional
+
+from ..streams.drain import check_subscriber, subscribe_with
+from ..streams.pipeline import PublisherBase
+from ..streams.types import Subscriber, Subscription
+from . import frames as F
+from .address import Address, parse
+from .auth import setup_metadata
+from .bridge import InboundSubscription, OutboundStream
+from .codecs import MIMES, make_codec
+from .connection import Connection, Limits
+from .errors import ConnectionLost, NetError, Refused
+from .metadata import COMPOSITE, request_metadata
+from .transport import dial
+
+
+class Options:
+    """Client settings; picklable when ``ssl`` is None (a ``tls://`` address then uses the system CAs)."""
+
+    def __init__(self, *, token: Optional[str] = None, ssl: Optional[_ssl.SSLContext] = None,
+                 codec: Optional[str] = None, keepalive: float = 2.0, lifetime: float = 10.0,
+                 connect_timeout: float = 5.0, limits: Optional[Limits] = None, batch_rows: int = 65536) -> None:
+        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+            raise ValueError(f"batch_rows must be an int >= 1, got {batch_rows!r}")
+        if keepalive <= 0 or lifetime <= keepalive:
+            raise ValueError(f"need 0 < keepalive < lifetime (seconds), got keepalive={keepalive}, lifetime={lifetime}")
+        if codec is not None:
+            make_codec(codec)  # validate early, with the list of valid names
+        self.token = token
+        self.ssl = ssl
+        self.codec = codec
+        self.keepalive = keepalive
+        self.lifetime = lifetime
+        self.connect_timeout = connect_timeout
+        self.limits = limits or Limits()
+        self.batch_rows = batch_rows
+
+
+class Client:
+    """One connection to a server, shared by every stream opened through it (multiplexed).
+
+    ``publisher(name)`` and ``subscriber(name)`` return endpoints on this connection; the
+    connection opens on first use and stays open until :meth:`close`.
+    """
+
+    def __init__(self, address: str, **options: Any) -> None:
+        self._addr = parse(address, need_name=False)
+        self._opts = Options(**options)
+        self._token = self._opts.token or self._addr.token
+        self._codec = self._opts.codec or self._addr.codec or "json"
+        self._lock = threading.Lock()
+        self._conn: Optional[Connection] = None
+
+    @property
+    def codec_name(self) -> str:
+        return self._codec
+
+    def where(self, kind: str, name: Optional[str]) -> str:
+        shown = self._addr.with_name(name).format() if name else self._addr.base
+        return f"remote {kind} {shown}"
+
+    def connection(self) -> Connection:
+        """The open connection (opened now if needed: blocks up to ``connect_timeout``)."""
+        with self._lock:
+            c = self._conn
+            if c is not None and c.closed is None:
+                return c
+            self._conn = c = self._open()
+            return c
+
+    def _open(self) -> Connection:
+        a, o = self._addr, self._opts
+        try:
+            sock = dial(a, o.connect_timeout, o.ssl)
+        except (socket.timeout, TimeoutError) as exc:
+            raise ConnectionLost(f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
+                                 "address and that the server is running", a.base) from None
+        except _ssl.SSLError as exc:
+            raise Refused(f"TLS with {a.base} failed: {exc}; check ssl= and the server certificate", a.base) from None
+        except OSError as exc:
+            raise ConnectionLost(f"could not connect to {a.base}: {exc}; check the address and that the "
+                                 "server is running", a.base) from None
+        conn = Connection(sock, client=True, label=a.base, limits=o.limits, keepalive=o.keepalive,
+                          lifetime=o.lifetime)
+        conn.metadata_mime, conn.data_mime = COMPOSITE, MIMES[make_codec(self._codec).name]
+        conn.send(F.encode_setup(int(o.keepalive * 1000), int(o.lifetime * 1000), conn.metadata_mime,
+                                 conn.data_mime, metadata=setup_metadata(self._token)))
+        conn.start()
+        return conn
+
+    def close(self) -> None:
+        """Close the connection; its open streams end with ``ConnectionLost``."""
+        with self._lock:
+            c, self._conn = self._conn, None
+        if c is not None:
+            c.close(None, final=[])
+
+    def fresh(self) -> "Client":
+        """A new, unopened Client with the same address and options."""
+        return Client(self._addr.base + self._addr.query(with_token=True), **_copy_opts(self))
+
+    def publisher(self, name: Optional[str] = None) -> "RemotePublisher":
+        return RemotePublisher(self, name, own=False)
+
+    def subscriber(self, name: Optional[str] = None) -> "RemoteSubscriber":
+        return RemoteSubscriber(self, name, own=False)
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _in_background(target: Callable[[], None], name: str) -> None:
+    # Opening a connection blocks; subscribe()/on_subscribe() must not (rules 1.9, 2.2).
+    threading.Thread(target=target, name=name, daemon=True).start()
+
+
+class RemotePublisher(PublisherBase[Any]):
+    """A Publisher served by another process. Each ``subscribe`` opens a request-stream; with
+    :func:`connect` each also opens its own connection, closed when the stream ends.
+
+    ``request(n)`` is sent as REQUEST_N credits (in pieces above 2^31-1); ``cancel()`` as
+    CANCEL; the remote ``on_error`` arrives as :class:`~rs_spark.net.errors.RemoteError`.
+    With ``codec='arrow'`` elements are ``pyarrow.RecordBatch``es of at most ``batch_rows``
+    rows; ``request(n)`` asks for n batches and is sent as row credits (see :mod:`.bridge`).
+    """
+
+    def __init__(self, client: Client, name: Optional[str], own: bool) -> None:
+        self._client = client
+        self._name = name
+        self._own = own
+
+    @property
+    def address(self) -> str:
+        return self._client._addr.with_name(self._name).format()
+
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        check_subscriber(subscriber)  # rule 1.9
+        client = self._client.fresh() if self._own else self._client
+        where = client.where("publisher", self._name)
+        codec = make_codec(client.codec_name)
+        sub = InboundSubscription(subscriber, codec, where, requester=True, address=self.address,
+                                  on_end=client.close if self._own else None,
+                                  batch_rows=client._opts.batch_rows)
+        subscribe_with(subscriber, sub)
+
+        def open_stream() -> None:
+            if sub.is_cancelled:
+                return
+            try:
+                conn = client.connection()
+                sid = conn.add_stream(sub)
+            except NetError as exc:
+                sub.fail(exc)
+                return
+            meta = request_metadata(conn.metadata_mime, self._name)
+            sub.attach(conn, sid, opener=lambda n: conn.send(
+                F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
+
+        _in_background(open_stream, f"rs-net-connect {where}")
+
+    def __reduce__(self) -> Any:
+        # Pickles as its address (and picklable options): rebuilt with connect() elsewhere.
+        return (_rebuild_publisher, (self.address, _copy_opts(self._client, picklable=True)))
+
+    def __repr__(self) -> str:
+        return f"<RemotePublisher {self.address}>"
+
+
+class RemoteSubscriber:
+    """A Subscriber served by another process: subscribe it to a local Publisher and the
+    elements flow over a request-channel, at the pace the remote subscriber requests.
+
+    It may be subscribed once (rule 2.12); ``wait(timeout)`` blocks until the stream ended and
+    raises what ended it abnormally (remote cancel is normal; a connection loss is not).
+    """
+
+    def __init__(self, client: Client, name: Optional[str], own: bool) -> None:
+        self._client = client
+        self._name = name
+        self._own = own
+        self._where = client.where("subscriber", name)
+        self._stream = OutboundStream(make_codec(client.codec_name), self._where, address=self.address,
+                                      on_end=self._ended)
+        self._lock = threading.Lock()
+        self._subscribed = False
+
+    @property
+    def address(self) -> str:
+        return self._client._addr.with_name(self._name).format()
+
+    def _ended(self, error: Optional[BaseException]) -> None:
+        if self._own:
+            self._client.close()
+
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None) is illegal (rule 2.13)")
+        with self._lock:
+            dup, self._subscribed = self._subscribed, True
+        if dup:
+            subscription.cancel()  # rule 2.5
+            return
+        self._stream.on_subscribe(subscription)
+        stream = self._stream
+
+        def open_stream() -> None:
+            try:
+                conn = self._client.connection()
+                sid = conn.add_stream(stream)
+            except NetError as exc:
+                stream.fail(exc)
+                return
+            meta = request_metadata(conn.metadata_mime, self._name)
+            # The REQUEST_CHANNEL frame names the endpoint and carries no element: the remote
+            # subscriber asks for elements with REQUEST_N (Protocol.md: no PAYLOAD before credit).
+            conn.send(F.encode_request(F.REQUEST_CHANNEL, sid, 1, metadata=meta))
+            stream.attach(conn, sid)
+
+        _in_background(open_stream, f"rs-net-connect {self._where}")
+
+    def on_next(self, item: Any) -> None:
+        self._stream.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        if error is None:
+            raise TypeError("on_error(None) is illegal (rule 2.13)")
+        self._stream.on_error(error)
+
+    def on_complete(self) -> None:
+        self._stream.on_complete()
+
+    @property
+    def done(self) -> bool:
+        return self._stream.done.is_set()
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        """Block until the stream ends; raise the error that ended it (None: completed or cancelled)."""
+        if not self._stream.done.wait(timeout):
+            raise TimeoutError(f"{self._where}: the stream did not end within {timeout} s")
+        err = self._stream.error
+        if err is not None and not isinstance(err, BaseException):  # pragma: no cover
+            return
+        if err is not None and not self._sent_terminal_was(err):
+            raise err
+
+    def _sent_terminal_was(self, err: BaseException) -> bool:
+        # The local publisher's own error was forwarded; it is not a failure of the channel.
+        return self._stream._terminal is err
+
+    def __repr__(self) -> str:
+        return f"<RemoteSubscriber {self.address}>"
+
+
+def _copy_opts(client: Client, picklable: bool = False) -> dict:
+    o = client._opts
+    d = dict(token=client._token, codec=client._codec, keepalive=o.keepalive, lifetime=o.lifetime,
+             connect_timeout=o.connect_timeout, limits=o.limits, batch_rows=o.batch_rows)
+    if not picklable:
+        d["ssl"] = o.ssl
+    return d
+
+
+def _rebuild_publisher(address: str, opts: dict) -> RemotePublisher:
+    return connect(address, **opts)
+
+
+def connect(address: str, **options: Any) -> RemotePublisher:
+    """The Publisher served at ``address`` (e.g. ``'tcp://127.0.0.1:7878/numbers'``).
+
+    Options: ``token`` (or ``?token=`` in the address), ``ssl`` (client ``SSLContext`` for
+    ``tls://``), ``codec`` (``json`` default, ``text``, ``bytes``, ``arrow``; or ``?codec=``),
+    ``batch_rows`` (arrow: most rows per delivered batch, default 65536),
+    ``keepalive`` / ``lifetime`` (seconds: a silent server ends the stream with
+    ``ConnectionLost`` after ``lifetime``), ``connect_timeout``, ``limits``.
+    Each ``subscribe`` opens its own connection.
+    """
+    addr = parse(address)
+    return RemotePublisher(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
+
+
+def connect_subscriber(address: str, **options: Any) -> RemoteSubscriber:
+    """The Subscriber served at ``address``: subscribe it to a local Publisher. Same options as
+    :func:`connect`. Single use, like any Subscriber."""
+    addr = parse(address)
+    return RemoteSubscriber(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
+
+
+__all__ = ["connect", "connect_subscriber", "Client", "RemotePublisher", "RemoteSubscriber", "Options"]

@@ -1,0 +1,455 @@
+"""One RSocket connection: frame dispatch, stream multiplexing, keepalive, limits, close.
+
+Three threads per connection, each with one job:
+
+* the *reader* reads and decodes frames and routes them to streams by id; it also runs the
+  timers (keepalive, peer liveness, set-up deadline), because it never runs user code and
+  never blocks on a send, so a slow subscriber or a full socket cannot stall them;
+* the *writer* drains a queue of encoded frames with ``sendmsg``; every other thread only
+  enqueues, so no signal ever blocks on the network (rule 2.2 / 3.4: non-obstructing);
+* the *signal thread* (:class:`~rs_spark.net.worker.SerialExecutor`) runs user code: local
+  ``request``/``cancel`` calls and deliveries to local subscribers.
+
+The writer queue is bounded by credits (a stream sends only what its peer requested) and,
+for peers granting huge credit, by ``Limits.high_water_bytes``: outbound streams stop asking
+their publisher for more until the writer has drained below half of it.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import ssl as _ssl
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable, Deque, Dict, List, Optional, Protocol
+
+from . import frames as F
+from .errors import ConnectionLost, NetError, ProtocolError, Refused
+from .metadata import MetadataError
+from .transport import IDLE, FrameReader, send_buffers
+from .worker import SerialExecutor
+
+log = logging.getLogger("rs_spark.net")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds that keep one bad or dead peer from exhausting memory or hanging a server."""
+
+    max_frame_bytes: int = F.MAX_FRAME_LENGTH
+    """Largest frame accepted; a bigger length prefix closes the connection before its body is read."""
+    max_streams: int = 256
+    """Open streams per connection; more are refused with ERROR[REJECTED]."""
+    max_connections: int = 64
+    """Connections per server; more are closed at once."""
+    setup_timeout: float = 5.0
+    """Seconds from accept to a valid SETUP frame (TLS handshake included)."""
+    max_lifetime: float = 120.0
+    """Server side: the longest a client may stay silent, whatever its SETUP asks for."""
+    high_water_bytes: int = 8 * 1024 * 1024
+    """Queued outgoing bytes above which outbound streams pause their publisher."""
+
+    def __post_init__(self) -> None:
+        if not 64 <= self.max_frame_bytes <= F.MAX_FRAME_LENGTH:
+            raise ValueError(f"Limits.max_frame_bytes must be within 64..{F.MAX_FRAME_LENGTH}, "
+                             f"got {self.max_frame_bytes}")
+        for f in ("max_streams", "max_connections", "high_water_bytes"):
+            if getattr(self, f) < 1:
+                raise ValueError(f"Limits.{f} must be >= 1, got {getattr(self, f)}")
+        for f in ("setup_timeout", "max_lifetime"):
+            if getattr(self, f) <= 0:
+                raise ValueError(f"Limits.{f} must be > 0 seconds, got {getattr(self, f)}")
+
+
+class Stream(Protocol):
+    """What a connection needs from a stream it multiplexes."""
+
+    def on_frame(self, frame: F.Frame) -> None: ...
+
+    def on_connection_closed(self, error: BaseException) -> None: ...
+
+
+class Rejected(Exception):
+    """Raised by a handler to answer with ERROR[code] (stream 0: then close)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Handler(Protocol):
+    """The server side: accepts SETUP and opens streams for requests."""
+
+    def on_setup(self, conn: "Connection", frame: F.Frame) -> None: ...
+
+    def open_stream(self, conn: "Connection", frame: F.Frame) -> None: ...
+
+
+def _rest(frame: List[F.Buffer], sent: int) -> List[F.Buffer]:
+    """The part of ``frame`` (a list of buffers) after its first ``sent`` bytes."""
+    out: List[F.Buffer] = []
+    for b in frame:
+        n = len(b)
+        if sent >= n:
+            sent -= n
+            continue
+        out.append(memoryview(b)[sent:] if sent else b)
+        sent = 0
+    return out
+
+
+class Connection:
+    """Frames in and out of one socket, shared by the streams whose ids it routes."""
+
+    def __init__(self, sock: socket.socket, *, client: bool, label: str, limits: Limits,
+                 handler: Optional[Handler] = None, keepalive: float = 2.0, lifetime: float = 10.0,
+                 on_closed: Optional[Callable[["Connection"], None]] = None,
+                 tls_handshake: bool = False) -> None:
+        self.sock = sock
+        self.client = client
+        self.label = label
+        self.limits = limits
+        self.handler = handler
+        self.keepalive = keepalive
+        self.lifetime = lifetime
+        self.metadata_mime = ""
+        self.data_mime = ""
+        self.endpoint: Any = None  # server: per-connection state set by the handler
+        self._on_closed = on_closed
+        self._tls_handshake = tls_handshake
+        self._lock = threading.Lock()
+        self._streams: Dict[int, Stream] = {}
+        self._next_id = 1 if client else 2
+        self._ready = client  # a server is ready once SETUP was accepted
+        self._closed: Optional[BaseException] = None
+        self._close_deadline = 0.0
+        self._flush_on_close = False
+        self._out: Deque[List[F.Buffer]] = deque()
+        self._out_bytes = 0
+        self._cond = threading.Condition(threading.Lock())
+        self._paused: Dict[int, Callable[[], None]] = {}
+        self._writing = False  # the writer thread is inside a send
+        self._direct = not isinstance(sock, _ssl.SSLSocket) and hasattr(socket, "MSG_DONTWAIT")
+        self._opened_at = time.monotonic()
+        self._last_recv = self._opened_at
+        self._next_keepalive = self._opened_at + keepalive
+        self.worker = SerialExecutor(f"rs-net-signals {label}")
+        self._writer = threading.Thread(target=self._write_loop, name=f"rs-net-writer {label}", daemon=True)
+        self._reader = threading.Thread(target=self._read_loop, name=f"rs-net-reader {label}", daemon=True)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> None:
+        if not self._tls_handshake:
+            self._writer.start()  # first: the reader may need to send (and flush) at once
+        self._reader.start()
+
+    @property
+    def closed(self) -> Optional[BaseException]:
+        """The error the connection closed with, or None while open."""
+        return self._closed
+
+    @property
+    def _tick(self) -> float:
+        if not self._ready:
+            return max(0.02, min(0.25, self.limits.setup_timeout / 4))
+        t = self.lifetime / 4
+        if self.client:
+            t = min(t, self.keepalive / 2)
+        return max(0.02, min(t, 1.0))
+
+    def close(self, error: Optional[BaseException] = None, final: Optional[List[List[F.Buffer]]] = None) -> None:
+        """Close once. Open streams end with ``error`` (ConnectionLost if None). ``final`` frames
+        (possibly none) are flushed first; without ``final`` the socket is shut at once."""
+        with self._lock:
+            if self._closed is not None:
+                return
+            self._closed = error if error is not None else ConnectionLost(
+                f"the connection to {self.label} was closed", self.label)
+            streams = list(self._streams.values())
+            self._streams.clear()
+        for s in streams:
+            try:
+                s.on_connection_closed(self._closed)
+            except BaseException as exc:  # pragma: no cover - defensive
+                log.exception("rs_spark.net: closing a stream raised: %s", exc)
+        self._close_deadline = time.monotonic() + 2.0
+        with self._cond:
+            if final is not None:
+                self._flush_on_close = True
+                for fr in final:
+                    self._out.append(fr)
+            self._cond.notify_all()
+        if final is None or not self._writer.is_alive():
+            self._shutdown(socket.SHUT_RDWR)
+        self.worker.stop()
+        cb, self._on_closed = self._on_closed, None
+        if cb is not None:
+            cb(self)
+
+    def _shutdown(self, how: int) -> None:
+        try:
+            self.sock.shutdown(how)
+        except OSError:
+            pass
+
+    # -- streams ------------------------------------------------------------------------
+    def add_stream(self, stream: Stream, stream_id: Optional[int] = None) -> int:
+        """Register ``stream``; a client allocates the next odd id. Raises if closed or full."""
+        with self._lock:
+            if self._closed is not None:
+                raise self._closed
+            if stream_id is None:
+                stream_id = self._next_id
+                self._next_id += 2
+            if len(self._streams) >= self.limits.max_streams:
+                raise Refused(f"{self.label}: too many open streams on one connection "
+                              f"(Limits.max_streams={self.limits.max_streams}); close some streams or "
+                              "open another connection", self.label)
+            self._streams[stream_id] = stream
+            return stream_id
+
+    def remove_stream(self, stream_id: int) -> None:
+        with self._lock:
+            self._streams.pop(stream_id, None)
+            self._paused.pop(stream_id, None)
+
+    @property
+    def stream_count(self) -> int:
+        return len(self._streams)
+
+    # -- sending ------------------------------------------------------------------------
+    def send(self, frame: List[F.Buffer]) -> bool:
+        """Queue one encoded frame; False if the connection is closed (the frame is dropped)."""
+        n = 0
+        for b in frame:
+            n += len(b)
+        with self._cond:
+            if self._closed is not None:
+                return False
+            if n >= 65536 and self._direct and not self._out and not self._writing:
+                # A big frame and an idle writer: try the send here, without blocking (saves a thread hand-off per
+                # frame; small frames stay with the writer, which coalesces them); what the socket does not take now goes to the writer, in order.
+                try:
+                    sent = self.sock.sendmsg(frame, [], socket.MSG_DONTWAIT) if len(frame) < 512 else 0
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                except OSError:
+                    sent = 0  # the writer will meet the error and close
+                if sent >= n:
+                    return True
+                frame = _rest(frame, sent)
+                n -= sent
+            self._out.append(frame)
+            self._out_bytes += n
+            if len(self._out) == 1:
+                self._cond.notify()
+        return True
+
+    @property
+    def backlog(self) -> int:
+        """Bytes queued or being written."""
+        return self._out_bytes
+
+    def wait_drain(self, stream_id: int, resume: Callable[[], None]) -> bool:
+        """If the backlog is above the high-water mark, call ``resume`` (on the signal thread)
+        once it has drained below half of it and return True; else return False."""
+        with self._cond:
+            if self._out_bytes < self.limits.high_water_bytes:
+                return False
+            self._paused[stream_id] = resume
+            return True
+
+    def _write_loop(self) -> None:
+        sock = self.sock
+        cond = self._cond
+        try:
+            while True:
+                with cond:
+                    while not self._out and self._closed is None:
+                        cond.wait()
+                    if not self._out or (self._closed is not None and not self._flush_on_close):
+                        break
+                    batch: List[F.Buffer] = []
+                    n = 0
+                    out = self._out
+                    while out and n < 4 * 1024 * 1024:
+                        fr = out.popleft()
+                        batch.extend(fr)
+                        for b in fr:
+                            n += len(b)
+                    self._writing = True
+                small = n < 256 * 1024
+                send_buffers(sock, [b"".join(batch)] if small and len(batch) > 1 else batch)
+                with cond:
+                    self._writing = False
+                    self._out_bytes -= n
+                    resume: List[Callable[[], None]] = []
+                    if self._paused and self._out_bytes < self.limits.high_water_bytes // 2:
+                        resume = list(self._paused.values())
+                        self._paused.clear()
+                for r in resume:
+                    self.worker.submit(r)
+        except OSError as exc:
+            if self._closed is None:
+                self.close(ConnectionLost(f"writing to {self.label} failed: {exc}; the peer closed the "
+                                          "connection or the network dropped it", self.label))
+        finally:
+            if self._closed is not None and self._flush_on_close:
+                self._shutdown(socket.SHUT_WR)  # FIN after the last frame; the reader waits for the peer's
+
+    # -- reading ------------------------------------------------------------------------
+    def _read_loop(self) -> None:
+        try:
+            if self._tls_handshake:
+                self.sock.settimeout(self.limits.setup_timeout)
+                self.sock.do_handshake()  # type: ignore[attr-defined]
+                self.sock.settimeout(None)
+                self._writer.start()
+            reader = FrameReader(self.sock, self.limits.max_frame_bytes)
+            next_check = 0.0
+            for buf in reader.frames(self._tick):
+                now = time.monotonic()
+                if buf is IDLE:
+                    if self._on_tick(now):
+                        return
+                    continue
+                self._last_recv = now
+                if self._closed is None:
+                    self._dispatch(F.decode(buf))  # type: ignore[arg-type]
+                if now >= next_check:
+                    if self._on_tick(now):
+                        return
+                    next_check = now + self._tick
+            if self._closed is None:
+                self.close(ConnectionLost(f"{self.label} closed the connection", self.label))
+        except (F.FrameError, MetadataError) as exc:
+            self.protocol_error(str(exc))
+            self._drain_after_close()
+        except (_ssl.SSLError, socket.timeout) as exc:
+            self.close(Refused(f"{self.label}: TLS handshake failed: {exc}", self.label))
+        except OSError as exc:
+            if self._closed is None:
+                self.close(ConnectionLost(f"reading from {self.label} failed: {exc}; the peer closed the "
+                                          "connection or the network dropped it", self.label))
+        except BaseException as exc:  # a bug: never let it kill the server silently
+            log.exception("rs_spark.net: reader of %s failed", self.label)
+            self.close(ProtocolError(f"{self.label}: internal error while reading: {exc!r}", self.label))
+        finally:
+            self._finish()
+
+    def _drain_after_close(self) -> None:
+        """After sending a connection ERROR, read (and drop) until the peer closes or 2 s pass, so
+        unread bytes do not turn our FIN into a reset that would lose the ERROR frame."""
+        try:
+            reader = FrameReader(self.sock, F.MAX_FRAME_LENGTH)
+            for buf in reader.frames(0.1):
+                if time.monotonic() > self._close_deadline:
+                    return
+        except (OSError, F.FrameError):
+            return
+
+    def _finish(self) -> None:
+        if self._closed is None:
+            self.close(None)
+        self._shutdown(socket.SHUT_RDWR)
+        if self._writer.is_alive():
+            self._writer.join(2.0)
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _on_tick(self, now: float) -> bool:
+        """Timers; True when the reader should stop."""
+        if self._closed is not None:
+            if now > self._close_deadline:
+                self._shutdown(socket.SHUT_RDWR)
+                return True
+            return False
+        if not self._ready:
+            if now - self._opened_at > self.limits.setup_timeout:
+                self.close(Refused(f"{self.label}: no valid SETUP frame within "
+                                   f"{self.limits.setup_timeout} s (Limits.setup_timeout)", self.label))
+                return True
+            return False
+        if self.client and now >= self._next_keepalive:
+            self.send(F.encode_keepalive(True))
+            self._next_keepalive = now + self.keepalive
+        silent = now - self._last_recv
+        if silent > self.lifetime:
+            who = "server" if self.client else "client"
+            self.close(ConnectionLost(
+                f"no frame from the {who} {self.label} for {silent:.1f} s, more than the keepalive max "
+                f"lifetime of {self.lifetime} s: the peer is gone or stalled; open streams were ended. "
+                "Check that it is running and reachable, or raise lifetime= if it is merely slow",
+                self.label))
+            return False
+        return False
+
+    def protocol_error(self, message: str) -> None:
+        """Answer a malformed frame: ERROR[CONNECTION_ERROR] on stream 0, then close."""
+        msg = f"{self.label}: malformed frame: {message}; the connection was closed"
+        if not self.client:
+            log.warning("rs_spark.net: %s", msg)
+        self.close(ProtocolError(msg, self.label), final=[F.encode_error(0, F.CONNECTION_ERROR, message)])
+
+    def reject(self, code: int, message: str) -> None:
+        """Answer a refused SETUP (or a connection-wide failure) and close."""
+        self.close(Refused(f"{self.label}: {message}", self.label), final=[F.encode_error(0, code, message)])
+
+    def _dispatch(self, f: F.Frame) -> None:
+        t, sid = f.type, f.stream_id
+        if not self._ready:
+            if t != F.SETUP:
+                self.reject(F.INVALID_SETUP, f"the first frame must be SETUP, got {f.type_name}")
+                return
+            try:
+                self.handler.on_setup(self, f)  # type: ignore[union-attr]
+            except Rejected as r:
+                self.reject(r.code, r.message)
+                return
+            self._ready = True
+            return
+        if sid:
+            s = self._streams.get(sid)
+            if s is not None:
+                if t in (F.PAYLOAD, F.REQUEST_N, F.CANCEL, F.ERROR):
+                    s.on_frame(f)
+                return  # a request on an id in use is ignored (Protocol.md, "Handling the Unexpected")
+            if t in (F.REQUEST_STREAM, F.REQUEST_CHANNEL, F.REQUEST_RESPONSE, F.REQUEST_FNF):
+                if self.handler is None:
+                    if t != F.REQUEST_FNF:
+                        self.send(F.encode_error(sid, F.REJECTED, "this rs_spark.net client serves no requests"))
+                    return
+                if len(self._streams) >= self.limits.max_streams:
+                    self.send(F.encode_error(sid, F.REJECTED, (
+                        f"too many open streams on this connection (server limit {self.limits.max_streams}); "
+                        "close finished streams or open another connection")))
+                    return
+                try:
+                    self.handler.open_stream(self, f)
+                except Rejected as r:
+                    self.send(F.encode_error(sid, r.code, r.message))
+            return
+        if t == F.KEEPALIVE:
+            if f.has(F.FLAG_RESPOND):
+                self.send(F.encode_keepalive(False, 0, bytes(f.data)))
+        elif t == F.ERROR:
+            text = bytes(f.data).decode("utf-8", "replace")
+            code = F.ERROR_NAMES.get(f.error_code, hex(f.error_code))
+            cls = Refused if f.error_code in (F.INVALID_SETUP, F.UNSUPPORTED_SETUP, F.REJECTED_SETUP) else ConnectionLost
+            self.close(cls(f"{self.label} closed the connection with ERROR[{code}]: {text}", self.label))
+        elif t == F.SETUP and not self.client:
+            pass  # a second SETUP is ignored
+        # LEASE, METADATA_PUSH, RESUME*, EXT with IGNORE: nothing to do here.
+
+    def fail_stream(self, stream_id: int, code: int, message: str) -> None:
+        """Send ERROR[code] on a stream and forget it."""
+        self.remove_stream(stream_id)
+        self.send(F.encode_error(stream_id, code, message))
+
+
+__all__ = ["Connection", "Limits", "Rejected", "Handler", "Stream", "NetError"]

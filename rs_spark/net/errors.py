@@ -1,0 +1,63 @@
+"""Errors a user of rs_spark.net can meet; each says what happened, where, and what to do."""
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+_TYPE = re.compile(r"^([A-Za-z_][\w.]*): ")
+
+
+class NetError(RuntimeError):
+    """Base of rs_spark.net errors; ``address`` and ``stream`` say where (when known)."""
+
+    def __init__(self, message: str, address: Optional[str] = None, stream: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.address = address
+        self.stream = stream
+
+
+class ConnectionLost(NetError):
+    """The connection closed or went silent (keepalive) while a stream was open."""
+
+
+class Refused(NetError):
+    """The server refused the connection or the stream: bad token, unknown name, a limit."""
+
+
+class ProtocolError(NetError):
+    """The peer sent a malformed frame or broke a Reactive Streams rule on the wire."""
+
+
+class RemoteError(NetError):
+    """The remote side signalled ``on_error``; ``type_name`` and ``remote_message`` are its error's."""
+
+    def __init__(self, type_name: str, remote_message: str, address: Optional[str] = None,
+                 stream: Optional[str] = None, where: str = "") -> None:
+        shown = f"{type_name}: {remote_message}" if type_name else remote_message
+        super().__init__(f"{shown} (remote error{where})", address, stream)
+        self.type_name = type_name
+        self.remote_message = remote_message
+
+
+def error_text(error: BaseException) -> str:
+    """The ERROR frame text for a local exception: ``module.Type: message``."""
+    t = type(error)
+    mod = t.__module__
+    name = t.__qualname__ if mod in ("builtins", "__main__") else f"{mod}.{t.__qualname__}"
+    if isinstance(error, RemoteError):  # relayed: keep the original type
+        name, msg = error.type_name or name, error.remote_message
+    else:
+        msg = str(error)
+    return f"{name}: {msg}"
+
+
+def parse_error_text(text: str) -> tuple[str, str]:
+    """Split ``Type: message``; text from generic peers without a type gives ``("", text)``."""
+    m = _TYPE.match(text)
+    if m:
+        return m.group(1), text[m.end():]
+    return "", text
+
+
+__all__ = ["NetError", "ConnectionLost", "Refused", "ProtocolError", "RemoteError", "error_text",
+           "parse_error_text"]

@@ -1,0 +1,330 @@
+"""A server hosting named Publishers (read with request-stream) and Subscribers (fed with
+request-channel) on one TCP, TLS or Unix socket."""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import ssl as _ssl
+import threading
+from typing import Any, Callable, Dict, Optional, Set, Tuple, Union
+
+from ..streams.drain import subscribe_with
+from ..streams.types import Publisher, Subscriber
+from . import frames as F
+from .address import Address, parse
+from .auth import check_token
+from .bridge import InboundSubscription, OutboundStream
+from .codecs import make_codec
+from .connection import Connection, Limits, Rejected
+from .errors import NetError
+from .metadata import MetadataError, route_of
+from .transport import listen
+
+log = logging.getLogger("rs_spark.net")
+
+SubscriberFactory = Callable[[], Subscriber[Any]]
+
+
+class _Endpoint:
+    __slots__ = ("kind", "target", "used")
+
+    def __init__(self, kind: str, target: Any) -> None:
+        self.kind = kind
+        self.target = target
+        self.used = False
+
+
+class Server:
+    """Serve Publishers and Subscribers by name. Binds ``127.0.0.1`` unless told otherwise.
+
+    ``bind`` is an address without a name (``tcp://HOST:PORT``, ``tls://HOST:PORT``,
+    ``unix:///path.sock``; port 0 picks a free one). Binding anything but loopback or a Unix
+    socket requires ``token``; ``ssl`` (a server ``ssl.SSLContext``) turns on TLS.
+    """
+
+    def __init__(self, bind: str = "tcp://127.0.0.1:0", *, token: Optional[str] = None,
+                 ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None) -> None:
+        addr = parse(bind, need_name=False)
+        if addr.name:
+            raise ValueError(f"bind address {bind!r} must not name an endpoint; names are given to "
+                             "add_publisher()/add_subscriber()")
+        token = token if token is not None else addr.token
+        if token is not None and (not isinstance(token, str) or not token):
+            raise ValueError("token must be a non-empty str")
+        if not addr.is_loopback and token is None:
+            raise ValueError(
+                f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
+                "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
+                "also pass ssl= (an ssl.SSLContext) so the token and data travel encrypted")
+        if addr.scheme == "tls" and ssl is None:
+            raise ValueError(f"{addr.base}: the tls scheme needs ssl=<server ssl.SSLContext with a certificate>")
+        if ssl is not None and addr.scheme == "tcp":
+            addr = Address("tls", addr.host, addr.port, token=addr.token)
+        if not addr.is_loopback and ssl is None:
+            log.warning("rs_spark.net: serving %s without TLS: the token and all data cross the network in "
+                        "clear text; pass ssl=", addr.base)
+        self._token = token
+        self._ssl = ssl
+        self.limits = limits or Limits()
+        self._lock = threading.Lock()
+        self._endpoints: Dict[str, _Endpoint] = {}
+        self._conns: Set[Connection] = set()
+        self._stopped = False
+        self._sock = listen(addr)
+        if addr.scheme != "unix":
+            addr = Address(addr.scheme, addr.host, self._sock.getsockname()[1])
+        self._addr = addr
+        self._first: Optional[str] = None
+        self._thread = threading.Thread(target=self._accept_loop, name=f"rs-net-accept {addr.base}", daemon=True)
+        self._thread.start()
+
+    # -- endpoints ----------------------------------------------------------------------
+    def add_publisher(self, name: str, publisher: Publisher[Any]) -> str:
+        """Serve ``publisher`` as ``name``; each request-stream subscribes it once. Returns its address."""
+        if publisher is None or not hasattr(publisher, "subscribe"):
+            raise TypeError(f"add_publisher({name!r}, ...) needs a Publisher (an object with subscribe()), "
+                            f"got {type(publisher).__name__}")
+        return self._add(name, _Endpoint("publisher", publisher))
+
+    def add_subscriber(self, name: str, subscriber: Union[Subscriber[Any], SubscriberFactory]) -> str:
+        """Serve a Subscriber as ``name``: an instance accepts one channel (rule 2.12), a factory
+        (a callable returning a new Subscriber) one per channel. Returns its address."""
+        if subscriber is None or not (hasattr(subscriber, "on_subscribe") or callable(subscriber)):
+            raise TypeError(f"add_subscriber({name!r}, ...) needs a Subscriber or a factory of Subscribers, "
+                            f"got {type(subscriber).__name__}")
+        return self._add(name, _Endpoint("subscriber", subscriber))
+
+    def remove(self, name: str) -> None:
+        """Stop offering ``name`` to new streams (open streams continue)."""
+        with self._lock:
+            self._endpoints.pop(name, None)
+
+    def _add(self, name: str, ep: _Endpoint) -> str:
+        if not isinstance(name, str) or not name or len(name.encode("utf-8")) > 255:
+            raise ValueError(f"an endpoint name is a non-empty str of at most 255 UTF-8 bytes, got {name!r}")
+        with self._lock:
+            if name in self._endpoints:
+                raise ValueError(f"{self._addr.base} already serves an endpoint named {name!r}; "
+                                 "pick another name or remove() it first")
+            self._endpoints[name] = ep
+            if self._first is None:
+                self._first = name
+        return self.address_of(name)
+
+    # -- addresses ----------------------------------------------------------------------
+    def address_of(self, name: str) -> str:
+        """The address string clients pass to ``connect`` for ``name`` (without the token)."""
+        return self._addr.with_name(name).format()
+
+    @property
+    def address(self) -> str:
+        """The address of the first endpoint added (what :func:`serve` served)."""
+        if self._first is None:
+            raise ValueError(f"{self._addr.base} serves no endpoint yet; add_publisher()/add_subscriber() first")
+        return self.address_of(self._first)
+
+    @property
+    def base_address(self) -> str:
+        return self._addr.base
+
+    @property
+    def token(self) -> Optional[str]:
+        return self._token
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._conns)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop accepting, close every connection (their streams end with an error) and free the socket."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            conns = list(self._conns)
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes accept() on Linux
+        except OSError:
+            pass
+        self._sock.close()
+        for c in conns:
+            c.reject(F.CONNECTION_ERROR, f"the server {self._addr.base} was stopped")
+        self._thread.join(2.0)
+        if self._addr.scheme == "unix":
+            try:
+                os.unlink(self._addr.path)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                sock, peer = self._sock.accept()
+            except OSError as exc:
+                if self._stopped:
+                    return
+                log.warning("rs_spark.net: accept on %s failed: %s", self._addr.base, exc)
+                threading.Event().wait(0.05)  # e.g. out of file descriptors: back off, do not spin
+                continue
+            if self._stopped:
+                sock.close()
+                return
+            peer_s = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unix peer"
+            label = f"{peer_s} on {self._addr.base}"
+            if len(self._conns) >= self.limits.max_connections:
+                log.warning("rs_spark.net: refused %s: %d connections open (Limits.max_connections)",
+                            label, len(self._conns))
+                try:
+                    sock.sendall(F.encode_error(0, F.CONNECTION_ERROR,
+                                                f"{self._addr.base} has too many connections "
+                                                f"({self.limits.max_connections}); retry later")[0])
+                except OSError:
+                    pass
+                sock.close()
+                continue
+            if sock.family != socket.AF_UNIX:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            tls = self._ssl is not None
+            if tls:
+                sock = self._ssl.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)  # type: ignore[union-attr]
+            conn = Connection(sock, client=False, label=label, limits=self.limits, handler=self,
+                              keepalive=self.limits.max_lifetime, lifetime=self.limits.max_lifetime,
+                              on_closed=self._forget, tls_handshake=tls)
+            with self._lock:
+                self._conns.add(conn)
+            conn.start()
+
+    def _forget(self, conn: Connection) -> None:
+        with self._lock:
+            self._conns.discard(conn)
+
+    # -- Handler (reader threads) -------------------------------------------------------
+    def on_setup(self, conn: Connection, f: F.Frame) -> None:
+        where = self._addr.base
+        if f.version[0] != 1:
+            raise Rejected(F.UNSUPPORTED_SETUP, f"{where} speaks RSocket 1.x; the client asked for "
+                                                f"{f.version[0]}.{f.version[1]}")
+        if f.flags & F.FLAG_RESUME:
+            raise Rejected(F.REJECTED_SETUP, f"{where} does not support resumption; connect without resume")
+        if f.flags & F.FLAG_LEASE:
+            raise Rejected(F.UNSUPPORTED_SETUP, f"{where} does not support leases; connect without honor_lease")
+        if f.keepalive_ms <= 0 or f.lifetime_ms <= 0:
+            raise Rejected(F.INVALID_SETUP, "keepalive interval and max lifetime must be > 0 ms")
+        try:
+            make_codec(f.data_mime)
+        except ValueError as exc:
+            raise Rejected(F.UNSUPPORTED_SETUP, f"{where}: data MIME type {f.data_mime!r} is not supported: {exc}") from None
+        check_token(self._token, f.metadata_mime, f.metadata, where)
+        conn.metadata_mime, conn.data_mime = f.metadata_mime, f.data_mime
+        ka = f.keepalive_ms / 1000
+        conn.keepalive = ka
+        conn.lifetime = min(max(f.lifetime_ms / 1000, 2 * ka), self.limits.max_lifetime)
+
+    def _resolve(self, name: Optional[str], kind: str) -> Tuple[str, _Endpoint]:
+        with self._lock:
+            eps = dict(self._endpoints)
+        if name is None:
+            same = [(n, e) for n, e in eps.items() if e.kind == kind]
+            if len(same) == 1:
+                return same[0]  # a request without a route reaches the only endpoint of its kind
+            raise Rejected(F.REJECTED, f"the request names no {kind} (routing metadata) and "
+                                       f"{self._addr.base} serves {len(same)} {kind}s: {sorted(n for n, _ in same)}; "
+                                       "put the name in the address")
+        ep = eps.get(name)
+        if ep is None:
+            raise Rejected(F.REJECTED, f"{self._addr.base} serves no {kind} named {name!r}; it serves "
+                                       f"{sorted(eps) or 'nothing'}")
+        if ep.kind != kind:
+            fix = "connect_subscriber()" if ep.kind == "subscriber" else "connect()"
+            raise Rejected(F.REJECTED, f"{name!r} on {self._addr.base} is a {ep.kind}, not a {kind}; use {fix}")
+        return name, ep
+
+    def open_stream(self, conn: Connection, f: F.Frame) -> None:
+        sid = f.stream_id
+        try:
+            route = route_of(conn.metadata_mime, bytes(f.metadata) if f.metadata is not None else None)
+        except MetadataError as exc:
+            raise Rejected(F.INVALID, f"unreadable routing metadata: {exc}") from None
+        if f.type == F.REQUEST_STREAM:
+            kind = "publisher"
+        elif f.type == F.REQUEST_CHANNEL:
+            kind = "subscriber"
+        else:
+            raise Rejected(F.REJECTED, f"{self._addr.base} serves request-stream (to read a publisher) and "
+                                       "request-channel (to feed a subscriber) only")
+        name, ep = self._resolve(route, kind)
+        codec = make_codec(conn.data_mime)
+        address = self.address_of(name)
+        where = f"{kind} '{name}' at {address} (stream {sid}, client {conn.label.split(' ')[0]})"
+        if kind == "publisher":
+            out = OutboundStream(codec, where, address=address)
+            self._register(conn, out, sid)
+            out.attach(conn, sid, credit=f.request_n)
+            pub = ep.target
+
+            def start() -> None:
+                try:
+                    pub.subscribe(out)
+                except BaseException as exc:  # rule 1.9 broken by the publisher: end the stream
+                    out.on_error(exc)
+
+            conn.worker.submit(start)
+            return
+        target = ep.target
+        single = hasattr(target, "on_subscribe") and not isinstance(target, type)  # a class is a factory
+        with self._lock:
+            if single:
+                if ep.used:
+                    raise Rejected(F.REJECTED, (
+                        f"subscriber '{name}' on {self._addr.base} was already subscribed once and a Subscriber "
+                        "may be subscribed only once (rule 2.12); serve a factory (a callable returning a new "
+                        "Subscriber) to accept many channels"))
+                ep.used = True
+        try:
+            sub = target if single else target()
+            if sub is None:
+                raise TypeError("the subscriber factory returned None")
+        except Exception as exc:
+            raise Rejected(F.REJECTED, f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
+        inb = InboundSubscription(sub, codec, where, requester=False, address=address)
+        self._register(conn, inb, sid)
+        inb.attach(conn, sid)
+        conn.send(F.encode_payload(sid, next=False, complete=True))  # our direction carries no elements
+        if f.flags & F.FLAG_COMPLETE:
+            inb.on_frame(F.Frame(sid, F.PAYLOAD, F.FLAG_COMPLETE))
+        conn.worker.submit(lambda: subscribe_with(sub, inb, start=True))
+
+    @staticmethod
+    def _register(conn: Connection, stream: Any, sid: int) -> None:
+        try:
+            conn.add_stream(stream, sid)
+        except NetError as exc:
+            raise Rejected(F.REJECTED, str(exc)) from None
+
+
+def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0", token: Optional[str] = None,
+          ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None) -> Server:
+    """Serve one Publisher (or Subscriber, or factory of Subscribers) as ``name``; returns the
+    running :class:`Server`, whose ``address`` is the string to give :func:`connect` and whose
+    ``stop()`` ends it. Add more endpoints with ``add_publisher``/``add_subscriber``."""
+    server = Server(bind, token=token, ssl=ssl, limits=limits)
+    try:
+        if hasattr(target, "subscribe"):
+            server.add_publisher(name, target)
+        else:
+            server.add_subscriber(name, target)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+__all__ = ["Server", "serve"]

@@ -1,0 +1,64 @@
+"""A serial executor: one daemon thread running submitted callables in order.
+
+Each connection has one, so calls into user code (``request``/``cancel`` on a local
+Subscription, ``on_next`` on a local Subscriber) never run on the thread that reads the socket:
+a slow subscriber cannot stop keepalives from being read, and calls stay serial (rule 2.7).
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Callable, Optional
+
+from ..streams.errors import report_dropped
+
+_STOP = None
+
+
+class SerialExecutor:
+    def __init__(self, name: str) -> None:
+        self._q: "queue.SimpleQueue[Optional[Callable[[], None]]]" = queue.SimpleQueue()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the executor thread; once stopped, run it on the caller's thread."""
+        if self._stopped:
+            self._call(fn)
+            return
+        self._q.put(fn)
+
+    def stop(self) -> None:
+        """Run what is queued, then end the thread."""
+        self._q.put(_STOP)
+
+    def _run(self) -> None:
+        get = self._q.get
+        while True:
+            fn = get()
+            if fn is _STOP:
+                self._stopped = True
+                # Anything that raced in after the stop marker still runs.
+                while True:
+                    try:
+                        fn = self._q.get_nowait()
+                    except queue.Empty:
+                        return
+                    if fn is not _STOP:
+                        self._call(fn)
+            self._call(fn)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _call(fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except BaseException as exc:  # user code failing must not kill the connection's thread
+            report_dropped(exc, "rs_spark.net: a task on a connection's signal thread raised")
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+
+__all__ = ["SerialExecutor"]

@@ -1,0 +1,129 @@
+"""Interop with the ``rsocket`` package (rsocket-py), both ways, over loopback TCP."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+
+from rs_spark import net
+from rs_spark import streams as rs
+
+rsocket = pytest.importorskip("rsocket")
+
+from rsocket.awaitable.awaitable_rsocket import AwaitableRSocket  # noqa: E402
+from rsocket.extensions.helpers import authenticate_bearer, composite, route  # noqa: E402
+from rsocket.extensions.mimetypes import WellKnownMimeTypes  # noqa: E402
+from rsocket.helpers import single_transport_provider  # noqa: E402
+from rsocket.payload import Payload  # noqa: E402
+from rsocket.routing.request_router import RequestRouter  # noqa: E402
+from rsocket.routing.routing_request_handler import RoutingRequestHandler  # noqa: E402
+from rsocket.rsocket_client import RSocketClient  # noqa: E402
+from rsocket.rsocket_server import RSocketServer  # noqa: E402
+from rsocket.streams.stream_from_generator import StreamFromGenerator  # noqa: E402
+from rsocket.transports.tcp import TransportTCP  # noqa: E402
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def _read_with_rsocket_py(host, port, name, token, limit_rate):
+    reader, writer = await asyncio.open_connection(host, port)
+    setup = Payload(metadata=composite(authenticate_bearer(token))) if token else None
+    async with RSocketClient(single_transport_provider(TransportTCP(reader, writer)),
+                             metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
+                             data_encoding=WellKnownMimeTypes.APPLICATION_JSON,
+                             setup_payload=setup) as client:
+        payloads = await AwaitableRSocket(client).request_stream(
+            Payload(metadata=composite(route(name))), limit_rate=limit_rate)
+    return [json.loads(p.data) for p in payloads]
+
+
+@pytest.mark.parametrize("token", [None, "tok"])
+def test_rsocket_py_client_reads_our_served_publisher(token):
+    server = net.serve(rs.range_(300), name="numbers", token=token)
+    try:
+        a = net.parse_address(server.address)
+        got = asyncio.run(asyncio.wait_for(_read_with_rsocket_py(a.host, a.port, "numbers", token, 16), 30))
+        assert got == list(range(300))
+    finally:
+        server.stop()
+
+
+def test_rsocket_py_client_with_wrong_token_is_refused():
+    server = net.serve(rs.range_(3), name="numbers", token="right")
+    try:
+        a = net.parse_address(server.address)
+        with pytest.raises(Exception):
+            asyncio.run(asyncio.wait_for(_read_with_rsocket_py(a.host, a.port, "numbers", "wrong", 16), 10))
+    finally:
+        server.stop()
+
+
+class _RsocketPyServer:
+    """An rsocket-py server on its own event loop thread serving route 'numbers' (ints as JSON)
+    and route 'fails' (an error after 2 elements)."""
+
+    def __init__(self, count):
+        self.port = None
+        self.requested = []
+        ready = threading.Event()
+        router = RequestRouter()
+        outer = self
+
+        @router.stream("numbers")
+        async def numbers():
+            def gen():
+                for i in range(count):
+                    yield Payload(json.dumps(i).encode()), i == count - 1
+            return StreamFromGenerator(gen)
+
+        @router.stream("fails")
+        async def fails():
+            def gen():
+                yield Payload(b"1"), False
+                yield Payload(b"2"), False
+                raise RuntimeError("rsocket-py side failed")
+            return StreamFromGenerator(gen)
+
+        async def main():
+            async def session(reader, writer):
+                RSocketServer(TransportTCP(reader, writer), handler_factory=lambda: RoutingRequestHandler(router))
+
+            srv = await asyncio.start_server(session, "127.0.0.1", 0)
+            outer.port = srv.sockets[0].getsockname()[1]
+            outer._stop = asyncio.Event()
+            outer._loop = asyncio.get_running_loop()
+            ready.set()
+            async with srv:
+                await outer._stop.wait()
+
+        self._thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+        self._thread.start()
+        assert ready.wait(10)
+
+    def stop(self):
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(5)
+
+
+def test_our_client_reads_from_an_rsocket_py_server():
+    srv = _RsocketPyServer(500)
+    try:
+        got = rs.to_list(net.connect(f"tcp://127.0.0.1:{srv.port}/numbers"), timeout=30, request_size=32)
+        assert got == list(range(500))
+    finally:
+        srv.stop()
+
+
+def test_an_rsocket_py_error_arrives_as_remote_error():
+    srv = _RsocketPyServer(1)
+    try:
+        got = []
+        with pytest.raises(net.RemoteError, match="rsocket-py side failed") as ei:
+            for x in rs.iterate(net.connect(f"tcp://127.0.0.1:{srv.port}/fails"), timeout=30):
+                got.append(x)
+        assert got == [1, 2]
+        assert f"127.0.0.1:{srv.port}/fails" in str(ei.value)
+    finally:
+        srv.stop()

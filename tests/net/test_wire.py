@@ -1,0 +1,318 @@
+"""Frames, metadata and addresses; malformed and oversized frames; tokens; limits; demand pieces."""
+from __future__ import annotations
+
+import pickle
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from rs_spark import net
+from rs_spark import streams as rs
+from rs_spark.net import frames as F
+from rs_spark.net import metadata as M
+from rs_spark.net.address import parse
+from rs_spark.net.bridge import InboundSubscription
+from rs_spark.net.codecs import make_codec
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _join(parts):
+    return b"".join(bytes(p) for p in parts)
+
+
+# -- codec ------------------------------------------------------------------------------
+def test_frames_round_trip():
+    f = F.decode(_join(F.encode_request(F.REQUEST_STREAM, 5, 7, metadata=b"md", data=[b"hi"], prefixed=False)))
+    assert (f.type, f.stream_id, f.request_n, bytes(f.metadata), bytes(f.data)) == (F.REQUEST_STREAM, 5, 7, b"md", b"hi")
+    f = F.decode(_join(F.encode_payload(3, [b"x"], complete=True, prefixed=False)))
+    assert f.has(F.FLAG_NEXT) and f.has(F.FLAG_COMPLETE) and bytes(f.data) == b"x" and f.metadata is None
+    f = F.decode(_join(F.encode_setup(500, 2000, M.COMPOSITE, "application/json", metadata=b"m", prefixed=False)))
+    assert (f.version, f.keepalive_ms, f.lifetime_ms, f.metadata_mime, f.data_mime) == ((1, 0), 500, 2000, M.COMPOSITE,
+                                                                                     "application/json")
+    f = F.decode(_join(F.encode_error(9, F.APPLICATION_ERROR, "ValueError: x", prefixed=False)))
+    assert f.error_code == F.APPLICATION_ERROR and bytes(f.data) == b"ValueError: x"
+    prefixed = _join(F.encode_request_n(1, 2**31 - 1))
+    assert int.from_bytes(prefixed[:3], "big") == len(prefixed) - 3
+    assert F.decode(prefixed[3:]).request_n == 2**31 - 1
+
+
+@pytest.mark.parametrize("raw", [b"\x00", b"\x00\x00\x00\x01" + bytes([F.PAYLOAD << 2 | 1, 0]) + b"\x00\x00\x09ab",
+                                 b"\x00\x00\x00\x01\x20\x00\x00\x00", b"\x80\x00\x00\x01\x28\x00"])
+def test_malformed_frames_raise_frame_error(raw):
+    with pytest.raises(F.FrameError):
+        F.decode(raw)
+
+
+def test_metadata_extensions_round_trip():
+    md = M.composite([(M.ROUTING, M.routing("numbers")), (M.AUTHENTICATION, M.bearer("s3cret")),
+                      ("application/x.custom", b"zz")])
+    assert M.route_of(M.COMPOSITE, md) == "numbers"
+    assert M.token_of(M.COMPOSITE, md) == b"s3cret"
+    assert M.parse_composite(md)[2] == ("application/x.custom", b"zz")
+    simple = bytes([0x80]) + (4).to_bytes(2, "big") + b"user" + b"pw"
+    assert M.parse_auth(simple) == ("simple", "user", b"pw")
+
+
+def test_address_strings_parse_format_and_pickle():
+    a = parse("tcp://127.0.0.1:7878/numbers?token=abc&codec=arrow")
+    assert (a.host, a.port, a.name, a.token, a.codec) == ("127.0.0.1", 7878, "numbers", "abc", "arrow")
+    assert "abc" not in str(a) and a.format(with_token=True).endswith("token=abc&codec=arrow")
+    u = parse("unix:///tmp/x.sock/name")
+    assert (u.path, u.name) == ("/tmp/x.sock", "name")
+    for bad in ["http://x:1/a", "tcp://127.0.0.1/a", "tcp://127.0.0.1:1", "unix://rel/a", "tcp://h:1/a?tokn=1"]:
+        with pytest.raises(ValueError, match="expected"):
+            parse(bad)
+    pub = net.connect("tcp://127.0.0.1:7878/numbers?token=abc", codec="arrow")
+    again = pickle.loads(pickle.dumps(pub))
+    assert again.address == "tcp://127.0.0.1:7878/numbers"
+    assert (again._client._token, again._client.codec_name) == ("abc", "arrow")
+
+
+# -- servers -----------------------------------------------------------------------------
+@pytest.fixture
+def server():
+    s = net.serve(rs.range_(100), name="numbers", limits=net.Limits(max_frame_bytes=4096, setup_timeout=0.5))
+    yield s
+    s.stop()
+
+
+def _raw(server, frames):
+    a = parse(server.address)
+    sock = socket.create_connection((a.host, a.port), timeout=5)
+    for fr in frames:
+        sock.sendall(fr)
+    return sock
+
+
+def _read_all(sock, limit=5.0):
+    sock.settimeout(limit)
+    data = b""
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return data, True
+            data += chunk
+    except socket.timeout:
+        return data, False
+
+
+def _frames(data):
+    out = []
+    while len(data) >= 3:
+        n = int.from_bytes(data[:3], "big")
+        out.append(F.decode(data[3:3 + n]))
+        data = data[3 + n:]
+    return out
+
+
+SETUP = _join(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json"))
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x00\x00\x02\xff\xff",  # a 2-byte frame: shorter than a header
+    b"\x00\x00\x06\x00\x00\x00\x01" + bytes([0x30 << 2, 0]),  # unknown frame type without IGNORE
+    b"\x00\x00\x09\x00\x00\x00\x01" + bytes([(F.PAYLOAD << 2) | 1, 0]) + b"\x00\xff\xff",  # metadata past the end
+])
+def test_malformed_frame_closes_that_connection_and_the_server_keeps_serving(server, garbage):
+    sock = _raw(server, [SETUP, garbage])
+    data, closed = _read_all(sock)
+    assert closed, "the server did not close a connection that sent a malformed frame"
+    errs = [f for f in _frames(data) if f.type == F.ERROR and f.stream_id == 0]
+    assert errs and errs[0].error_code == F.CONNECTION_ERROR
+    assert rs.to_list(net.connect(server.address), timeout=10) == list(range(100))
+
+
+def test_oversized_frame_is_refused_before_its_body_is_read(server):
+    sock = _raw(server, [SETUP, (10_000_000).to_bytes(3, "big") + b"\x00" * 16])
+    data, closed = _read_all(sock)
+    assert closed
+    errs = [f for f in _frames(data) if f.type == F.ERROR]
+    assert errs and b"exceeds" in bytes(errs[0].data)
+    assert rs.to_list(net.connect(server.address), timeout=10) == list(range(100))
+
+
+def test_no_setup_within_the_setup_timeout_closes_the_connection(server):
+    sock = _raw(server, [])
+    t0 = time.monotonic()
+    _, closed = _read_all(sock, limit=5)
+    assert closed and time.monotonic() - t0 < 3
+
+
+def test_too_many_streams_on_one_connection_are_refused():
+    s = net.serve(rs.defer(lambda: iter(int, 1)), name="forever", limits=net.Limits(max_streams=2))
+    try:
+        with net.Client(s.base_address) as c:
+            subs = [rs.CallbackSubscriber(lambda x: None, request_size=1) for _ in range(3)]
+            for sub in subs:
+                c.publisher("forever").subscribe(sub)
+            with pytest.raises(net.Refused, match="too many open streams"):
+                subs[2].wait(10)
+    finally:
+        s.stop()
+
+
+def test_wrong_or_missing_token_is_refused_before_any_stream_opens():
+    subscribed = []
+    pub = rs.defer(lambda: subscribed.append(1) or [1, 2])
+    s = net.serve(pub, name="p", token="right-token")
+    try:
+        with pytest.raises(net.Refused, match="requires a token"):
+            rs.to_list(net.connect(s.address), timeout=10)
+        with pytest.raises(net.Refused, match="wrong token"):
+            rs.to_list(net.connect(s.address, token="wrong"), timeout=10)
+        assert subscribed == []
+        assert rs.to_list(net.connect(s.address, token="right-token"), timeout=10) == [1, 2]
+        assert rs.to_list(net.connect(s.address + "?token=right-token"), timeout=10) == [1, 2]
+    finally:
+        s.stop()
+
+
+def test_binding_beyond_loopback_requires_a_token():
+    with pytest.raises(ValueError, match="token is required"):
+        net.Server("tcp://0.0.0.0:0")
+
+
+def test_unknown_name_and_wrong_kind_say_what_is_served(server):
+    with pytest.raises(net.Refused, match=r"serves no publisher named 'nope'.*\['numbers'\]"):
+        rs.to_list(net.connect(server.base_address + "/nope"), timeout=10)
+    with pytest.raises(net.Refused, match="is a publisher, not a subscriber"):
+        sub = net.connect_subscriber(server.address)
+        rs.just(1).subscribe(sub)
+        sub.wait(10)
+
+
+def test_connection_refused_says_where_and_what_to_do():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(net.ConnectionLost, match=rf"127.0.0.1:{port}.*server is running"):
+        rs.to_list(net.connect(f"tcp://127.0.0.1:{port}/x"), timeout=10)
+
+
+# -- rules on the wire --------------------------------------------------------------------
+class _FakeConn:
+    def __init__(self):
+        self.sent = []
+        self.worker = self
+
+    def submit(self, fn):
+        fn()
+
+    def send(self, frame):
+        self.sent.append(F.decode(_join(frame)[3:]))
+        return True
+
+    def remove_stream(self, sid):
+        pass
+
+
+def test_spec_3_17_demand_beyond_31_bits_is_sent_in_pieces_as_credit_is_used():
+    sub = rs.CallbackSubscriber(lambda x: None, request_size=1)
+    inb = InboundSubscription(sub, make_codec("json"), "test stream", requester=True)
+    conn = _FakeConn()
+    opened = []
+    inb.request(2**40)
+    inb.attach(conn, 1, opener=opened.append)
+    assert opened == [2**31 - 1] and conn.sent == []
+    for _ in range(3):  # the peer used credits: top-ups follow, never above 2^31-1 in flight
+        inb._inflight = 2**30 - 1
+        with inb._wlock:
+            inb._top_up_locked()
+    assert [f.request_n for f in conn.sent] == [2**30] * 3
+    inb.cancel()
+    assert conn.sent[-1].type == F.CANCEL
+
+
+def test_spec_3_9_request_zero_across_the_wire_errors_locally_and_cancels_the_source():
+    closed = threading.Event()
+
+    def gen():
+        try:
+            yield from range(10**6)
+        finally:
+            closed.set()
+
+    s = net.serve(rs.defer(gen), name="g")
+    try:
+        errors = []
+        done = threading.Event()
+
+        class Sub:
+            def on_subscribe(self, sub):
+                self.sub = sub
+                sub.request(1)
+
+            def on_next(self, x):
+                self.sub.request(0)
+
+            def on_error(self, e):
+                errors.append(e)
+                done.set()
+
+            def on_complete(self):
+                done.set()
+
+        net.connect(s.address).subscribe(Sub())
+        assert done.wait(10) and isinstance(errors[0], ValueError) and "3.9" in str(errors[0])
+        assert closed.wait(10), "the remote source was not cancelled"
+    finally:
+        s.stop()
+
+
+def test_spec_1_1_a_remote_publisher_sending_more_than_requested_fails_the_stream():
+    """A hand-written RSocket server that ignores credits: the client stops it and names rule 1.1."""
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    port = lsock.getsockname()[1]
+
+    def rogue():
+        c, _ = lsock.accept()
+        buf = b""
+        while True:
+            buf += c.recv(65536)
+            frames = _frames(buf)
+            req = [f for f in frames if f.type == F.REQUEST_STREAM]
+            if req:
+                break
+        for i in range(10):
+            c.sendall(_join(F.encode_payload(req[0].stream_id, [str(i).encode()])))
+        time.sleep(1)
+        c.close()
+
+    threading.Thread(target=rogue, daemon=True).start()
+    it = rs.iterate(net.connect(f"tcp://127.0.0.1:{port}/x"), prefetch=2, timeout=10)
+    with pytest.raises(net.ProtocolError, match=r"rule 1\.1"):
+        list(it)
+    lsock.close()
+
+
+def test_tls_with_token(tmp_path):
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl binary to make a test certificate")
+    key, cert = tmp_path / "k.pem", tmp_path / "c.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.create_default_context(cafile=str(cert))
+    s = net.serve(rs.range_(50), name="secure", token="t0k", ssl=server_ctx)
+    try:
+        assert s.address.startswith("tls://127.0.0.1:")
+        assert rs.to_list(net.connect(s.address, token="t0k", ssl=client_ctx), timeout=10) == list(range(50))
+        with pytest.raises(net.Refused, match="wrong token"):
+            rs.to_list(net.connect(s.address, token="bad", ssl=client_ctx), timeout=10)
+        with pytest.raises(net.NetError):  # an untrusted certificate is refused by the client
+            rs.to_list(net.connect(s.address, token="t0k"), timeout=10)
+    finally:
+        s.stop()
