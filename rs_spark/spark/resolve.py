@@ -45,7 +45,7 @@ def make_publisher(opts: SourceOptions) -> Any:
     except ImportError as exc:  # pragma: no cover - rs_spark.net ships with the package
         raise OptionError(f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}")
     kwargs = {"token": opts.token} if opts.token else {}
-    return connect(opts.endpoint, **kwargs)  # type: ignore[arg-type]
+    return connect(opts.endpoint, **kwargs)
 
 
 __all__ = ["load_factory", "make_publisher"]
