@@ -88,15 +88,7 @@ class Intake:
         try:
             # No lock on this hot path: only this (serial) signal writes the receive counters,
             # the reader writes only the take counters, and deque appends are atomic.
-            if self._violation is not None:
-                return
-            if self._terminal is not None:
-                self._violate("1.7", "the publisher signalled on_next after "
-                              + ("on_complete" if self._terminal is _COMPLETE else "on_error"))
-                return
-            if self._received >= self._requested:
-                self._violate("1.1", f"the publisher sent element #{self._received + 1} but only "
-                              f"{self._requested} were requested")
+            if not self._admit(1):
                 return
             rows = item.num_rows if isinstance(item, _ARROW) else 1
             self._buffer.append(item)
@@ -109,21 +101,28 @@ class Intake:
         finally:
             self._signal.release()
 
+    def _admit(self, n: int) -> bool:
+        """Check the publisher may send ``n`` more elements now (rules 1.7, 1.1); record why not."""
+        if self._violation is not None:
+            return False
+        if self._terminal is not None:
+            self._violate("1.7", "the publisher signalled on_next after "
+                          + ("on_complete" if self._terminal is _COMPLETE else "on_error"))
+            return False
+        if self._received + n > self._requested:
+            self._violate("1.1", f"the publisher sent element #{self._received + n} but only "
+                          f"{self._requested} were requested")
+            return False
+        return True
+
     def on_next_many(self, items: List[Any]) -> None:
         """Receive several elements in one call (from rs_spark's own sources; same rules)."""
         if not self._signal.acquire(blocking=False):
             self._violate("1.3", "the publisher signalled on_next while another signal was still running")
             return
         try:
-            if self._violation is not None:
-                return
-            if self._terminal is not None:
-                self._violate("1.7", "the publisher signalled on_next after a terminal signal")
-                return
             n = len(items)
-            if self._received + n > self._requested:
-                self._violate("1.1", f"the publisher sent elements up to #{self._received + n} but only "
-                              f"{self._requested} were requested")
+            if not self._admit(n):
                 return
             rows = n
             for item in items:

@@ -198,4 +198,19 @@ class ManualSubscriber:
 
 END = _END
 
-__all__ = ["Timeouts", "TestEnvironment", "ManualSubscriber", "TCKFailure", "END"]
+
+class Verification:
+    """Base of the four verifications: pytest collects user subclasses only, never the bases."""
+
+    __test__ = False
+    timeouts: Optional[Timeouts] = None  # class-level override; else RS_TCK_* environment or defaults
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if "__test__" not in cls.__dict__:
+            cls.__test__ = True
+
+    def _env(self) -> TestEnvironment:
+        return TestEnvironment(self.timeouts or Timeouts())
+
+__all__ = ["Timeouts", "TestEnvironment", "ManualSubscriber", "TCKFailure", "END", "Verification"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Optional, Tuple
 
-from .env import ManualSubscriber, TCKFailure, TestEnvironment, Timeouts
+from .env import ManualSubscriber, TCKFailure, Verification
 from .publisher import RULES as PUBLISHER_RULES
 from .publisher import PublisherVerification
 from .subscriber import (WHITEBOX_RULES, Stage, SubscriberPuppet, SubscriberWhiteboxVerification, TCKTestError,
@@ -56,17 +56,11 @@ PROCESSOR_RULES.update({
 })
 
 
-class IdentityProcessorVerification:
+class IdentityProcessorVerification(Verification):
     """Subclass and implement :meth:`create_identity_processor`; pytest runs all 68 tests."""
 
     __test__ = False
-    timeouts: Optional[Timeouts] = None
     processor_buffer_size: int = 16
-
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        if "__test__" not in cls.__dict__:
-            cls.__test__ = True
 
     # -- what the user implements ---------------------------------------------------------
     def create_identity_processor(self, buffer_size: int) -> Any:
@@ -143,9 +137,6 @@ class IdentityProcessorVerification:
             def create_element(self, i: int) -> Any:
                 return outer.create_element(i)
         return Inner()
-
-    def _env(self) -> TestEnvironment:
-        return TestEnvironment(self.timeouts or Timeouts())
 
     # -- the 3 processor tests ------------------------------------------------------------
     def test_required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error(

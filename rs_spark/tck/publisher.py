@@ -14,7 +14,7 @@ import threading
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .env import END, ManualSubscriber, TCKFailure, TestEnvironment, Timeouts
+from .env import END, ManualSubscriber, TCKFailure, TestEnvironment, Verification
 
 MAX = 2**63 - 1
 
@@ -113,16 +113,10 @@ def _skip(reason: str) -> None:
     pytest.skip(reason)
 
 
-class PublisherVerification:
+class PublisherVerification(Verification):
     """Base class: subclass, implement :meth:`create_publisher`, and pytest runs every rule."""
 
     __test__ = False
-    timeouts: Optional[Timeouts] = None  # class-level override; else RS_TCK_* environment or defaults
-
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        if "__test__" not in cls.__dict__:
-            cls.__test__ = True
 
     # -- what the user implements ---------------------------------------------------------
     def create_publisher(self, elements: int) -> Any:
@@ -143,9 +137,6 @@ class PublisherVerification:
         return False
 
     # -- harness ----------------------------------------------------------------------------
-    def _env(self) -> TestEnvironment:
-        return TestEnvironment(self.timeouts or Timeouts())
-
     def _active(self, elements: int, completion: bool, body: Callable[[Any, TestEnvironment], None],
                 optional: bool = False) -> None:
         """The JVM's activePublisherTest / optionalActivePublisherTest."""

@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from .env import TCKFailure, TestEnvironment, Timeouts
+from .env import TCKFailure, TestEnvironment, Verification
 
 
 def _skip(reason: str) -> None:
@@ -158,21 +158,12 @@ class _BlackboxProxy(_Recorder):
         self._note("complete")
 
 
-class _Base:
+class _Base(Verification):
     __test__ = False
-    timeouts: Optional[Timeouts] = None
-
-    def __init_subclass__(cls, **kw: Any) -> None:
-        super().__init_subclass__(**kw)
-        if "__test__" not in cls.__dict__:
-            cls.__test__ = True
 
     def create_element(self, i: int) -> Any:
         """Element number ``i`` (distinct values); defaults to ``i``."""
         return i
-
-    def _env(self) -> TestEnvironment:
-        return TestEnvironment(self.timeouts or Timeouts())
 
     def _terminal_must_not_call_subscription(self, sub: Any, env: TestEnvironment, signal: str) -> None:
         """Rule 2.3: no Subscription call from inside on_complete / on_error."""
