@@ -284,6 +284,7 @@ def connect(address: str, **options: Any) -> RemotePublisher:
     Each ``subscribe`` opens its own connection.
     """
     addr = parse(address)
+    _refuse_tls(addr, options)
     return RemotePublisher(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
 
@@ -291,7 +292,14 @@ def connect_subscriber(address: str, **options: Any) -> RemoteSubscriber:
     """The Subscriber served at ``address``: subscribe it to a local Publisher. Same options as
     :func:`connect`. Single use, like any Subscriber."""
     addr = parse(address)
+    _refuse_tls(addr, options)
     return RemoteSubscriber(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
+
+
+def _refuse_tls(addr: Any, options: Any) -> None:
+    if addr.scheme == "tls" or options.get("ssl") is not None:
+        from .transport import TLS_DISABLED
+        raise NotImplementedError(f"{addr.base}: {TLS_DISABLED}")
 
 
 __all__ = ["connect", "connect_subscriber", "Client", "RemotePublisher", "RemoteSubscriber", "Options"]

@@ -56,14 +56,16 @@ class Server:
             raise ValueError(
                 f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
                 "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
-                "also pass ssl= (an ssl.SSLContext) so the token and data travel encrypted")
-        if addr.scheme == "tls" and ssl is None:
-            raise ValueError(f"{addr.base}: the tls scheme needs ssl=<server ssl.SSLContext with a certificate>")
+                "the token and data travel unencrypted (TLS is switched off for now), so tunnel them "
+                "(stunnel, SSH) on untrusted networks")
+        if addr.scheme == "tls" or ssl is not None:
+            from .transport import TLS_DISABLED
+            raise NotImplementedError(f"{addr.base}: {TLS_DISABLED}")
         if ssl is not None and addr.scheme == "tcp":
             addr = Address("tls", addr.host, addr.port, token=addr.token)
         if not addr.is_loopback and ssl is None:
             log.warning("rs_spark.net: serving %s without TLS: the token and all data cross the network in "
-                        "clear text; pass ssl=", addr.base)
+                        "clear text; tunnel them (stunnel, SSH) on untrusted networks", addr.base)
         self._token = token
         self._ssl = ssl
         self.limits = limits or Limits()
