@@ -9,15 +9,20 @@
     class TestMyPublisher(PublisherVerification):
         def create_publisher(self, elements):
             return my_publisher_of(elements)
+
+Or without pytest: ``rs_spark.tck.run(verification) -> {test: (pass|fail|skip, message)}``,
+or from a shell: ``python -m rs_spark.tck package.module:factory``. Timeouts: class attributes
+``default_timeout_ms`` etc., or the RS_TCK_*_TIMEOUT_MS environment variables.
 """
-from .env import ManualSubscriber, TCKFailure, TestEnvironment, Timeouts
+from .env import Latch, ManualSubscriber, Promise, Receptacle, TCKFailure, TestEnvironment, Timeouts
 from .publisher import RULES as PUBLISHER_RULES
 from .processor import PROCESSOR_RULES, IdentityProcessorVerification
 from .publisher import PublisherVerification
 from .subscriber import (BLACKBOX_RULES, WHITEBOX_RULES, SubscriberBlackboxVerification, SubscriberPuppet,
                          SubscriberWhiteboxVerification, WhiteboxSubscriberProbe)
+from .runner import run
 
 __all__ = ["IdentityProcessorVerification", "PROCESSOR_RULES", "PublisherVerification", "PUBLISHER_RULES", "SubscriberBlackboxVerification",
            "SubscriberWhiteboxVerification", "WhiteboxSubscriberProbe", "SubscriberPuppet", "BLACKBOX_RULES",
            "WHITEBOX_RULES", "Timeouts", "TestEnvironment", "ManualSubscriber",
-           "TCKFailure"]
+           "TCKFailure", "Latch", "Promise", "Receptacle", "run"]

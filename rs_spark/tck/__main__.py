@@ -33,9 +33,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--failed", help="package.module:factory() -> a Publisher that signals on_error")
     ap.add_argument("--max-elements", type=int, default=2**63 - 2,
                     help="the most elements the factory can produce (2**63-1: it never completes)")
-    ap.add_argument("--timeout-ms", type=int, default=500, help="default timeout (ms)")
-    ap.add_argument("--no-signals-timeout-ms", type=int, default=100)
-    ap.add_argument("--gc-timeout-ms", type=int, default=1000)
+    ap.add_argument("--timeout-ms", type=int, default=None,
+                    help="default timeout (ms); else RS_TCK_DEFAULT_TIMEOUT_MS, else 100")
+    ap.add_argument("--no-signals-timeout-ms", type=int, default=None,
+                    help="quiet period (ms); else RS_TCK_NO_SIGNALS_TIMEOUT_MS, else the default timeout")
+    ap.add_argument("--poll-timeout-ms", type=int, default=None, help="else RS_TCK_POLL_TIMEOUT_MS")
+    ap.add_argument("--gc-timeout-ms", type=int, default=None, help="else RS_TCK_GC_TIMEOUT_MS, else 300")
     ap.add_argument("--skip-stochastic", action="store_true")
     args = ap.parse_args(argv)
     sys.path.insert(0, "")
@@ -44,8 +47,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     class Verification(PublisherVerification):
         __test__ = False
-        timeouts = Timeouts(default=args.timeout_ms / 1000, no_signals=args.no_signals_timeout_ms / 1000,
-                            poll=0.01, gc=args.gc_timeout_ms / 1000)
+        timeouts = Timeouts.resolve(args.timeout_ms, args.no_signals_timeout_ms, args.poll_timeout_ms,
+                                    args.gc_timeout_ms)
 
         def create_publisher(self, elements: int) -> Any:
             return factory(elements)

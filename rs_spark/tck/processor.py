@@ -8,8 +8,7 @@ that passes elements through unchanged.
 """
 from __future__ import annotations
 
-import threading
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Tuple
 
 from .env import ManualSubscriber, TCKFailure, Verification
 from .publisher import RULES as PUBLISHER_RULES
@@ -92,6 +91,9 @@ class IdentityProcessorVerification(Verification):
     def skip_stochastic_tests(self) -> bool:
         return False
 
+    stochastic_iterations: int = 100
+    """Runs of the rule 1.3 test, as in :class:`PublisherVerification`."""
+
     def max_supported_subscribers(self) -> int:
         """How many subscribers the processor serves at once (1: unicast)."""
         return 1
@@ -102,7 +104,8 @@ class IdentityProcessorVerification(Verification):
 
         class Inner(PublisherVerification):
             __test__ = False
-            timeouts = outer.timeouts
+            timeouts = outer._timeouts()
+            stochastic_iterations = outer.stochastic_iterations
 
             def create_publisher(self, elements: int) -> Any:
                 proc = outer.create_identity_processor(outer.processor_buffer_size)
@@ -127,7 +130,7 @@ class IdentityProcessorVerification(Verification):
 
         class Inner(SubscriberWhiteboxVerification):
             __test__ = False
-            timeouts = outer.timeouts
+            timeouts = outer._timeouts()
 
             def create_subscriber(self, probe: WhiteboxSubscriberProbe) -> Any:
                 proc = outer.create_identity_processor(outer.processor_buffer_size)

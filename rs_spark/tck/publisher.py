@@ -11,6 +11,7 @@ import gc
 import random
 import sys
 import threading
+import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -136,6 +137,9 @@ class PublisherVerification(Verification):
     def skip_stochastic_tests(self) -> bool:
         return False
 
+    stochastic_iterations: int = 100
+    """How many fresh publishers the rule 1.3 test runs through (the JVM uses 100)."""
+
     # -- harness ----------------------------------------------------------------------------
     def _active(self, elements: int, completion: bool, body: Callable[[Any, TestEnvironment], None],
                 optional: bool = False) -> None:
@@ -229,7 +233,7 @@ class PublisherVerification(Verification):
 
         def body(pub: Any, env: TestEnvironment) -> None:
             _SequentialCheck(env, pub, 10).run()
-        for _ in range(20):
+        for _ in range(self.stochastic_iterations):
             self._active(10, True, body)
 
     def test_optional_spec104_must_signal_on_error_when_fails(self) -> None:
@@ -372,7 +376,11 @@ class PublisherVerification(Verification):
 
             def on_complete(self) -> None:
                 env.flop("rule 1.9: unexpected on_complete")
-        pub.subscribe(Sub())
+        try:
+            pub.subscribe(Sub())
+        except Exception as exc:
+            raise TCKFailure(f"rule 1.9: the publisher raised {type(exc).__name__} from subscribe instead of "
+                             "rejecting with on_subscribe + on_error") from exc
         if not subscribed.wait(env.t.default):
             env.flop("rule 1.9: no on_subscribe")
         if not errored.wait(env.t.default):
@@ -457,6 +465,9 @@ class PublisherVerification(Verification):
                     subscribed.set()
 
                 def on_next(self, x: Any) -> None:
+                    if not hasattr(self, "s"):
+                        env.flop(f"on_next({x!r}) before on_subscribe (rule 1.9)")
+                        return
                     self.s.request(1)
 
                 def on_error(self, e: BaseException) -> None:
@@ -474,29 +485,30 @@ class PublisherVerification(Verification):
         bound = self.bounded_depth_of_on_next_and_request_recursion()
 
         def body(pub: Any, env: TestEnvironment) -> None:
-            done = threading.Event()
-            depth = threading.local()
+            done, subscribed = threading.Event(), threading.Event()
             count = [0]
 
             class Sub:
                 def on_subscribe(self, s: Any) -> None:
                     self.s = s
+                    subscribed.set()
 
                 def on_next(self, x: Any) -> None:
-                    d = getattr(depth, "d", 0) + 1
-                    depth.d = d
-                    try:
-                        count[0] += 1
-                        if d > bound:
-                            env.flop(f"rule 3.3: {d} nested on_next calls on one thread; the bound is {bound}")
-                            done.set()
-                            return
-                        if count[0] >= bound + 1:
-                            done.set()
-                            return
-                        self.s.request(1)
-                    finally:
-                        depth.d = d - 1
+                    if not hasattr(self, "s"):
+                        env.flop(f"on_next({x!r}) before on_subscribe (rule 1.9)")
+                        done.set()
+                        return
+                    d, frames = _nesting(Sub.on_next.__code__)
+                    count[0] += 1
+                    if d > bound:
+                        env.flop(f"rule 3.3: {d} nested on_next calls on one thread ({frames} stack frames "
+                                 f"between the outermost and this one); the bound is {bound}")
+                        done.set()
+                        return
+                    if count[0] >= bound + 1:
+                        done.set()
+                        return
+                    self.s.request(1)
 
                 def on_error(self, e: BaseException) -> None:
                     env.flop("rule 3.3: unexpected on_error", e)
@@ -506,6 +518,8 @@ class PublisherVerification(Verification):
                     done.set()
             sub = Sub()
             pub.subscribe(sub)
+            if not subscribed.wait(env.t.default):
+                raise TCKFailure("rule 1.9: no on_subscribe within the timeout")
             try:
                 sub.s.request(1)
                 if not done.wait(env.t.default):
@@ -574,11 +588,8 @@ class PublisherVerification(Verification):
             s.cancel()
             received = 1
             while True:
-                import time as _t
-                _t.sleep(env.t.no_signals)
-                with s._cond:
-                    n = len([x for x in s._items if x is not END])
-                    s._items.clear()
+                time.sleep(env.t.no_signals)
+                n = len([x for x in s.received.drain() if x is not END])
                 if n == 0:
                     break
                 received += n
@@ -590,19 +601,21 @@ class PublisherVerification(Verification):
     def test_required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber(
             self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
-            def run() -> "weakref.ReferenceType[Any]":
+            def run() -> Tuple["weakref.ReferenceType[Any]", threading.Event]:
                 s = self._manual(pub, env)
-                ref = weakref.ref(s)
+                gone = threading.Event()
+                ref = weakref.ref(s, lambda _r: gone.set())
                 s.request(1)
                 s.next_element()
                 s.cancel()
-                return ref
-            ref = run()
-            import time as _t
-            deadline = _t.monotonic() + env.t.gc
-            while ref() is not None and _t.monotonic() < deadline:
+                return ref, gone
+            ref, gone = run()
+            deadline = time.monotonic() + env.t.gc
+            while not gone.is_set():
                 gc.collect()
-                _t.sleep(min(0.01, env.t.gc))
+                left = deadline - time.monotonic()
+                if left <= 0 or gone.wait(min(0.05, left)):
+                    break
             gc.collect()
             if ref() is not None:
                 holders = [type(r).__name__ for r in gc.get_referrers(ref())][:5]
@@ -644,6 +657,9 @@ class PublisherVerification(Verification):
                     subscribed.set()
 
                 def on_next(self, x: Any) -> None:
+                    if not hasattr(self, "s"):
+                        env.flop(f"on_next({x!r}) before on_subscribe (rule 1.9)")
+                        return
                     self.calls += 1
                     if self.calls <= 10:
                         self.s.request(MAX - 1)
@@ -663,6 +679,20 @@ class PublisherVerification(Verification):
             env.verify_no_async_errors()
             sub.s.cancel()
         self._active(2**31 - 1, False, body)
+
+
+def _nesting(code: Any) -> Tuple[int, int]:
+    """How many frames of ``code`` are on this thread's stack (via ``sys._getframe``), and the frame
+    distance from the outermost of them to the caller."""
+    f = sys._getframe(1)
+    nested, frames, outer = 0, 0, 0
+    while f is not None:
+        frames += 1
+        if f.f_code is code:
+            nested += 1
+            outer = frames
+        f = f.f_back
+    return nested, outer
 
 
 class _SequentialCheck:
@@ -699,6 +729,10 @@ class _SequentialCheck:
         s.request(1)
 
     def on_next(self, x: Any) -> None:
+        if not hasattr(self, "s"):
+            self.env.flop(f"on_next({x!r}) before on_subscribe (rule 1.9)")
+            self.done.set()
+            return
         self._enter("on_next")
         try:
             self.received += 1

@@ -38,4 +38,25 @@ def run_verification(verification: Any, rules: Dict[str, Tuple[str, str, str]]) 
     return out
 
 
-__all__ = ["Outcome", "run_verification"]
+
+
+def rules_of(verification: Any) -> Dict[str, Tuple[str, str, str]]:
+    """The RULES table matching a verification instance."""
+    from .processor import PROCESSOR_RULES, IdentityProcessorVerification
+    from .publisher import RULES, PublisherVerification
+    from .subscriber import (BLACKBOX_RULES, WHITEBOX_RULES, SubscriberBlackboxVerification,
+                             SubscriberWhiteboxVerification)
+    for cls, table in ((IdentityProcessorVerification, PROCESSOR_RULES), (PublisherVerification, RULES),
+                       (SubscriberWhiteboxVerification, WHITEBOX_RULES),
+                       (SubscriberBlackboxVerification, BLACKBOX_RULES)):
+        if isinstance(verification, cls):
+            return table
+    raise TypeError(f"{type(verification).__name__} is not a TCK verification")
+
+
+def run(verification: Any) -> Dict[str, Tuple[str, str]]:
+    """Every test of ``verification``: ``{test name: ("pass" | "fail" | "skip", message)}``."""
+    return {o.name: (o.result, o.message) for o in run_verification(verification, rules_of(verification))}
+
+
+__all__ = ["Outcome", "run_verification", "run", "rules_of"]

@@ -28,3 +28,21 @@ def test_cli_broken_factory_exits_non_zero_naming_the_rule():
     line = next(ln for ln in r.stdout.splitlines() if "spec101" in ln)
     assert line.startswith("FAIL") and "1.1" in line
     assert "does not conform" in r.stderr
+
+
+def test_cli_reads_timeouts_from_the_environment_and_reports_a_bad_factory():
+    env = dict(os.environ, PYTHONPATH=ROOT, RS_TCK_DEFAULT_TIMEOUT_MS="300", RS_TCK_NO_SIGNALS_TIMEOUT_MS="30")
+    r = subprocess.run([sys.executable, "-m", "rs_spark.tck", "rs_spark.streams:range_", "--skip-stochastic",
+                        "--failed", "tests.tck.test_cli:failed_publisher"],
+                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS   optional   1.4" in r.stdout
+    assert "SKIP   stochastic 1.3" in r.stdout
+    bad = subprocess.run([sys.executable, "-m", "rs_spark.tck", "no_colon_here"],
+                         capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert bad.returncode != 0 and "package.module:factory" in bad.stderr
+
+
+def failed_publisher():
+    from rs_spark import streams as rs
+    return rs.error(RuntimeError("failed publisher"))

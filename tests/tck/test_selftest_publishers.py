@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from rs_spark.tck import PUBLISHER_RULES, PublisherVerification, Timeouts
-from rs_spark.tck.runner import run_verification
+from rs_spark.tck.runner import run, run_verification
 
 FAST = Timeouts(default=0.3, no_signals=0.05, poll=0.01, gc=0.3)
 
@@ -24,6 +24,8 @@ class Naive:
             raise TypeError("subscribe(None) (rule 1.9)")
         pub = self
         st = {"i": 0, "done": False, "cancelled": False, "demand": 0, "emitting": False}
+        if self.bug == "raise_from_subscribe":
+            raise RuntimeError("subscribe raised instead of signalling on_error (rule 1.9)")
         if self.bug == "leak":
             Naive.keep.append(s)
 
@@ -63,7 +65,33 @@ class Naive:
 
             def cancel(self):
                 st["cancelled"] = True
+        sub = Sub()
+        if self.bug == "next_before_subscribe" and pub.n > 0:
+            st["demand"] = 1
+            emit()  # the first element goes out before on_subscribe
+        s.on_subscribe(sub)
+
+
+class Failed:
+    """A publisher that rejects every subscriber: on_subscribe, then on_error (rules 1.4, 1.9)."""
+
+    def __init__(self, bug=None):
+        self.bug = bug
+
+    def subscribe(self, s):
+        if s is None:
+            raise TypeError("subscribe(None) (rule 1.9)")
+        if self.bug == "raise_from_subscribe":
+            raise RuntimeError("subscribe raised instead of signalling on_error (rule 1.9)")
+
+        class Sub:
+            def request(self, n):
+                pass
+
+            def cancel(self):
+                pass
         s.on_subscribe(Sub())
+        s.on_error(RuntimeError("cannot serve"))
 
 
 def _verification(bug):
@@ -72,7 +100,10 @@ def _verification(bug):
         timeouts = FAST
 
         def create_publisher(self, elements):
-            return Naive(elements, bug)
+            return Naive(elements, bug if bug != "raise_from_subscribe" else None)
+
+        def create_failed_publisher(self):
+            return Failed(bug)
 
         def bounded_depth_of_on_next_and_request_recursion(self):
             return 1
@@ -102,6 +133,10 @@ EXPECTED = {
     "no_type_error_on_none": {"test_required_spec109_subscribe_throw_type_error_on_none_subscriber"},
     "recursion": {"test_required_spec303_must_not_allow_unbounded_recursion"},
     "signal_after_complete": AFTER_COMPLETE,
+    "raise_from_subscribe": {  # the failed publisher raises instead of on_subscribe + on_error
+        "test_optional_spec104_must_signal_on_error_when_fails",  # a failure, not a skip (as in the JVM)
+        "test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe",
+    },
 }
 
 
@@ -113,6 +148,36 @@ def test_broken_publisher_fails_exactly_the_tests_for_the_rule_it_breaks(bug):
         Naive.keep.clear()
     failed = {o.name for o in outcomes if o.result == "fail"}
     assert failed == EXPECTED[bug], {o.name: o.message for o in outcomes if o.result == "fail"}
+    result = {o.name: o.result for o in outcomes}
+    assert all(result[n] == "pass" for n in CORE - EXPECTED[bug]), result
+
+
+CORE = {  # tests that need no element: a publisher breaking an element rule must still pass them
+    "test_required_validate_max_elements_from_publisher",
+    "test_required_validate_bounded_depth_of_on_next_and_request_recursion",
+    "test_required_spec109_subscribe_throw_type_error_on_none_subscriber",
+    "test_required_spec109_must_issue_on_subscribe_for_non_none_subscriber",
+    "test_optional_spec104_must_signal_on_error_when_fails",
+    "test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe",
+}
+
+
+def test_on_next_before_on_subscribe_fails_every_element_test_citing_rule_1_9():
+    results = run(_verification("next_before_subscribe"))
+    failed = {name: msg for name, (res, msg) in results.items() if res == "fail"}
+    assert len(failed) >= 15
+    assert all("before on_subscribe (rule 1.9)" in msg for msg in failed.values()), failed
+    assert "test_required_create_publisher1_must_produce_a_stream_of_exactly_1_element" in failed
+    assert all(results[name][0] == "pass" for name in CORE), {n: results[n] for n in CORE}
+
+
+def test_runner_reports_every_test_with_pass_fail_or_skip():
+    results = run(_verification(None))
+    assert set(results) == set(PUBLISHER_RULES)
+    assert {res for res, _ in results.values()} <= {"pass", "skip"}
+    untested = [n for n in results if n.startswith("test_untested_")]
+    assert len(untested) == 7
+    assert all(results[n][0] == "skip" and results[n][1].startswith("untested:") for n in untested)
 
 
 def overshooting(elements):

@@ -90,3 +90,111 @@ class TestAsyncIterable(PublisherVerification):
                 yield i
                 i += 1
         return rs.from_async_iterable(gen)
+
+
+def _raise(exc):
+    raise exc
+
+
+class TestFromIterableList(PublisherVerification):
+    timeouts = FAST
+
+    def max_elements_from_publisher(self):
+        return 4096  # a materialised list
+
+    def create_publisher(self, elements):
+        return rs.from_iterable(list(range(elements)))
+
+    def create_failed_publisher(self):
+        # a generator fails only when pulled (on demand), so fail while building the iterator
+        return rs.defer(lambda: _raise(OSError("the source failed")))
+
+
+class TestFromIterableOneShotIterator(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return rs.from_iterable(iter(_items(elements)))
+
+
+class TestJust(PublisherVerification):
+    timeouts = FAST
+
+    def max_elements_from_publisher(self):
+        return 4096
+
+    def create_publisher(self, elements):
+        return rs.just(*range(elements)) if elements else rs.empty()
+
+
+class TestCreateOnAThread(PublisherVerification):
+    """The emitter pushes from its own thread, only as demand arrives, and stops on cancel."""
+
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        import threading
+
+        def run(em):
+            def pump():
+                i = 0
+                while i < elements and not em.is_cancelled:
+                    if em.requested > 0:
+                        if em.next(i):
+                            i += 1
+                    else:
+                        threading.Event().wait(0.001)
+                em.complete()
+            threading.Thread(target=pump, daemon=True).start()
+        return rs.create(run, buffer_size=16)
+
+    def create_failed_publisher(self):
+        return rs.create(lambda em: _raise(RuntimeError("create failed")))
+
+
+class TestTake(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return rs.range_(elements + 5 if elements < MAX else MAX).pipe(rs.take(elements))
+
+    def create_failed_publisher(self):
+        return rs.error(KeyError("upstream failed")).pipe(rs.take(3))
+
+
+class TestBatchOfOne(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return rs.defer(lambda: _items(elements)).pipe(rs.batch(1))
+
+    def create_failed_publisher(self):
+        return rs.error(KeyError("upstream failed")).pipe(rs.batch(2))
+
+
+class TestMapFilterFailed(PublisherVerification):
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return rs.range_(elements).pipe(rs.map(lambda x: x), rs.filter(lambda x: True))
+
+    def create_failed_publisher(self):
+        # map(1 // 0) would fail only once elements are requested; an upstream error needs no demand
+        return rs.error(ZeroDivisionError("upstream failed")).pipe(rs.map(lambda x: x), rs.filter(bool))
+
+
+class TestAsyncIterableFailed(PublisherVerification):
+    timeouts = FAST
+
+    def max_elements_from_publisher(self):
+        return 1024
+
+    def create_publisher(self, elements):
+        async def gen():
+            for i in range(elements):
+                yield i
+        return rs.from_async_iterable(gen)
+
+    def create_failed_publisher(self):
+        # the source factory fails when called (per subscriber), before any demand
+        return rs.from_async_iterable(lambda: _raise(RuntimeError("async source failed")))
