@@ -16,12 +16,12 @@ auth), :mod:`.transport` (sockets), :mod:`.connection` (multiplexing, keepalive,
 Never imports pyspark.
 """
 from .address import Address, parse as parse_address
-from .client import Client, RemotePublisher, RemoteSubscriber, connect, connect_subscriber
+from .client import Client, RemoteProcessor, RemotePublisher, RemoteSubscriber, connect, connect_processor, connect_subscriber
 from .codecs import ARROW_MIME, MIMES
 from .connection import Limits
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError
 from .server import Server, serve
 
-__all__ = ["serve", "Server", "connect", "connect_subscriber", "Client", "RemotePublisher", "RemoteSubscriber",
+__all__ = ["serve", "Server", "connect", "connect_subscriber", "connect_processor", "RemoteProcessor", "Client", "RemotePublisher", "RemoteSubscriber",
            "Limits", "Address", "parse_address", "NetError", "ConnectionLost", "Refused", "ProtocolError",
            "RemoteError", "MIMES", "ARROW_MIME"]

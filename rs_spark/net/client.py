@@ -111,6 +111,9 @@ class Client:
     def subscriber(self, name: Optional[str] = None) -> "RemoteSubscriber":
         return RemoteSubscriber(self, name, own=False)
 
+    def processor(self, name: Optional[str] = None) -> "RemoteProcessor":
+        return RemoteProcessor(self, name, own=False)
+
     def __enter__(self) -> "Client":
         return self
 
@@ -296,10 +299,21 @@ def connect_subscriber(address: str, **options: Any) -> RemoteSubscriber:
     return RemoteSubscriber(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
 
+def connect_processor(address: str, **options: Any) -> "RemoteProcessor":
+    """The Processor served at ``address`` (:meth:`Server.add_processor`): one two-way channel.
+    Subscribe a local Subscriber to it for the answers and subscribe it to a local Publisher for
+    what to send. Same options as :func:`connect`."""
+    addr = parse(address)
+    _refuse_tls(addr, options)
+    return RemoteProcessor(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
+
+
 def _refuse_tls(addr: Any, options: Any) -> None:
     if addr.scheme == "tls" or options.get("ssl") is not None:
         from .transport import TLS_DISABLED
         raise NotImplementedError(f"{addr.base}: {TLS_DISABLED}")
 
 
-__all__ = ["connect", "connect_subscriber", "Client", "RemotePublisher", "RemoteSubscriber", "Options"]
+from .channel import RemoteProcessor  # noqa: E402  (channel imports client lazily)
+
+__all__ = ["connect", "connect_subscriber", "connect_processor", "RemoteProcessor", "Client", "RemotePublisher", "RemoteSubscriber", "Options"]

@@ -15,6 +15,7 @@ from . import frames as F
 from .address import Address, parse
 from .auth import check_token
 from .bridge import InboundSubscription, OutboundStream
+from .channel import serve_channel
 from .codecs import make_codec
 from .connection import Connection, Limits, Rejected
 from .errors import NetError
@@ -96,6 +97,15 @@ class Server:
             raise TypeError(f"add_subscriber({name!r}, ...) needs a Subscriber or a factory of Subscribers, "
                             f"got {type(subscriber).__name__}")
         return self._add(name, _Endpoint("subscriber", subscriber))
+
+    def add_processor(self, name: str, factory: Callable[[], Any]) -> str:
+        """Serve a two-way channel as ``name``: each request-channel gets a new Processor from
+        ``factory``; its Subscriber side reads the client's elements, its Publisher side answers
+        (:func:`rs_spark.net.connect_processor`). Returns its address."""
+        if not callable(factory) or hasattr(factory, "on_subscribe"):
+            raise TypeError(f"add_processor({name!r}, ...) needs a factory (a callable returning a new Processor "
+                            f"per channel), got {type(factory).__name__}")
+        return self._add(name, _Endpoint("processor", factory))
 
     def remove(self, name: str) -> None:
         """Stop offering ``name`` to new streams (open streams continue)."""
@@ -244,8 +254,8 @@ class Server:
         if ep is None:
             raise Rejected(F.REJECTED, f"{self._addr.base} serves no {kind} named {name!r}; it serves "
                                        f"{sorted(eps) or 'nothing'}")
-        if ep.kind != kind:
-            fix = "connect_subscriber()" if ep.kind == "subscriber" else "connect()"
+        if ep.kind != kind and not (kind == "subscriber" and ep.kind == "processor"):
+            fix = {"subscriber": "connect_subscriber()", "processor": "connect_processor()"}.get(ep.kind, "connect()")
             raise Rejected(F.REJECTED, f"{name!r} on {self._addr.base} is a {ep.kind}, not a {kind}; use {fix}")
         return name, ep
 
@@ -281,6 +291,18 @@ class Server:
             conn.worker.submit(start)
             return
         target = ep.target
+        if ep.kind == "processor":
+            try:
+                proc = target()
+                if not (hasattr(proc, "on_subscribe") and hasattr(proc, "subscribe")):
+                    raise TypeError(f"the processor factory returned {type(proc).__name__}, not a Processor")
+            except Exception as exc:
+                raise Rejected(F.REJECTED, f"processor '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
+            where = where.replace("subscriber '", "processor '", 1)
+            ch = serve_channel(conn, sid, proc, codec, where, address, f.request_n, self._register)
+            if f.flags & F.FLAG_COMPLETE:  # the client has nothing to send
+                ch.inbound.on_frame(F.Frame(sid, F.PAYLOAD, F.FLAG_COMPLETE))
+            return
         single = hasattr(target, "on_subscribe") and not isinstance(target, type)  # a class is a factory
         with self._lock:
             if single:

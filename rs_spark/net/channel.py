@@ -1,0 +1,252 @@
+"""Two-way request-channel: a Processor across the wire.
+
+RSocket's request-channel carries elements both ways on one stream. :func:`connect_processor`
+returns a :class:`RemoteProcessor`: subscribe it to a local Publisher (its elements go to the
+server, paced by the server's REQUEST_N) and subscribe a local Subscriber to it (the server's
+responses, paced by ours). :meth:`rs_spark.net.Server.add_processor` serves a factory of
+Processors, one per channel.
+
+A stream id carries two directions, each an existing half (:class:`~.bridge.OutboundStream`,
+:class:`~.bridge.InboundSubscription`). :class:`ChannelStream` routes frames to them and keeps
+the stream registered until both have ended. Frame routing, the same on both ends: PAYLOAD
+goes to the inbound half; REQUEST_N and CANCEL concern what we send (the outbound half); ERROR
+ends the whole channel (RSocket), so both halves get it. When our outbound half ends with an
+error it also ends our inbound half with that error, so nobody waits for a reply that cannot come.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Optional
+
+from ..streams.drain import check_subscriber, subscribe_with
+from ..streams.types import Subscriber, Subscription
+from . import frames as F
+from .bridge import InboundSubscription, OutboundStream
+from .codecs import make_codec
+from .errors import NetError, ProtocolError
+
+ProcessorFactory = Callable[[], Any]
+
+
+class _Half:
+    """The connection as one direction sees it: ``remove_stream`` ends only this direction."""
+
+    __slots__ = ("_ch", "_conn", "closed")
+
+    def __init__(self, channel: "ChannelStream", conn: Any) -> None:
+        self._ch = channel
+        self._conn = conn
+        self.closed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def remove_stream(self, stream_id: int) -> None:
+        self._ch._half_closed(self)
+
+    def send(self, frame: Any) -> bool:
+        if self is self._ch._in_half and _frame_type(frame) == F.ERROR:
+            self._ch._inbound_sent_error()
+        return self._conn.send(frame)
+
+
+def _frame_type(frame: Any) -> int:
+    head = frame[0]
+    return (int.from_bytes(bytes(head[7:9]), "big") >> 10) if len(head) >= 9 else -1  # 3-byte length + id + type
+
+
+class ChannelStream:
+    """Both directions of one request-channel stream on a connection."""
+
+    def __init__(self, outbound: OutboundStream, inbound: InboundSubscription) -> None:
+        self.outbound = outbound
+        self.inbound = inbound
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._sid = 0
+        self._out_half: Optional[_Half] = None
+        self._in_half: Optional[_Half] = None
+
+    def bind(self, conn: Any, stream_id: int) -> "tuple[_Half, _Half]":
+        self._conn, self._sid = conn, stream_id
+        self._out_half, self._in_half = _Half(self, conn), _Half(self, conn)
+        return self._out_half, self._in_half
+
+    def on_frame(self, f: F.Frame) -> None:
+        t = f.type
+        if t == F.PAYLOAD:
+            self.inbound.on_frame(f)
+        elif t in (F.REQUEST_N, F.CANCEL):
+            self.outbound.on_frame(f)
+        elif t == F.ERROR:
+            self.inbound.on_frame(f)
+            self.outbound.on_frame(f)
+
+    def on_connection_closed(self, error: BaseException) -> None:
+        self.inbound.on_connection_closed(error)
+        self.outbound.on_connection_closed(error)
+
+    def outbound_ended(self, error: Optional[BaseException]) -> None:
+        if error is not None:
+            self.inbound.fail(error)
+
+    def _inbound_sent_error(self) -> None:
+        err = ProtocolError(f"{self.inbound._where}: the channel failed on our side; its other direction "
+                            "was cancelled", None, self.inbound._where)
+        self.outbound._end(err)
+        self.outbound._cancel_upstream()
+
+    def _half_closed(self, half: _Half) -> None:
+        with self._lock:
+            half.closed = True
+            both = self._out_half is not None and self._out_half.closed and self._in_half.closed  # type: ignore[union-attr]
+        if both:
+            self._conn.remove_stream(self._sid)
+
+
+class RemoteProcessor:
+    """A Processor served by another process (one request-channel).
+
+    ``subscribe(responses)`` first (or in any order): the channel opens once it has both a
+    subscriber for the responses and, through ``on_subscribe``, the local source of requests.
+    Single use on both sides (rules 1.10 and 2.12).
+    """
+
+    def __init__(self, client: Any, name: Optional[str], own: bool) -> None:
+        self._client = client
+        self._name = name
+        self._own = own
+        self._where = client.where("processor", name)
+        codec = make_codec(client.codec_name)
+        self._codec = codec
+        self._out = OutboundStream(codec, self._where, address=self.address, on_end=self._out_ended)
+        self._inbound: Optional[InboundSubscription] = None
+        self._channel: Optional[ChannelStream] = None
+        self._lock = threading.Lock()
+        self._upstream = False
+        self._opened = False
+
+    @property
+    def address(self) -> str:
+        return self._client._addr.with_name(self._name).format()
+
+    # -- Publisher side: the server's responses -----------------------------------------
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        check_subscriber(subscriber)  # rule 1.9
+        with self._lock:
+            dup = self._inbound is not None
+            if not dup:
+                self._inbound = InboundSubscription(subscriber, self._codec, self._where, requester=True,
+                                                    address=self.address, on_end=self._in_ended,
+                                                    batch_rows=self._client._opts.batch_rows)
+                self._channel = ChannelStream(self._out, self._inbound)
+        if dup:
+            from ..streams.drain import TerminalSubscription
+            subscribe_with(subscriber, TerminalSubscription(subscriber, NetError(
+                f"{self._where}: a RemoteProcessor is one channel and takes one response subscriber; "
+                "connect again for another", self.address, self._where)), start=True)
+            return
+        subscribe_with(subscriber, self._inbound)  # type: ignore[arg-type]
+        self._maybe_open()
+
+    # -- Subscriber side: elements to the server ----------------------------------------
+    def on_subscribe(self, subscription: Subscription) -> None:
+        if subscription is None:
+            raise TypeError("on_subscribe(None) is illegal (rule 2.13)")
+        with self._lock:
+            dup, self._upstream = self._upstream, True
+        if dup:
+            subscription.cancel()  # rule 2.5
+            return
+        self._out.on_subscribe(subscription)
+        self._maybe_open()
+
+    def on_next(self, item: Any) -> None:
+        self._out.on_next(item)
+
+    def on_error(self, error: BaseException) -> None:
+        if error is None:
+            raise TypeError("on_error(None) is illegal (rule 2.13)")
+        self._out.on_error(error)
+
+    def on_complete(self) -> None:
+        self._out.on_complete()
+
+    # -- wiring -------------------------------------------------------------------------
+    def _maybe_open(self) -> None:
+        with self._lock:
+            if self._opened or not self._upstream or self._channel is None:
+                return
+            self._opened = True
+        ch, inb, out = self._channel, self._inbound, self._out
+        assert inb is not None
+
+        def open_stream() -> None:
+            if inb.is_cancelled:
+                out.fail(NetError(f"{self._where}: the response subscriber cancelled before the channel "
+                                  "opened", self.address, self._where))
+                return
+            from .metadata import request_metadata
+            try:
+                conn = self._client.connection()
+                sid = conn.add_stream(ch)
+            except NetError as exc:
+                out.fail(exc)
+                inb.fail(exc)
+                return
+            out_half, in_half = ch.bind(conn, sid)
+            meta = request_metadata(conn.metadata_mime, self._name)
+            inb.attach(in_half, sid, opener=lambda n: conn.send(
+                F.encode_request(F.REQUEST_CHANNEL, sid, n, metadata=meta)))
+            out.attach(out_half, sid)
+
+        from .client import _in_background  # at call time: client imports this module
+        _in_background(open_stream, f"rs-net-connect {self._where}")
+
+    def _out_ended(self, error: Optional[BaseException]) -> None:
+        ch = self._channel
+        if ch is not None:
+            ch.outbound_ended(error)
+        self._maybe_close()
+
+    def _in_ended(self) -> None:
+        self._maybe_close()
+
+    def _maybe_close(self) -> None:
+        inb = self._inbound
+        if self._own and self._out.done.is_set() and inb is not None and (inb._done or inb.is_cancelled):
+            self._client.close()
+
+    @property
+    def done(self) -> bool:
+        return self._out.done.is_set()
+
+    def __repr__(self) -> str:
+        return f"<RemoteProcessor {self.address}>"
+
+
+def serve_channel(conn: Any, sid: int, processor: Any, codec: Any, where: str, address: str,
+                  initial_credit: int, register: Callable[[Any, Any, int], None]) -> ChannelStream:
+    """Server side of a channel to a served Processor: its Subscriber side reads the client's
+    elements, its Publisher side answers."""
+    inb = InboundSubscription(processor, codec, where, requester=False, address=address)
+    out = OutboundStream(codec, where, address=address)
+    ch = ChannelStream(out, inb)
+    out._on_end = ch.outbound_ended
+    register(conn, ch, sid)
+    out_half, in_half = ch.bind(conn, sid)
+    inb.attach(in_half, sid)
+    out.attach(out_half, sid, credit=initial_credit)
+
+    def start() -> None:
+        subscribe_with(processor, inb, start=True)
+        try:
+            processor.subscribe(out)
+        except BaseException as exc:  # rule 1.9 broken by the processor: end the responses
+            out.on_error(exc)
+
+    conn.worker.submit(start)
+    return ch
+
+
+__all__ = ["RemoteProcessor", "ChannelStream", "serve_channel", "ProcessorFactory"]
