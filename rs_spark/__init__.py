@@ -13,3 +13,17 @@ def read_stream(spark: Any, publisher: Any, schema: Any = None, **options: Any) 
     from .spark.notebook import read_stream as _read_stream
 
     return _read_stream(spark, publisher, schema, **options)
+
+
+def write_stream(df: Any, subscriber: Any, **options: Any) -> Any:
+    """Start ``df.writeStream.format("reactive")`` into ``subscriber`` (see rs_spark.spark.notebook)."""
+    from .spark.notebook import write_stream as _write_stream
+
+    return _write_stream(df, subscriber, **options)
+
+
+def serve_sink(subscriber: Any, **options: Any) -> Any:
+    """Serve ``subscriber`` for the sink's ``endpoint`` option (see rs_spark.spark.delivery)."""
+    from .spark.delivery import serve_sink as _serve_sink
+
+    return _serve_sink(subscriber, **options)

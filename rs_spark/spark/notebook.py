@@ -7,6 +7,7 @@ lives until :func:`stop_served` is called or this process exits.
 """
 from __future__ import annotations
 
+import re
 import threading
 import uuid
 from typing import Any, List, Optional
@@ -48,6 +49,74 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, **optio
     return reader.load()
 
 
+def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", ledger: Optional[str] = None,
+                 checkpoint: Optional[str] = None, trigger: Optional[dict] = None, query_name: Optional[str] = None,
+                 end_on_stop: bool = True, **options: Any) -> Any:
+    """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
+
+    ``subscriber``: a Subscriber in this process (served on 127.0.0.1 for the query's commits;
+    subscribed once, now) or the address of one served elsewhere (:func:`rs_spark.serve_sink`).
+    When the query stops the Subscriber gets ``on_complete``; when it fails, ``on_error`` with
+    the cause (``end_on_stop=False`` leaves a remote Subscriber open for a restarted query).
+    ``elements``: ``dicts``, ``rows``, ``tuples`` or ``batches`` (RecordBatches; demand counts
+    batches). ``checkpoint``: checkpointLocation (exactly once across restarts); ``trigger``:
+    keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``.
+    Other keyword arguments become sink options.
+    """
+    from .delivery import DeliveryHub, QueryFailed, send_control
+    from .query_end import on_query_end
+    from .session import register
+
+    register(df.sparkSession)
+    hub: Optional[DeliveryHub] = None
+    if isinstance(subscriber, str):
+        endpoint = subscriber
+    else:
+        hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
+        endpoint = hub.serve()
+    w = df.writeStream.format("reactive").option("endpoint", endpoint)
+    for k, v in options.items():
+        w = w.option(k, str(v))
+    if checkpoint:
+        w = w.option("checkpointLocation", checkpoint)
+    if trigger:
+        w = w.trigger(**trigger)
+    if query_name:
+        w = w.queryName(query_name)
+    try:
+        query = w.start()
+    except BaseException as exc:
+        if hub is not None:
+            hub.finish(exc)
+            hub.stop()
+        raise
+
+    def ended(error: Optional[str]) -> None:
+        err = QueryFailed(f"the query failed: {_cause(error)}") if error else None
+        if hub is not None:
+            hub.finish(err)
+            hub.stop()
+        elif end_on_stop:
+            send_control(endpoint, {"op": "end", "error": None if err is None else str(err)})
+
+    on_query_end(df.sparkSession, query, ended)
+    query.rs_sink = hub  # the hub (None for a remote Subscriber): outstanding, buffered, delivered, ledger
+    return query
+
+
+_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failed|Cancelled|Aborted|Interrupt)\w*): (.+)$")
+_GENERIC = ("org.apache.spark", "pyspark.errors", "py4j", "java.")
+
+
+def _cause(text: str) -> str:
+    """The most specific exception line of a query's failure text (Python traceback's last line)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    specific = [ln for ln in lines if _EXC_LINE.match(ln) and not ln.startswith(_GENERIC)]
+    if specific:
+        return specific[-1].split(" SQLSTATE:")[0]
+    return lines[0] if lines else text
+
+
 def stop_served() -> int:
     """Stop every endpoint :func:`read_stream` started in this process; return how many."""
     with _lock:
@@ -57,4 +126,4 @@ def stop_served() -> int:
     return len(servers)
 
 
-__all__ = ["read_stream", "stop_served"]
+__all__ = ["read_stream", "write_stream", "stop_served"]

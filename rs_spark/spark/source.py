@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter,
+                                    DataSourceWriter)
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -46,6 +47,19 @@ class ReactiveDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ReactiveBatchReader(SourceOptions.parse(self.options), schema)
+
+    # -- sink (rs_spark/spark/writer.py) --------------------------------------------------
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from .sink_options import SinkOptions
+        from .writer import ReactiveStreamWriter
+
+        return ReactiveStreamWriter(SinkOptions.parse(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from .sink_options import SinkOptions
+        from .writer import ReactiveBatchWriter
+
+        return ReactiveBatchWriter(SinkOptions.parse(self.options))
 
 
 def _with_corrupt_column(schema: Union[str, StructType], column: str) -> Union[str, StructType]:

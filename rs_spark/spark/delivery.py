@@ -1,0 +1,615 @@
+"""The delivery hub: ONE subscription to a user's Subscriber, fed by many micro-batch commits.
+
+Spark runs a stream writer's ``commit(messages, batchId)`` in a short-lived Python process, so
+the Subscriber cannot live there: subscribing it once per commit would break rule 2.12. The hub
+lives in a long-lived process (the notebook, or a service started with :func:`serve_sink`), holds
+the single subscription, and is served on an rs_spark.net endpoint:
+
+- ``<name>``: a two-way channel (:meth:`rs_spark.net.Server.add_processor`). A commit sends the
+  micro-batch as Arrow record batches whose schema metadata carries ``batch_id``, the batch's
+  first row and its total; the hub asks the channel for the next record batch only when the
+  Subscriber has consumed the previous one, so the Subscriber's ``request(n)`` paces the commit
+  and the query. When every row has reached ``on_next``, the hub answers with an acknowledgement;
+  only then does the commit return.
+- ``<name>.control``: JSON messages from Spark's side: ``abort`` (the Subscriber gets
+  ``on_error``) and ``end`` (query stopped -> ``on_complete``; failed -> ``on_error``).
+
+Exactly once: the hub's ledger remembers the last batch and how many of its rows reached the
+Subscriber. A batch already delivered is acknowledged as a duplicate without delivering it
+again, and a batch cut off mid-way (commit process killed) resumes at the first row not yet
+delivered when Spark retries it (its rows replay identically from the checkpoint). With
+``ledger=`` the ledger is also kept in a file, so a restarted hub continues where it stopped.
+
+No pyspark here: this module runs in any Python process.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import tempfile
+import threading
+import uuid
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional
+
+import pyarrow as pa
+
+from ..streams.drain import DrainSubscription, QueueSubscription, subscribe_with
+from ..streams.errors import report_dropped
+from ..streams.types import Subscriber, Subscription
+
+log = logging.getLogger("rs_spark.spark.sink")
+
+META_BATCH = b"rs_spark.batch_id"
+META_START = b"rs_spark.start_row"
+META_TOTAL = b"rs_spark.batch_rows"
+ELEMENTS = ("dicts", "rows", "tuples", "batches")
+ACK_SCHEMA = pa.schema([("status", pa.string()), ("batch_id", pa.int64()), ("rows", pa.int64()),
+                        ("delivered", pa.int64())])
+
+
+class SinkError(RuntimeError):
+    """The Subscriber behind the sink stopped taking elements (cancelled, raised, or ended)."""
+
+
+class SubscriberCancelled(SinkError):
+    """The Subscriber cancelled its subscription: the query must stop."""
+
+
+class BatchAborted(RuntimeError):
+    """Spark aborted a micro-batch: none of its rows were delivered."""
+
+
+class QueryFailed(RuntimeError):
+    """The streaming query writing into the Subscriber failed."""
+
+
+class Ledger:
+    """What reached the Subscriber: the last batch started, its rows delivered and expected."""
+
+    __slots__ = ("batch_id", "rows", "total", "path")
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        self.batch_id = -1
+        self.rows = 0
+        self.total = 0
+        self.path = path
+        if path and os.path.exists(path):
+            with open(path, "r", encoding="utf-8") as f:
+                d = json.load(f)
+            self.batch_id, self.rows, self.total = int(d["batch_id"]), int(d["rows"]), int(d["total"])
+
+    @property
+    def complete(self) -> bool:
+        return self.rows >= self.total
+
+    def save(self) -> None:
+        if not self.path:
+            return
+        d = os.path.dirname(os.path.abspath(self.path))
+        fd, tmp = tempfile.mkstemp(prefix=".ledger-", dir=d)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"batch_id": self.batch_id, "rows": self.rows, "total": self.total}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new ledger, never half
+
+    def as_dict(self) -> Dict[str, int]:
+        return {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
+
+
+def batch_meta(batch: pa.RecordBatch) -> "tuple[int, int, int]":
+    md = batch.schema.metadata or {}
+    try:
+        return int(md[META_BATCH]), int(md[META_START]), int(md[META_TOTAL])
+    except (KeyError, ValueError):
+        raise SinkError("a record batch reached the sink hub without rs_spark batch metadata; only the "
+                        "reactive sink's commit may write to this endpoint") from None
+
+
+def tag_batch(batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> pa.RecordBatch:
+    md = dict(batch.schema.metadata or {})
+    md.update({META_BATCH: str(batch_id).encode(), META_START: str(start).encode(),
+               META_TOTAL: str(total).encode()})
+    return batch.replace_schema_metadata(md)
+
+
+class DeliverySubscription(DrainSubscription):
+    """The Subscription the user's Subscriber holds. Demand counts rows (``dicts``/``rows``/
+    ``tuples``) or record batches (``batches``). ``batch_id`` is the micro-batch of the element
+    last delivered, ``row`` its index within that micro-batch."""
+
+    __slots__ = ("_hub", "batch_id", "row")
+
+    def __init__(self, subscriber: Subscriber[Any], hub: "DeliveryHub") -> None:
+        super().__init__(subscriber)
+        self._hub = hub
+        self.batch_id = -1
+        self.row = -1
+
+    def _emit(self) -> None:
+        self._hub._emit(self)
+
+    def _release(self) -> None:
+        self._hub._downstream_gone(None)
+
+    def _subscriber_failed(self, exc: BaseException, signal: str) -> None:
+        # Rule 2.13: on_next raised -> the subscription is cancelled; the query must fail with it.
+        self._hub._subscriber_raised = exc
+        super()._subscriber_failed(exc, signal)
+
+
+class _Current:
+    """The record batch being delivered, with its rows converted once."""
+
+    __slots__ = ("batch", "batch_id", "start", "rows", "pos")
+
+    def __init__(self, batch: pa.RecordBatch, batch_id: int, start: int, elements: str) -> None:
+        self.batch = batch
+        self.batch_id = batch_id
+        self.start = start
+        self.pos = 0
+        if elements == "dicts":
+            self.rows: Optional[List[Any]] = batch.to_pylist()
+        elif elements == "tuples":
+            cols = [c.to_pylist() for c in batch.columns]
+            self.rows = list(zip(*cols)) if cols else [()] * batch.num_rows
+        elif elements == "rows":
+            from pyspark.sql import Row  # the hub may run without Spark; rows need pyspark
+
+            self.rows = [Row(**d) for d in batch.to_pylist()]
+        else:
+            self.rows = None
+
+
+class DeliveryHub:
+    """Holds one subscription to ``subscriber`` and delivers commits into it (see module doc)."""
+
+    def __init__(self, subscriber: Subscriber[Any], *, elements: str = "dicts",
+                 ledger: Optional[str] = None, name: Optional[str] = None) -> None:
+        if elements not in ELEMENTS:
+            raise ValueError(f"elements={elements!r}: use one of {', '.join(ELEMENTS)}")
+        if subscriber is None or not callable(getattr(subscriber, "on_subscribe", None)):
+            raise TypeError(f"the sink needs a Reactive Streams Subscriber (on_subscribe/on_next/on_error/"
+                            f"on_complete), got {subscriber!r}")
+        self.elements = elements
+        self.name = name or f"sink-{uuid.uuid4().hex[:10]}"
+        self._lock = threading.Lock()
+        self.ledger = Ledger(ledger)
+        self._queue: Deque[_Current] = deque()
+        self._active: Optional["_CommitChannel"] = None
+        self._ended: Optional[str] = None  # why the hub takes no more batches
+        self._subscriber_raised: Optional[BaseException] = None
+        self._pending_terminal: Optional[BaseException] = None
+        self._terminal_wanted = False
+        self.delivered = 0  # elements handed to on_next in total
+        self.batches_delivered = 0
+        self._idle = threading.Condition(self._lock)
+        self._sub = DeliverySubscription(subscriber, self)
+        self._server: Any = None
+        subscribe_with(subscriber, self._sub)
+
+    # -- serving ------------------------------------------------------------------------
+    def serve(self, bind: str = "tcp://127.0.0.1:0", token: Optional[str] = None) -> str:
+        """Serve the hub; return the address (with ``?token=``) for the sink's ``endpoint`` option."""
+        from ..net import Server
+
+        token = token or secrets.token_urlsafe(24)
+        self._server = server = Server(bind, token=token)
+        server.add_processor(self.name, lambda: _CommitChannel(self))
+        server.add_subscriber(f"{self.name}.control", lambda: _ControlSubscriber(self))
+        return f"{server.address_of(self.name)}?token={token}"
+
+    def stop(self) -> None:
+        """Stop serving (the Subscriber is not signalled: see :meth:`finish`)."""
+        s, self._server = self._server, None
+        if s is not None:
+            s.stop()
+
+    # -- state --------------------------------------------------------------------------
+    @property
+    def subscription(self) -> DeliverySubscription:
+        return self._sub
+
+    @property
+    def outstanding(self) -> int:
+        """Demand the Subscriber signalled and the hub has not yet satisfied."""
+        return self._sub.outstanding
+
+    @property
+    def buffered(self) -> int:
+        """Rows (or batches) received from the current commit and not yet delivered."""
+        with self._lock:
+            n = 0
+            for c in self._queue:
+                n += (len(c.rows) - c.pos) if c.rows is not None else 1
+            return n
+
+    @property
+    def ended(self) -> Optional[str]:
+        """Why the hub takes no more batches (None while it does)."""
+        return self._ended
+
+    def finish(self, error: Optional[BaseException] = None) -> None:
+        """The query ended: ``on_complete`` (or ``on_error(error)``) after what was delivered.
+        Idempotent; a batch in flight is cut off (its delivered rows stay delivered)."""
+        with self._lock:
+            if self._ended is None:
+                self._ended = "the query ended" if error is None else f"the query failed: {error}"
+            self._terminal_wanted = True
+            if self._pending_terminal is None:
+                self._pending_terminal = error
+            active, self._active = self._active, None
+            self._queue.clear()
+            self._idle.notify_all()
+        if active is not None:
+            active.refuse(SinkError(f"sink '{self.name}': {self._ended}"))
+        self._sub._schedule()
+
+    def abort(self, batch_id: int, reason: str) -> None:
+        """Spark aborted ``batch_id``: nothing of it is delivered; the Subscriber gets ``on_error``."""
+        with self._lock:
+            cut = self._active is not None
+        self.finish(BatchAborted(f"Spark aborted micro-batch {batch_id}{' while it was being delivered' if cut else ''}"
+                                 f": {reason}"))
+
+    def wait_idle(self, timeout: Optional[float] = None) -> bool:
+        """Block until no commit is being delivered."""
+        with self._lock:
+            return self._idle.wait_for(lambda: self._active is None, timeout)
+
+    # -- commits (connection signal threads) --------------------------------------------
+    def _attach(self, ch: "_CommitChannel") -> Optional[BaseException]:
+        with self._lock:
+            if self._ended is not None:
+                return self._refusal()
+            old, self._active = self._active, ch
+            self._queue.clear()
+        if old is not None:
+            log.warning("sink '%s': a new commit arrived while an older one was still open; the older one "
+                        "(its process is probably gone) is dropped and its rows not yet delivered will be "
+                        "resent by the new one", self.name)
+            old.refuse(SinkError(f"sink '{self.name}': superseded by a newer commit"))
+        return None
+
+    def _refusal(self) -> BaseException:
+        raised = self._subscriber_raised
+        if raised is not None:
+            return SinkError(f"sink '{self.name}': the Subscriber raised {type(raised).__name__}: {raised} in "
+                             f"on_next at micro-batch {self._sub.batch_id}, row {self._sub.row} (rule 2.13: "
+                             "treated as cancellation); the query stops. Fix the Subscriber, then restart "
+                             "the query from its checkpoint")
+        if self._ended == "cancelled":
+            return SubscriberCancelled(f"sink '{self.name}': the Subscriber cancelled its subscription after "
+                                       f"micro-batch {self._sub.batch_id}, row {self._sub.row}; the query stops. "
+                                       "Restart it with a new Subscriber to continue from the checkpoint")
+        return SinkError(f"sink '{self.name}' takes no more batches: {self._ended}")
+
+    def _offer(self, ch: "_CommitChannel", batch: pa.RecordBatch) -> str:
+        """A record batch from ``ch``: ``"queued"``, ``"skip"`` (already delivered: ask for the
+        next) or ``"duplicate"`` (the whole micro-batch was delivered before)."""
+        batch_id, start, total = batch_meta(batch)
+        led = self.ledger
+        with self._lock:
+            if ch is not self._active:
+                return "skip"
+            if batch_id == -1:  # a batch write: new data, numbered after what was delivered
+                if ch.assigned is None:
+                    ch.assigned = max(led.batch_id + 1, 0)
+                batch_id = ch.assigned
+                batch = tag_batch(batch, batch_id, start, total)
+            if batch_id < led.batch_id or (batch_id == led.batch_id and led.complete and not self._queue):
+                self._active = None
+                self._idle.notify_all()
+                return "duplicate"
+            if batch_id > led.batch_id:
+                if not led.complete:
+                    log.warning("sink '%s': micro-batch %d was cut off after %d of %d rows and Spark moved on to "
+                                "%d without retrying it", self.name, led.batch_id, led.rows, led.total, batch_id)
+                led.batch_id, led.rows, led.total = batch_id, 0, total
+            q = self._queue
+            expect = (q[-1].start + q[-1].batch.num_rows) if q else led.rows  # the next row not yet taken
+            end = start + batch.num_rows
+            if end <= expect:
+                return "skip"  # delivered before the commit was cut off and retried
+            if start > expect:
+                raise SinkError(f"sink '{self.name}': micro-batch {batch_id} arrived with a gap (rows {expect}.."
+                                f"{start - 1} missing); the commit sent its record batches out of order")
+            if start < expect:
+                batch, start = batch.slice(expect - start), expect
+            ch.new_rows = True
+            q.append(_Current(batch, batch_id, start, self.elements))
+        self._sub._schedule()
+        return "queued"
+
+    def _channel_done(self, ch: "_CommitChannel", error: Optional[BaseException]) -> None:
+        with self._lock:
+            if ch is not self._active:
+                return
+            if error is not None:  # the commit process failed or vanished: drop what it sent
+                self._queue.clear()
+                self._active = None
+                self._idle.notify_all()
+                self.ledger.save()
+                return
+            ch.complete = True
+        self._sub._schedule()
+
+    # -- delivery (drain owner only) ----------------------------------------------------
+    def _emit(self, sub: DeliverySubscription) -> None:
+        s = sub._downstream
+        q = self._queue
+        led = self.ledger
+        batches = self.elements == "batches"
+        while not sub._cancelled:
+            e, r = sub._emitted, sub._requested
+            if not q:
+                self._queue_empty(sub)
+                return
+            if e >= r:
+                return
+            cur = q[0]
+            sub.batch_id = cur.batch_id
+            if batches:
+                sub.row = cur.start
+                sub._emitted = e + 1
+                q.popleft()
+                try:
+                    s.on_next(cur.batch)  # type: ignore[union-attr]
+                except BaseException as exc:
+                    sub._subscriber_failed(exc, "on_next")  # rule 2.13; the batch counts as not taken
+                    return
+                led.rows = cur.start + cur.batch.num_rows
+                self.delivered += 1
+                continue
+            rows = cur.rows
+            assert rows is not None
+            pos = cur.pos
+            stop = min(len(rows), pos + (r - e))
+            i = pos
+            try:
+                while i < stop and not sub._cancelled:  # cancel (rule 3.6) stops within the batch
+                    s.on_next(rows[i])  # type: ignore[union-attr]
+                    i += 1
+            except BaseException as exc:
+                self._took(sub, cur, i)  # rows before i were taken; the row that raised was not
+                sub._subscriber_failed(exc, "on_next")  # rule 2.13
+                return
+            self._took(sub, cur, i)
+            sub._emitted = e + (i - pos)
+            if i == len(rows):
+                q.popleft()
+
+    def _took(self, sub: DeliverySubscription, cur: _Current, i: int) -> None:
+        self.delivered += i - cur.pos
+        cur.pos = i
+        sub.row = cur.start + i - 1
+        self.ledger.rows = cur.start + i
+
+    def _queue_empty(self, sub: DeliverySubscription) -> None:
+        """Nothing queued: acknowledge a finished commit, end the stream, or pull the next batch."""
+        ack = None
+        terminal = False
+        with self._lock:
+            ch = self._active
+            if ch is not None and ch.complete:
+                self._active = None
+                led = self.ledger
+                self.batches_delivered += 1
+                status = "delivered" if led.complete else "incomplete"
+                ack = (ch, status, led.batch_id, led.total, led.rows)
+                led.save()
+                self._idle.notify_all()
+            elif ch is None and self._terminal_wanted and not sub._done:
+                terminal = True
+        if ack is not None:
+            ack[0].answer(*ack[1:])
+        elif terminal:
+            err = self._pending_terminal
+            if err is None:
+                sub._complete()
+            else:
+                sub._error(err)
+        elif ch is not None:
+            ch.pull()
+
+    def _downstream_gone(self, exc: Optional[BaseException]) -> None:
+        """The Subscriber cancelled, raised, or was terminated: refuse the commit in flight."""
+        with self._lock:
+            if self._ended is None:
+                self._ended = "cancelled"
+            active, self._active = self._active, None
+            self._queue.clear()
+            refusal = self._refusal()
+            self._idle.notify_all()
+            self.ledger.save()
+        if active is not None:
+            active.refuse(refusal)
+
+
+class _Answers(QueueSubscription):
+    pass
+
+
+class _CommitChannel:
+    """The Processor one commit's channel talks to: batches in, one acknowledgement out."""
+
+    def __init__(self, hub: DeliveryHub) -> None:
+        self._hub = hub
+        self._in: Optional[Subscription] = None
+        self._answers: Optional[_Answers] = None
+        self._pending: List[Any] = []  # an answer decided before the client subscribed to answers
+        self._lock = threading.Lock()
+        self._asked = False
+        self.complete = False
+        self.assigned: Optional[int] = None
+        self.duplicate = False
+        self.new_rows = False
+
+    # Subscriber side (the commit's record batches)
+    def on_subscribe(self, subscription: Subscription) -> None:
+        self._in = subscription
+        refusal = self._hub._attach(self)
+        if refusal is not None:
+            subscription.cancel()
+            self._answer_error(refusal)
+            return
+        self.pull()
+
+    def pull(self) -> None:
+        with self._lock:
+            if self._asked or self.complete:
+                return
+            self._asked = True
+        s = self._in
+        if s is not None:
+            s.request(1)
+
+    def on_next(self, batch: Any) -> None:
+        with self._lock:
+            self._asked = False
+        try:
+            what = self._hub._offer(self, batch)
+        except SinkError as exc:
+            self.refuse(exc)
+            return
+        if what == "skip":
+            self.pull()
+        elif what == "duplicate":
+            bid, _, total = batch_meta(batch)
+            s = self._in
+            if s is not None:
+                s.cancel()  # nothing to send: the commit stops reading its staged batches
+            self.answer("duplicate", bid, total, 0)
+
+    def on_error(self, error: BaseException) -> None:
+        self._hub._channel_done(self, error)
+
+    def on_complete(self) -> None:
+        self._hub._channel_done(self, None)
+
+    # Publisher side (the answer)
+    def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        a = _Answers(subscriber)
+        subscribe_with(subscriber, a)
+        with self._lock:
+            self._answers = a
+            pending, self._pending = self._pending, []
+        for p in pending:
+            self._deliver(a, p)
+
+    def answer(self, status: str, batch_id: int, rows: int, delivered: int) -> None:
+        ack = pa.record_batch([pa.array([status]), pa.array([batch_id], pa.int64()), pa.array([rows], pa.int64()),
+                               pa.array([delivered], pa.int64())], schema=ACK_SCHEMA)
+        self._send(ack)
+
+    def refuse(self, error: BaseException) -> None:
+        s = self._in
+        if s is not None:
+            s.cancel()
+        self._answer_error(error)
+
+    def _answer_error(self, error: BaseException) -> None:
+        self._send(error)
+
+    def _send(self, what: Any) -> None:
+        with self._lock:
+            a = self._answers
+            if a is None:
+                self._pending.append(what)
+                return
+        self._deliver(a, what)
+
+    @staticmethod
+    def _deliver(a: _Answers, what: Any) -> None:
+        if isinstance(what, BaseException):
+            a.offer_error(what)
+        else:
+            a.offer(what)
+            a.offer_complete()
+
+
+class _ControlSubscriber:
+    """JSON control messages: ``{"op": "end", "error": null | "text"}``, ``{"op": "abort", ...}``."""
+
+    def __init__(self, hub: DeliveryHub) -> None:
+        self._hub = hub
+
+    def on_subscribe(self, s: Subscription) -> None:
+        s.request(2**63 - 1)
+
+    def on_next(self, msg: Any) -> None:
+        try:
+            op = msg.get("op")
+            if op == "end":
+                err = msg.get("error")
+                self._hub.finish(QueryFailed(err) if err else None)
+            elif op == "abort":
+                self._hub.abort(int(msg.get("batch_id", -1)), str(msg.get("reason", "")))
+            else:
+                log.warning("sink '%s': unknown control message %r ignored", self._hub.name, msg)
+        except Exception as exc:  # a control message must never break the hub
+            report_dropped(exc, f"sink '{self._hub.name}': bad control message {msg!r}")
+
+    def on_error(self, error: BaseException) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        pass
+
+
+class SinkEndpoint:
+    """A served Subscriber for the ``reactive`` sink: give :attr:`address` to option ``endpoint``."""
+
+    def __init__(self, hub: DeliveryHub, address: str) -> None:
+        self.hub = hub
+        self.address = address
+
+    def finish(self, error: Optional[BaseException] = None) -> None:
+        self.hub.finish(error)
+
+    def stop(self) -> None:
+        self.hub.stop()
+
+    def __enter__(self) -> "SinkEndpoint":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"<SinkEndpoint {self.address.split('?')[0]}>"
+
+
+def serve_sink(subscriber: Subscriber[Any], *, elements: str = "dicts", bind: str = "tcp://127.0.0.1:0",
+               token: Optional[str] = None, ledger: Optional[str] = None, name: Optional[str] = None) -> SinkEndpoint:
+    """Serve ``subscriber`` for ``df.writeStream.format("reactive").option("endpoint", ep.address)``.
+
+    The Subscriber is subscribed once, now, and receives the rows of every micro-batch of every
+    query run that writes to the endpoint, in batchId order, paced by its demand. ``elements``:
+    ``dicts`` (default), ``rows`` (pyspark Rows), ``tuples`` or ``batches`` (pyarrow RecordBatches,
+    demand counts batches). ``ledger``: a file that keeps the exactly-once ledger across restarts
+    of this process. The query's end reaches the Subscriber when the query is started with
+    :func:`rs_spark.write_stream` (or :meth:`finish` is called).
+    """
+    hub = DeliveryHub(subscriber, elements=elements, ledger=ledger, name=name)
+    return SinkEndpoint(hub, hub.serve(bind, token))
+
+
+def send_control(endpoint: str, message: Dict[str, Any], timeout: float = 10.0) -> None:
+    """Send one control message to the hub at ``endpoint`` (an address from :func:`serve_sink`)."""
+    from ..net import connect_subscriber, parse_address
+    from ..streams import just
+
+    a = parse_address(endpoint)
+    addr = a.with_name(f"{a.name}.control").format() + a.query(with_token=True).replace("codec=arrow", "codec=json")
+    sub = connect_subscriber(addr, codec="json")
+    just(message).subscribe(sub)
+    sub.wait(timeout)
+
+
+__all__ = ["DeliveryHub", "DeliverySubscription", "SinkEndpoint", "serve_sink", "send_control", "SinkError",
+           "SubscriberCancelled", "BatchAborted", "QueryFailed", "Ledger", "tag_batch", "batch_meta", "ELEMENTS",
+           "ACK_SCHEMA"]

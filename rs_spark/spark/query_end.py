@@ -1,0 +1,64 @@
+"""Query end -> the Subscriber's ``on_complete`` / ``on_error``.
+
+A stream writer has no ``stop()`` hook (ARCHITECTURE.md, section 1), so the end of a query is
+observed in the process that started it, by a ``StreamingQueryListener``. One listener per
+SparkSession, holding the callbacks of the queries this process started with
+:func:`rs_spark.write_stream`; it lives and acts in this process only.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, Optional
+
+from pyspark.sql.streaming import StreamingQueryListener
+
+Callback = Callable[[Optional[str]], None]
+
+
+class QueryEndListener(StreamingQueryListener):
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._callbacks: Dict[str, Callback] = {}
+
+    def watch(self, query_id: str, callback: Callback) -> None:
+        with self._lock:
+            self._callbacks[query_id] = callback
+
+    def fire(self, query_id: str, exception: Optional[str]) -> None:
+        with self._lock:
+            cb = self._callbacks.pop(query_id, None)
+        if cb is not None:
+            cb(exception)
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        pass
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        self.fire(str(event.id), event.exception)
+
+
+_attach_lock = threading.Lock()
+
+
+def on_query_end(spark: Any, query: Any, callback: Callback) -> None:
+    """Call ``callback(None)`` when ``query`` stops, ``callback(error_text)`` when it fails."""
+    with _attach_lock:
+        listener = getattr(spark, "_rs_spark_query_end", None)
+        if listener is None:
+            listener = QueryEndListener()
+            spark.streams.addListener(listener)
+            spark._rs_spark_query_end = listener
+    qid = str(query.id)
+    listener.watch(qid, callback)
+    if not query.isActive:  # ended before the callback was registered
+        exc = query.exception()
+        listener.fire(qid, None if exc is None else str(exc))
+
+
+__all__ = ["on_query_end", "QueryEndListener"]

@@ -1,0 +1,88 @@
+"""Options of the ``reactive`` sink (``df.writeStream.format("reactive")``), parsed in one place."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Mapping, Optional
+
+from .delivery import ELEMENTS
+from .options import OptionError, _parse_int, check_known, lookup, parse_duration
+
+SUBSCRIBER_PREFIX = "subscriber."
+"""Options starting with this prefix go to the user's subscriber factory unchecked."""
+
+SINK_OPTIONS: Dict[str, str] = {
+    "endpoint": "address of a served Subscriber (rs_spark.serve_sink / rs_spark.write_stream), with ?token=",
+    "subscriber": "package.module:factory called on executors, once per task, with the options dict",
+    "token": "authentication token for the endpoint (or ?token= in it)",
+    "elements": "subscriber factory mode: dicts (default), rows, tuples or batches",
+    "inlineMaxBytes": "largest staged partition carried inside the commit message (default 64m)",
+    "stagingLocation": "pyarrow filesystem URI where bigger partitions are staged (local, s3://, hdfs://, ...)",
+    "commitTimeout": "longest a commit waits for the Subscriber's demand before failing (default: no limit)",
+    "checkpointLocation": "Spark's own option (passed through)",
+    "path": "ignored (Spark passes it for .save(path)/.start(path))",
+}
+
+_SIZE = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def parse_size(name: str, value: Any) -> int:
+    text = str(value).strip().lower()
+    num = text.rstrip("bkmg")
+    unit = text[len(num):]
+    try:
+        return int(float(num) * _SIZE[unit])
+    except (ValueError, KeyError):
+        raise OptionError(f"option {name}={value!r} is not a size; use e.g. '64m', '512k' or bytes") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class SinkOptions:
+    endpoint: Optional[str]
+    subscriber: Optional[str]
+    token: Optional[str]
+    elements: str
+    inline_max_bytes: int
+    staging_location: Optional[str]
+    commit_timeout: Optional[float]
+    raw: Dict[str, Any]
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> "SinkOptions":
+        checked = {k: v for k, v in dict(options).items() if not str(k).lower().startswith(SUBSCRIBER_PREFIX)}
+        try:
+            check_known(checked, SINK_OPTIONS, "format('reactive') (sink)")
+        except OptionError as exc:
+            raise OptionError(str(exc).replace("'publisher.' prefix", f"'{SUBSCRIBER_PREFIX}' prefix")
+                              .replace("your publisher factory", "your subscriber factory")) from None
+        o = lookup(options)
+        endpoint, subscriber = o.get("endpoint"), o.get("subscriber")
+        if bool(endpoint) == bool(subscriber):
+            raise OptionError(
+                "writeStream.format('reactive') needs exactly one of option 'endpoint' (a Subscriber served with "
+                "rs_spark.serve_sink; delivery in batchId order, exactly once) or option 'subscriber' "
+                "(\"package.module:factory\", one Subscriber per task on executors, at least once); got "
+                f"endpoint={endpoint!r}, subscriber={subscriber!r}. From a notebook, "
+                "rs_spark.write_stream(df, subscriber) sets this up for an in-memory Subscriber.")
+        if subscriber and ":" not in str(subscriber):
+            raise OptionError(f"option subscriber={subscriber!r} must look like 'package.module:factory'")
+        elements = str(o.get("elements", "dicts")).lower()
+        if elements not in ELEMENTS:
+            raise OptionError(f"option elements={elements!r}: use one of {', '.join(ELEMENTS)}")
+        if endpoint and "elements" in o:
+            raise OptionError("option elements applies to subscriber factories only; a served Subscriber chooses "
+                              "its elements where it is served: rs_spark.serve_sink(sub, elements=...) or "
+                              "rs_spark.write_stream(df, sub, elements=...)")
+        timeout = o.get("committimeout")
+        return cls(
+            endpoint=str(endpoint) if endpoint else None,
+            subscriber=str(subscriber) if subscriber else None,
+            token=o.get("token"),
+            elements=elements,
+            inline_max_bytes=parse_size("inlineMaxBytes", o.get("inlinemaxbytes", "64m")),
+            staging_location=o.get("staginglocation") or None,
+            commit_timeout=parse_duration("commitTimeout", timeout) if timeout else None,
+            raw=o,
+        )
+
+
+__all__ = ["SinkOptions", "SINK_OPTIONS", "SUBSCRIBER_PREFIX", "parse_size", "_parse_int"]

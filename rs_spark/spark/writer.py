@@ -1,0 +1,298 @@
+"""The ``reactive`` sink's writers: executors stage Arrow, the commit delivers to the hub.
+
+``write()`` (executors) stages its partition as one Arrow IPC stream: inline in the commit
+message up to ``inlineMaxBytes``, beyond that as a file at ``stagingLocation``.
+``commit(messages, batchId)`` (a Python worker on the driver) sends the staged record batches,
+tagged with ``batchId`` and their row positions, over a two-way channel to the
+:class:`~rs_spark.spark.delivery.DeliveryHub` that holds the Subscriber, and returns once the
+hub acknowledges that every row reached ``on_next``. The channel's credits come from the
+Subscriber's demand, so a slow Subscriber slows the commit and the query.
+
+With option ``subscriber`` (a factory) each task builds its own Subscriber and delivers its
+rows inside ``write()``: no ordering across tasks, and a retried task delivers again (at least once).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import threading
+import uuid
+from typing import Any, Iterable, Iterator, List, Optional
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from .delivery import SinkError, batch_meta, send_control, tag_batch
+from .options import OptionError
+from .replay_log import _open_fs
+from .resolve import load_factory
+from .sink_options import SinkOptions
+
+log = logging.getLogger("rs_spark.spark.sink")
+
+
+@dataclasses.dataclass
+class StagedPartition(WriterCommitMessage):
+    """One task's output: ``rows`` rows, inline Arrow IPC bytes or a staged file, or (factory
+    mode) the rows the task's own Subscriber took."""
+
+    rows: int
+    inline: Optional[bytes] = None
+    path: Optional[str] = None
+    delivered: int = 0
+
+
+# -- executors ------------------------------------------------------------------------------
+def stage(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartition:
+    sink = pa.BufferOutputStream()
+    writer = None
+    rows = 0
+    for b in batches:
+        if writer is None:
+            writer = ipc.new_stream(sink, b.schema)
+        if b.num_rows:
+            writer.write_batch(b)
+            rows += b.num_rows
+    if writer is None or rows == 0:
+        return StagedPartition(0)
+    writer.close()
+    buf = sink.getvalue()
+    if buf.size <= opts.inline_max_bytes:
+        return StagedPartition(rows, inline=buf.to_pybytes())
+    if not opts.staging_location:
+        raise OptionError(
+            f"a partition of this micro-batch is {buf.size} bytes of Arrow, more than option inlineMaxBytes="
+            f"{opts.inline_max_bytes} allows inside a commit message; set option stagingLocation (a directory "
+            "every executor and the driver can reach: local path in local mode, s3://, hdfs://, ...) or raise "
+            "inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix")
+    fs, root = _open_fs(opts.staging_location)
+    fs.create_dir(root, recursive=True)
+    path = f"{root.rstrip('/')}/part-{uuid.uuid4().hex}.arrow"
+    with fs.open_output_stream(path) as f:
+        f.write(buf)
+    return StagedPartition(rows, path=path)
+
+
+def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatch]:
+    if m.inline is not None:
+        yield from ipc.open_stream(pa.py_buffer(m.inline))
+    elif m.path is not None:
+        fs, _ = _open_fs(opts.staging_location or "/")
+        try:
+            f = fs.open_input_stream(m.path)
+        except (OSError, FileNotFoundError) as exc:
+            raise SinkError(f"staged partition {m.path} ({m.rows} rows) cannot be read at commit: {exc}; the "
+                            "driver must reach option stagingLocation") from None
+        with f:
+            yield from ipc.open_stream(f)
+
+
+def remove_staged(messages: List[Any], opts: SinkOptions) -> None:
+    paths = [m.path for m in messages if isinstance(m, StagedPartition) and m.path]
+    if not paths:
+        return
+    fs, _ = _open_fs(opts.staging_location or "/")
+    for p in paths:
+        try:
+            fs.delete_file(p)
+        except OSError:
+            pass  # already gone: staging is scratch space
+
+
+def deliver_in_task(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartition:
+    """Factory mode: this task's rows into a Subscriber built here, within its demand."""
+    from ..streams import from_iterable
+    from ..streams.subscribers import BlockingIterator  # noqa: F401  (documented companion)
+
+    factory = load_factory(opts.subscriber or "", option="subscriber")
+    sub = factory(dict(opts.raw))
+    if sub is None or not callable(getattr(sub, "on_subscribe", None)):
+        raise OptionError(f"option subscriber={opts.subscriber!r}: the factory returned {sub!r}, which is not a "
+                          "Subscriber (on_subscribe/on_next/on_error/on_complete)")
+    elements = opts.elements
+    counted = {"n": 0}
+
+    def items() -> Iterator[Any]:
+        for b in batches:
+            if not b.num_rows:
+                continue
+            if elements == "batches":
+                counted["n"] += b.num_rows
+                yield b
+                continue
+            if elements == "tuples":
+                cols = [c.to_pylist() for c in b.columns]
+                rows: List[Any] = list(zip(*cols))
+            elif elements == "rows":
+                from pyspark.sql import Row
+                rows = [Row(**d) for d in b.to_pylist()]
+            else:
+                rows = b.to_pylist()
+            for r in rows:
+                counted["n"] += 1
+                yield r
+
+    done = threading.Event()
+    outcome: dict = {}
+
+    class _Watch:
+        """Sees how the stream ended, then forwards to the user's Subscriber."""
+
+        def on_subscribe(self, s: Any) -> None:
+            outcome["s"] = s
+            sub.on_subscribe(_Guard(s))
+
+        def on_next(self, item: Any) -> None:
+            try:
+                sub.on_next(item)
+            except BaseException as exc:  # rule 2.13: treat as cancellation, fail the task with it
+                outcome["raised"] = exc
+                outcome["s"].cancel()
+                done.set()
+
+        def on_error(self, e: BaseException) -> None:
+            outcome["error"] = e
+            try:
+                sub.on_error(e)
+            finally:
+                done.set()
+
+        def on_complete(self) -> None:
+            try:
+                sub.on_complete()
+            finally:
+                done.set()
+
+    class _Guard:
+        def __init__(self, s: Any) -> None:
+            self._s = s
+
+        def request(self, n: int) -> None:
+            self._s.request(n)
+
+        def cancel(self) -> None:
+            outcome["cancelled"] = True
+            self._s.cancel()
+            done.set()
+
+    from_iterable(items()).subscribe(_Watch())
+    if not done.wait(opts.commit_timeout):
+        outcome["s"].cancel()
+        raise SinkError(f"subscriber factory {opts.subscriber!r}: the Subscriber requested too little to take this "
+                        f"task's rows within commitTimeout={opts.commit_timeout} s ({counted['n']} taken)")
+    if "raised" in outcome:
+        exc = outcome["raised"]
+        raise SinkError(f"the Subscriber from {opts.subscriber!r} raised {type(exc).__name__}: {exc} in on_next "
+                        f"after {counted['n'] - 1} elements of this task (rule 2.13: treated as cancellation)") from exc
+    if outcome.get("cancelled"):
+        raise SinkError(f"the Subscriber from {opts.subscriber!r} cancelled its subscription after {counted['n']} "
+                        "elements of this task; the query stops")
+    if "error" in outcome:
+        raise outcome["error"]
+    return StagedPartition(0, delivered=counted["n"])
+
+
+# -- commit (driver-side Python worker) --------------------------------------------------------
+def deliver(messages: List[Any], batch_id: int, opts: SinkOptions) -> None:
+    """Send the staged micro-batch to the hub; return when every row reached the Subscriber."""
+    from ..net import connect_processor
+    from ..net.errors import NetError, RemoteError
+    from ..streams import from_iterable, to_list
+
+    parts = [m for m in messages if isinstance(m, StagedPartition) and m.rows]
+    total = sum(m.rows for m in parts)
+    if total == 0:
+        return
+
+    def tagged() -> Iterator[pa.RecordBatch]:
+        start = 0
+        for m in parts:
+            for b in read_staged(m, opts):
+                if b.num_rows:
+                    yield tag_batch(b, batch_id, start, total)
+                    start += b.num_rows
+
+    kwargs = {"token": opts.token} if opts.token else {}
+    where = f"micro-batch {batch_id} ({total} rows) to {opts.endpoint.split('?')[0] if opts.endpoint else '?'}"
+    try:
+        proc = connect_processor(opts.endpoint or "", codec="arrow", **kwargs)
+        from_iterable(tagged()).subscribe(proc)
+        acks = to_list(proc, timeout=opts.commit_timeout)
+    except TimeoutError:
+        raise SinkError(f"delivering {where}: the Subscriber did not take the rows within commitTimeout="
+                        f"{opts.commit_timeout} s; it requests too slowly, or raise commitTimeout") from None
+    except RemoteError as exc:
+        raise SinkError(f"delivering {where}: {exc.type_name}: {exc.remote_message}") from None
+    except NetError as exc:
+        raise SinkError(f"delivering {where}: {exc}; is the process serving the Subscriber running? Restart the "
+                        "query from its checkpoint once it is: no row is delivered twice") from None
+    if len(acks) != 1 or acks[0].num_rows != 1:
+        raise SinkError(f"delivering {where}: the sink endpoint answered {acks!r}; it is not an rs_spark sink hub")
+    ack = acks[0].to_pylist()[0]
+    if ack["status"] not in ("delivered", "duplicate"):
+        raise SinkError(f"delivering {where}: the hub reports {ack['status']} ({ack['delivered']} of {ack['rows']} "
+                        "rows delivered)")
+    if ack["status"] == "duplicate":
+        log.info("sink: %s was delivered before (restart from checkpoint); not delivered again", where)
+
+
+class _WriterBase:
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedPartition:
+        if self.opts.subscriber:
+            return deliver_in_task(iterator, self.opts)
+        return stage(iterator, self.opts)
+
+
+class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
+    """``writeStream.format("reactive")``."""
+
+    def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+        if self.opts.subscriber:
+            return
+        try:
+            deliver(list(messages), batchId, self.opts)
+        finally:
+            remove_staged(list(messages), self.opts)
+
+    def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+        remove_staged(list(messages), self.opts)
+        if self.opts.endpoint:
+            try:
+                send_control(self._control_address(), {"op": "abort", "batch_id": batchId,
+                                                       "reason": "a task of the batch failed"})
+            except Exception as exc:  # the query fails anyway; the hub learns at query end
+                log.warning("sink: could not tell %s that micro-batch %d was aborted: %s", self.opts.endpoint,
+                            batchId, exc)
+
+    def _control_address(self) -> str:
+        ep = self.opts.endpoint or ""
+        if self.opts.token and "token=" not in ep:
+            ep += ("&" if "?" in ep else "?") + f"token={self.opts.token}"
+        return ep
+
+
+class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):
+    _control_address = ReactiveStreamWriter._control_address
+
+    """``write.format("reactive")``: the whole DataFrame as one delivery (batch id from the hub's
+    ledger is not used: each write is new data)."""
+
+    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+        if self.opts.subscriber:
+            return
+        try:
+            deliver(list(messages), -1, self.opts)
+        finally:
+            remove_staged(list(messages), self.opts)
+
+    def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+        ReactiveStreamWriter.abort(self, messages, -1)  # type: ignore[arg-type]
+
+
+__all__ = ["ReactiveStreamWriter", "ReactiveBatchWriter", "StagedPartition", "stage", "deliver", "read_staged",
+           "batch_meta"]
