@@ -287,10 +287,9 @@ class DeliveryHub:
                                        "Restart it with a new Subscriber to continue from the checkpoint")
         return SinkError(f"sink '{self.name}' takes no more batches: {self._ended}")
 
-    def _offer(self, ch: "_CommitChannel", batch: pa.RecordBatch) -> str:
+    def _offer(self, ch: "_CommitChannel", batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> str:
         """A record batch from ``ch``: ``"queued"``, ``"skip"`` (already delivered: ask for the
         next) or ``"duplicate"`` (the whole micro-batch was delivered before)."""
-        batch_id, start, total = batch_meta(batch)
         led = self.ledger
         with self._lock:
             if ch is not self._active:
@@ -443,6 +442,8 @@ class _CommitChannel:
         self._pending: List[Any] = []  # an answer decided before the client subscribed to answers
         self._lock = threading.Lock()
         self._asked = False
+        self._piece: "tuple[int, int]" = (-2, -1)
+        self._piece_rows = 0
         self.complete = False
         self.assigned: Optional[int] = None
         self.duplicate = False
@@ -471,7 +472,15 @@ class _CommitChannel:
         with self._lock:
             self._asked = False
         try:
-            what = self._hub._offer(self, batch)
+            bid, start, total = batch_meta(batch)
+            # A record batch bigger than the channel's batch_rows arrives as slices that share
+            # its metadata: a slice with the same (batch, start) continues the previous one.
+            if (bid, start) == self._piece:
+                start += self._piece_rows
+            else:
+                self._piece, self._piece_rows = (bid, start), 0
+            self._piece_rows += batch.num_rows
+            what = self._hub._offer(self, batch, bid, start, total)
         except SinkError as exc:
             self.refuse(exc)
             return

@@ -224,11 +224,25 @@ def test_big_partitions_are_staged_at_staging_location(spark, tmp_path):
 
 def test_big_partition_without_staging_location_fails_saying_what_to_set(spark, tmp_path):
     rec = Recorder()
-    q = rs_spark.write_stream(source(spark, count=2000), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW,
-                              inlineMaxBytes="1k")
-    with pytest.raises(Exception, match="set option stagingLocation"):
-        q.awaitTermination(120)
-    assert rec.items == []
+    ep = rs_spark.serve_sink(rec)
+    try:
+        q = (source(spark, count=2000).writeStream.format("reactive").option("endpoint", ep.address)
+             .option("inlineMaxBytes", "1k").option("checkpointLocation", str(tmp_path / "ck"))
+             .trigger(availableNow=True).start())
+        with pytest.raises(Exception, match="set option stagingLocation"):
+            q.awaitTermination(120)
+        assert rec.items == []
+    finally:
+        ep.stop()
+
+
+def test_write_stream_in_local_mode_stages_on_local_disk_and_cleans_up(spark, tmp_path):
+    rec = Recorder()
+    q = rs_spark.write_stream(source(spark, count=1000), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
+    q.awaitTermination(120)
+    assert rec.done.wait(30) and len(rec.items) == 1000
+    staging = [v for k, v in q.rs_sink_options.items() if k == "stagingLocation"]
+    assert staging and not os.path.exists(staging[0])
 
 
 def test_unreachable_endpoint_fails_the_commit_with_the_address(spark, tmp_path):
