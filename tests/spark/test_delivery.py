@@ -1,0 +1,188 @@
+"""The delivery hub without Spark: commits sent over real loopback channels, as the sink's
+commit does, into one Subscriber; ledger, resume and duplicates; the hub checked as a Publisher
+by rs_spark.tck."""
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+import pytest
+
+from rs_spark import net
+from rs_spark import streams as rs
+from rs_spark.spark.delivery import DeliveryHub, SinkError, serve_sink, tag_batch
+from rs_spark.tck import PublisherVerification, Timeouts
+
+from .subscribers import Recorder
+
+
+def rows(lo, hi):
+    return pa.record_batch({"id": pa.array(range(lo, hi), pa.int64())})
+
+
+def commit(address, batch_id, pieces, total=None, cut_after=None):
+    """Send ``pieces`` (record batches) as micro-batch ``batch_id``, like the sink's commit.
+    ``cut_after``: fail the sending side after that many pieces (a commit process dying)."""
+    total = total if total is not None else sum(p.num_rows for p in pieces)
+    tagged, start = [], 0
+    for p in pieces:
+        tagged.append(tag_batch(p, batch_id, start, total))
+        start += p.num_rows
+
+    def gen():
+        for i, b in enumerate(tagged):
+            if cut_after is not None and i == cut_after:
+                raise ConnectionAbortedError("commit process killed")
+            yield b
+
+    proc = net.connect_processor(address, codec="arrow")
+    rs.from_iterable(gen()).subscribe(proc)
+    return rs.to_list(proc, timeout=20)
+
+
+def ids(rec):
+    return [r["id"] for r in rec.items]
+
+
+def test_a_batch_cut_off_mid_way_resumes_at_the_first_row_not_delivered():
+    rec = Recorder()
+    ep = serve_sink(rec)
+    try:
+        with pytest.raises(Exception, match="commit process killed"):
+            commit(ep.address, 0, [rows(0, 100), rows(100, 200), rows(200, 300)], cut_after=2)
+        assert ep.hub.wait_idle(10)
+        assert ids(rec) == list(range(200)) and ep.hub.ledger.rows == 200
+        ack = commit(ep.address, 0, [rows(0, 100), rows(100, 200), rows(200, 300)])  # Spark retries batch 0
+        assert ack[0].to_pylist()[0]["status"] == "delivered"
+        assert ids(rec) == list(range(300))
+    finally:
+        ep.stop()
+
+
+def test_a_delivered_batch_is_acknowledged_as_duplicate_and_not_delivered_again():
+    rec = Recorder()
+    ep = serve_sink(rec)
+    try:
+        commit(ep.address, 0, [rows(0, 10)])
+        commit(ep.address, 1, [rows(10, 20)])
+        ack = commit(ep.address, 1, [rows(10, 20)])
+        assert ack[0].to_pylist()[0]["status"] == "duplicate"
+        ack = commit(ep.address, 0, [rows(0, 10)])
+        assert ack[0].to_pylist()[0]["status"] == "duplicate"
+        assert ids(rec) == list(range(20))
+    finally:
+        ep.stop()
+
+
+def test_ledger_file_keeps_exactly_once_across_a_hub_restart(tmp_path):
+    ledger = str(tmp_path / "ledger.json")
+    first = Recorder()
+    ep = serve_sink(first, ledger=ledger)
+    commit(ep.address, 0, [rows(0, 10)])
+    commit(ep.address, 1, [rows(10, 20)])
+    ep.stop()
+    second = Recorder()
+    ep = serve_sink(second, ledger=ledger)  # the hub's process restarted
+    try:
+        assert commit(ep.address, 1, [rows(10, 20)])[0].to_pylist()[0]["status"] == "duplicate"
+        commit(ep.address, 2, [rows(20, 30)])
+        assert ids(second) == list(range(20, 30))
+    finally:
+        ep.stop()
+
+
+def test_demand_bounds_what_the_hub_holds():
+    """A Subscriber that requested 5 and stopped: the hub holds at most one record batch of the
+    commit (the channel is asked for the next only when the Subscriber took the previous)."""
+    rec = Recorder(batch=5)
+    wait = threading.Event()
+
+    def on_next(x):
+        rec.items.append(x)  # never requests more
+    rec.on_next = on_next
+    ep = serve_sink(rec)
+    try:
+        t = threading.Thread(target=lambda: pytest.raises(Exception, commit, ep.address, 0,
+                                                          [rows(i * 1000, (i + 1) * 1000) for i in range(50)]),
+                             daemon=True)
+        t.start()
+        for _ in range(100):
+            if len(rec.items) == 5:
+                break
+            wait.wait(0.05)
+        wait.wait(0.3)
+        assert len(rec.items) == 5
+        assert ep.hub.buffered <= 1000  # the rest of one record batch, never the 50 000 rows
+        ep.hub.finish()
+    finally:
+        ep.stop()
+
+
+def test_finish_completes_after_delivered_rows_and_refuses_later_commits():
+    rec = Recorder()
+    ep = serve_sink(rec)
+    try:
+        commit(ep.address, 0, [rows(0, 5)])
+        ep.finish()
+        assert rec.done.wait(5) and rec.completed and ids(rec) == list(range(5))
+        with pytest.raises(net.RemoteError, match="takes no more batches"):
+            commit(ep.address, 1, [rows(5, 6)])
+    finally:
+        ep.stop()
+
+
+def test_a_commit_that_skips_rows_is_refused():
+    rec = Recorder()
+    ep = serve_sink(rec)
+    try:
+        proc = net.connect_processor(ep.address, codec="arrow")
+        rs.just(tag_batch(rows(0, 5), 0, 5, 10)).subscribe(proc)  # starts at row 5 of a new batch
+        with pytest.raises(net.RemoteError, match="gap"):
+            rs.to_list(proc, timeout=10)
+    finally:
+        ep.stop()
+
+
+def test_hub_refuses_a_non_subscriber():
+    with pytest.raises(TypeError, match="Subscriber"):
+        DeliveryHub(object())
+    with pytest.raises(ValueError, match="elements"):
+        DeliveryHub(Recorder(), elements="frames")
+
+
+class TestDeliveryHubAsPublisher(PublisherVerification):
+    """The hub is a Publisher to the user's Subscriber: every publisher rule, with the elements
+    arriving through one real commit channel and finish() as the end of the query."""
+
+    timeouts = Timeouts(default=2.0, no_signals=0.1, poll=0.01, gc=0.5)
+
+    def max_elements_from_publisher(self):
+        return 2000
+
+    def create_publisher(self, elements):
+        return _HubPublisher(elements)
+
+    def create_failed_publisher(self):
+        return _HubPublisher(0, error=SinkError("the query failed"))
+
+
+class _HubPublisher:
+    def __init__(self, n, error=None):
+        self.n, self.error = n, error
+
+    def subscribe(self, subscriber):
+        if subscriber is None:
+            raise TypeError("subscribe(None) (rule 1.9)")
+        hub = DeliveryHub(subscriber, elements="tuples")
+        address = hub.serve()
+
+        def run():
+            try:
+                if self.n:
+                    commit(address, 0, [rows(0, self.n)])
+            except Exception:
+                pass  # the subscriber cancelled: the commit is refused, as in a query
+            hub.finish(self.error)
+            hub.stop()
+
+        threading.Thread(target=run, daemon=True).start()
