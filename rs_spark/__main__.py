@@ -8,8 +8,8 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rs_spark", description="rs_spark command line")
     sub = ap.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run the demo pipeline: bursty sensor publisher -> Spark -> console")
-    demo.add_argument("--seconds", type=float, default=40, help="how long to run (default 40)")
+    demo = sub.add_parser("demo", help="run the demo pipeline: bursty sensor publisher -> Spark -> slow Subscriber")
+    demo.add_argument("--seconds", type=float, default=45, help="how long to run (default 45)")
     demo.add_argument("--max-records-per-trigger", type=int, default=2000)
     demo.add_argument("--trigger", default="1 second", help="processing-time trigger interval")
     demo.add_argument("--publisher", default="rs_spark.examples.sensors:readings",
@@ -17,10 +17,17 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--endpoint", default=None, help="read from an rs_spark.net endpoint instead")
     demo.add_argument("--rate", type=float, default=200, help="sensor records/s between bursts")
     demo.add_argument("--burst", type=int, default=5000, help="records per burst")
+    demo.add_argument("--subscriber-ms", type=float, default=100,
+                      help="milliseconds the demo's slow Subscriber spends per row (default 100)")
+    demo.add_argument("--chart", default="rs_spark_demo.png", help="PNG chart path ('' for none)")
+    demo.add_argument("--volume", type=float, default=1.0,
+                      help="scale the sensor feed: multiplies --rate and --burst (default 1)")
     demo.add_argument("--master", default="local[2]")
     args = ap.parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo
+        args.rate *= args.volume
+        args.burst = int(args.burst * args.volume)
         return run_demo(args)
     return 2
 

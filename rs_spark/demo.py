@@ -1,16 +1,22 @@
-"""The demo pipeline: a bursty sensor Publisher -> Spark (windowed average) -> console.
+"""The demo pipeline: a bursty sensor Publisher -> Spark (windowed average) -> a slow Subscriber.
 
-Backpressure made visible: each micro-batch asks the publisher for at most
-``--max-records-per-trigger`` records, so bursts queue up in the publisher's bounded buffer
-and drain over the following batches instead of flooding Spark. A one-line live display
-shows rows/s, demand outstanding, buffered elements and batch time; a table sums it up.
+Backpressure made visible at both ends. The source asks the publisher for at most
+``--max-records-per-trigger`` records per micro-batch, so bursts wait in the publisher's bounded
+buffer and drain over the following batches instead of flooding Spark. The sink is a deliberately
+slow Subscriber (a "dashboard" taking ``--subscriber-ms`` per row, requesting 8 rows at a time):
+each commit waits for its demand, so micro-batches get longer and the source's next request gets
+bigger. A one-line live display shows rows/s, demand outstanding, buffered elements, batch time
+and rows delivered; at the end a summary table and a PNG chart of demand and delivered elements
+per micro-batch (``--chart``; needs matplotlib, the ``demo`` extra).
 """
 from __future__ import annotations
 
 import json
 import sys
+import tempfile
+import threading
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 
 def _metrics(progress: Dict[str, Any]) -> Dict[str, Any]:
@@ -18,11 +24,45 @@ def _metrics(progress: Dict[str, Any]) -> Dict[str, Any]:
     return json.loads(lo) if isinstance(lo, str) else dict(lo)
 
 
+class SlowDashboard:
+    """A Subscriber that takes ``delay`` seconds per row and requests ``chunk`` rows at a time."""
+
+    def __init__(self, delay: float, chunk: int = 8) -> None:
+        self.delay, self.chunk = delay, chunk
+        self.delivered = 0
+        self.latest: Dict[Any, Dict[str, Any]] = {}
+        self.done = threading.Event()
+        self.error: Optional[BaseException] = None
+        self._left = 0
+
+    def on_subscribe(self, s: Any) -> None:
+        self.s = s
+        self._left = self.chunk
+        s.request(self.chunk)
+
+    def on_next(self, row: Dict[str, Any]) -> None:
+        time.sleep(self.delay)  # "rendering": the slow part
+        self.latest[(row["window"]["start"], row["sensor"])] = row
+        self.delivered += 1
+        self._left -= 1
+        if self._left == 0:
+            self._left = self.chunk
+            self.s.request(self.chunk)
+
+    def on_error(self, e: BaseException) -> None:
+        self.error = e
+        self.done.set()
+
+    def on_complete(self) -> None:
+        self.done.set()
+
+
 def run_demo(args: Any) -> int:
     from pyspark.sql import functions as F
 
     from .examples.sensors import SCHEMA
     from .spark import local_session
+    from .spark.notebook import write_stream
 
     spark = local_session("rs_spark-demo", master=args.master, **{"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
@@ -32,11 +72,16 @@ def run_demo(args: Any) -> int:
               .option("publisher.rate", args.rate).option("publisher.burst", args.burst))
     reader = reader.option("endpoint", args.endpoint) if args.endpoint else reader.option("publisher", args.publisher)
     events = reader.load()
-    averages = (events.withWatermark("ts", "10 seconds")
-                .groupBy(F.window("ts", "5 seconds"), "sensor")
+    # Append mode (Spark's Python sinks support append and complete, not update): a window is
+    # delivered once, when the watermark passes its end.
+    averages = (events.withWatermark("ts", "2 seconds")
+                .groupBy(F.window("ts", "1 second"), "sensor")
                 .agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp")))
-    query = (averages.writeStream.outputMode("update").format("memory").queryName("sensor_averages")
-             .trigger(processingTime=args.trigger).start())
+    dashboard = SlowDashboard(args.subscriber_ms / 1000.0)
+    checkpoint = tempfile.mkdtemp(prefix="rs-demo-ck-")
+    query = write_stream(averages, dashboard, checkpoint=checkpoint, trigger={"processingTime": args.trigger},
+                         output_mode="append")
+    hub = query.rs_sink
     rows: List[Dict[str, Any]] = []
     seen = -1
     start = time.time()
@@ -49,28 +94,67 @@ def run_demo(args: Any) -> int:
                 row = {"batch": p["batchId"], "rows": p["numInputRows"],
                        "rows_per_s": p.get("processedRowsPerSecond") or 0.0,
                        "outstanding": m.get("outstandingDemand", 0), "buffered": m.get("bufferedElements", 0),
-                       "ms": p["durationMs"].get("triggerExecution", 0)}
+                       "received": m.get("receivedElements", 0), "ms": p["durationMs"].get("triggerExecution", 0),
+                       "delivered": dashboard.delivered, "sink_demand": hub.outstanding}
                 rows.append(row)
-                sys.stdout.write(f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  {row['rows_per_s']:>9,.0f} rows/s  "
+                sys.stdout.write(f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  {row['rows_per_s']:>8,.0f} rows/s  "
                                  f"demand outstanding {row['outstanding']:>6}  buffered {row['buffered']:>6}  "
-                                 f"batch {row['ms']:>5} ms   ")
+                                 f"batch {row['ms']:>5} ms  delivered {row['delivered']:>6}   ")
                 sys.stdout.flush()
             time.sleep(0.2)
-        if query.exception():
-            print(f"\nquery failed: {query.exception()}", file=sys.stderr)
-            return 1
+        failed = query.exception()
     finally:
         query.stop()
+    dashboard.done.wait(30)
     print()
-    print(f"{'batch':>5} {'rows':>7} {'rows/s':>10} {'outstanding':>12} {'buffered':>9} {'ms':>6}")
+    if failed:
+        print(f"query failed: {failed}", file=sys.stderr)
+        spark.stop()
+        return 1
+    print(f"{'batch':>5} {'rows':>7} {'rows/s':>10} {'outstanding':>12} {'buffered':>9} {'ms':>6} {'delivered':>10}")
     for r in rows:
         print(f"{r['batch']:>5} {r['rows']:>7} {r['rows_per_s']:>10,.0f} {r['outstanding']:>12} "
-              f"{r['buffered']:>9} {r['ms']:>6}")
+              f"{r['buffered']:>9} {r['ms']:>6} {r['delivered']:>10}")
     total = sum(r["rows"] for r in rows)
-    print(f"{total} sensor records in {len(rows)} micro-batches; none exceeded "
-          f"{args.max_records_per_trigger} records")
-    print("latest 5-second windows:")
-    spark.sql("select window.start, sensor, n, avg_temp from sensor_averages "
-              "order by window.start desc, sensor limit 8").show(truncate=False)
+    print(f"{total} sensor records in {len(rows)} micro-batches (none above {args.max_records_per_trigger}); "
+          f"{dashboard.delivered} window averages delivered to a Subscriber taking {args.subscriber_ms} ms per row; "
+          f"Subscriber signalled: {'on_complete' if dashboard.done.is_set() and dashboard.error is None else dashboard.error}")
+    if args.chart:
+        print(chart(rows, args.chart))
     spark.stop()
     return 0
+
+
+def chart(rows: List[Dict[str, Any]], path: str) -> str:
+    """Write a PNG of demand and delivered elements per micro-batch; return what was done."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return (f"chart skipped: matplotlib is not installed (pip install 'rs-spark[demo]'); "
+                f"the table above has the same numbers")
+    batches = [r["batch"] for r in rows]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+    top.bar(batches, [r["rows"] for r in rows], color="#4c72b0", label="records read (demand met)")
+    top.plot(batches, [r["outstanding"] for r in rows], color="#dd8452", marker=".", label="demand outstanding")
+    top.plot(batches, [r["buffered"] for r in rows], color="#55a868", marker=".", label="buffered in rs_spark")
+    top.set_ylabel("records")
+    top.set_title("source: publisher -> Spark, per micro-batch")
+    top.legend(loc="upper right", fontsize=8)
+    delivered = [r["delivered"] for r in rows]
+    per_batch = [b - a for a, b in zip([0] + delivered[:-1], delivered)]
+    bottom.bar(batches, per_batch, color="#8172b3", label="rows delivered to the Subscriber")
+    ax2 = bottom.twinx()
+    ax2.plot(batches, [r["ms"] for r in rows], color="#c44e52", marker=".", label="batch time (ms)")
+    ax2.set_ylabel("ms")
+    bottom.set_xlabel("micro-batch")
+    bottom.set_ylabel("rows")
+    bottom.set_title("sink: Spark -> slow Subscriber")
+    bottom.legend(loc="upper left", fontsize=8)
+    ax2.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return f"chart written to {path}"

@@ -53,7 +53,7 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, **optio
 
 def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", ledger: Optional[str] = None,
                  checkpoint: Optional[str] = None, trigger: Optional[dict] = None, query_name: Optional[str] = None,
-                 end_on_stop: bool = True, **options: Any) -> Any:
+                 output_mode: Optional[str] = None, end_on_stop: bool = True, **options: Any) -> Any:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
 
     ``subscriber``: a Subscriber in this process (served on 127.0.0.1 for the query's commits;
@@ -62,7 +62,8 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
     the cause (``end_on_stop=False`` leaves a remote Subscriber open for a restarted query).
     ``elements``: ``dicts``, ``rows``, ``tuples`` or ``batches`` (RecordBatches; demand counts
     batches). ``checkpoint``: checkpointLocation (exactly once across restarts); ``trigger``:
-    keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``.
+    keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
+    ``output_mode``: ``append`` (default), ``update`` or ``complete``.
     Other keyword arguments become sink options.
     """
     from .delivery import DeliveryHub, QueryFailed, send_control
@@ -91,6 +92,8 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
         w = w.trigger(**trigger)
     if query_name:
         w = w.queryName(query_name)
+    if output_mode:
+        w = w.outputMode(output_mode)
     try:
         query = w.start()
     except BaseException as exc:
