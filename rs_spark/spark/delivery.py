@@ -135,6 +135,11 @@ class DeliverySubscription(DrainSubscription):
     def _release(self) -> None:
         self._hub._downstream_gone(None)
 
+    def _error(self, error: BaseException) -> None:
+        if not self._hub._terminal_wanted:  # not the query's end: the Subscriber broke a rule (3.9)
+            self._hub._violation = error
+        super()._error(error)
+
     def _subscriber_failed(self, exc: BaseException, signal: str) -> None:
         # Rule 2.13: on_next raised -> the subscription is cancelled; the query must fail with it.
         self._hub._subscriber_raised = exc
@@ -182,6 +187,7 @@ class DeliveryHub:
         self._active: Optional["_CommitChannel"] = None
         self._ended: Optional[str] = None  # why the hub takes no more batches
         self._subscriber_raised: Optional[BaseException] = None
+        self._violation: Optional[BaseException] = None
         self._pending_terminal: Optional[BaseException] = None
         self._terminal_wanted = False
         self.delivered = 0  # elements handed to on_next in total
@@ -281,6 +287,11 @@ class DeliveryHub:
                              f"on_next at micro-batch {self._sub.batch_id}, row {self._sub.row} (rule 2.13: "
                              "treated as cancellation); the query stops. Fix the Subscriber, then restart "
                              "the query from its checkpoint")
+        violation = self._violation
+        if violation is not None:
+            return SinkError(f"sink '{self.name}': the Subscriber broke the Reactive Streams spec after micro-batch "
+                             f"{self._sub.batch_id}, row {self._sub.row}: {violation} It got on_error and the query "
+                             "stops; fix the Subscriber, then restart the query from its checkpoint")
         if self._ended == "cancelled":
             return SubscriberCancelled(f"sink '{self.name}': the Subscriber cancelled its subscription after "
                                        f"micro-batch {self._sub.batch_id}, row {self._sub.row}; the query stops. "

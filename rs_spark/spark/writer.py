@@ -216,6 +216,7 @@ def deliver(messages: List[Any], batch_id: int, opts: SinkOptions) -> None:
 
     kwargs = {"token": opts.token} if opts.token else {}
     where = f"micro-batch {batch_id} ({total} rows) to {opts.endpoint.split('?')[0] if opts.endpoint else '?'}"
+    proc = None
     try:
         proc = connect_processor(opts.endpoint or "", codec="arrow", **kwargs)
         from_iterable(tagged()).subscribe(proc)
@@ -228,6 +229,9 @@ def deliver(messages: List[Any], batch_id: int, opts: SinkOptions) -> None:
     except NetError as exc:
         raise SinkError(f"delivering {where}: {exc}; is the process serving the Subscriber running? Restart the "
                         "query from its checkpoint once it is: no row is delivered twice") from None
+    finally:
+        if proc is not None:
+            proc._client.close()  # Python workers may be reused: leave no channel open behind
     if len(acks) != 1 or acks[0].num_rows != 1:
         raise SinkError(f"delivering {where}: the sink endpoint answered {acks!r}; it is not an rs_spark sink hub")
     ack = acks[0].to_pylist()[0]

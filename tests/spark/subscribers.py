@@ -10,7 +10,8 @@ class Recorder:
     """Requests ``batch`` at a time (re-requesting when they arrive) and records everything:
     elements, the most demand ever outstanding, the batch id seen per element, terminal signals."""
 
-    def __init__(self, batch=2**62, cancel_after=None, raise_at=None, delay=0.0):
+    def __init__(self, batch=2**62, cancel_after=None, raise_at=None, delay=0.0, bad_request_after=None):
+        self.bad_request_after = bad_request_after
         self.items = []
         self.batch_ids = []
         self.batch = batch
@@ -48,6 +49,9 @@ class Recorder:
         if self.cancel_after is not None and len(self.items) == self.cancel_after:
             self.s.cancel()
             self.done.set()
+            return
+        if self.bad_request_after is not None and len(self.items) == self.bad_request_after:
+            self.s.request(0)  # illegal (rule 3.9)
             return
         if self._outstanding == 0:
             self._request(self.batch)

@@ -156,6 +156,25 @@ def test_spec_2_13_subscriber_raising_in_on_next_fails_the_query_with_that_error
     assert q.rs_sink.ledger.rows == 234  # row 234 of batch 1 raised: not counted as delivered
 
 
+def test_spec_3_9_subscriber_requesting_zero_gets_on_error_and_the_query_fails_naming_the_rule(spark, tmp_path):
+    rec = Recorder(batch=100, bad_request_after=1100)
+    q = rs_spark.write_stream(source(spark), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
+    with pytest.raises(Exception, match="rule 3.9"):
+        q.awaitTermination(120)
+    assert isinstance(rec.error, ValueError) and "rule 3.9" in str(rec.error)
+    assert len(rec.items) == 1100
+
+
+def test_subscriber_that_never_requests_fails_the_commit_after_commit_timeout(spark, tmp_path):
+    rec = Recorder(batch=0)
+    rec._request = lambda n: None  # never signals demand
+    q = rs_spark.write_stream(source(spark, count=10, per_batch=10), rec, checkpoint=str(tmp_path / "ck"),
+                              trigger=AVAILABLE_NOW, commitTimeout="2s")
+    with pytest.raises(Exception, match="did not take the rows within commitTimeout=2.0 s"):
+        q.awaitTermination(120)
+    assert rec.items == []
+
+
 def test_abort_delivers_nothing_of_the_batch_and_signals_on_error(spark, tmp_path):
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType
