@@ -7,6 +7,7 @@ lives until :func:`stop_served` is called or this process exits.
 """
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import tempfile
@@ -16,6 +17,7 @@ from typing import Any, List, Optional
 
 from pyspark.sql import DataFrame, SparkSession
 
+log = logging.getLogger("rs_spark.spark.sink")
 _served: List[Any] = []  # servers this process started for read_stream; stopped by stop_served()
 _lock = threading.Lock()
 
@@ -86,6 +88,11 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
     w = df.writeStream.format("reactive").option("endpoint", endpoint)
     for k, v in options.items():
         w = w.option(k, str(v))
+    if not checkpoint and not df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None):
+        # Like Spark's memory sink: a throw-away checkpoint, so a quick notebook query just runs.
+        checkpoint = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
+        log.warning("write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
+                    "over. Pass checkpoint= for exactly-once delivery across restarts", checkpoint)
     if checkpoint:
         w = w.option("checkpointLocation", checkpoint)
     if trigger:
