@@ -1,7 +1,8 @@
 """rs_spark.net throughput over loopback TCP, publisher and subscriber in separate processes.
 
 Run: ``.venv/bin/python benchmarks/net.py`` (about a minute). Prints one table, measured in
-this run:
+this run (Arrow and ceiling rows: the median of ``REPEAT`` runs of ``BATCHES`` batches each, since
+one run of a few hundred milliseconds on a shared 2-core machine is mostly noise):
 
 * rs_spark.net per-element payloads (JSON ints), and Arrow-batch payloads (int64 column; string
   column) at 64K rows per batch;
@@ -25,8 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa  # noqa: E402
 
+import os  # noqa: E402
+
 ROWS = 65536
-BATCHES = 200
+BATCHES = int(os.environ.get("RS_NET_BENCH_BATCHES", "1000"))  # 512 KiB each for int64: 0.5 GB per run
+REPEAT = int(os.environ.get("RS_NET_BENCH_REPEAT", "5"))
+RSOCKET_BATCHES = 200  # the rsocket package is ~10x slower: fewer batches, same rate
 ELEMENTS = 200_000
 
 
@@ -57,14 +62,15 @@ def raw_sender(conn, kind: str) -> None:
     lsock.bind(("127.0.0.1", 0))
     lsock.listen(1)
     conn.send(lsock.getsockname()[1])
-    c, _ = lsock.accept()
     schema = b.schema.serialize()
-    for _ in range(BATCHES):
-        body = b.serialize()  # the same per-batch work as rs_spark.net's Arrow codec
-        n = len(schema) + body.size + 8
-        c.sendmsg([n.to_bytes(4, "big"), schema, body, b"\xff\xff\xff\xff\x00\x00\x00\x00"])
-    c.sendall((0).to_bytes(4, "big"))
-    c.close()
+    for _ in range(REPEAT + 1):  # one connection per measurement (the first is a warm-up)
+        c, _ = lsock.accept()
+        for _ in range(BATCHES):
+            body = b.serialize()  # the same per-batch work as rs_spark.net's Arrow codec
+            n = len(schema) + body.size + 8
+            c.sendmsg([n.to_bytes(4, "big"), schema, body, b"\xff\xff\xff\xff\x00\x00\x00\x00"])
+        c.sendall((0).to_bytes(4, "big"))
+        c.close()
 
 
 def rsocket_py_server(conn, what: str) -> None:
@@ -90,8 +96,9 @@ def rsocket_py_server(conn, what: str) -> None:
         schema = b.schema.serialize().to_pybytes()
 
         def gen():
-            for i in range(BATCHES):
-                yield Payload(schema + b.serialize().to_pybytes() + b"\xff\xff\xff\xff\x00\x00\x00\x00"), i == BATCHES - 1
+            for i in range(RSOCKET_BATCHES):
+                yield Payload(schema + b.serialize().to_pybytes() + b"\xff\xff\xff\xff\x00\x00\x00\x00"), \
+                    i == RSOCKET_BATCHES - 1
         return StreamFromGenerator(gen)
 
     async def main():
@@ -181,6 +188,12 @@ def measure_rsocket_py(port: int, route_name: str, arrow: bool):
     return asyncio.run(run())
 
 
+def _median(label: str, runs):
+    """The run with the median rate (rows/s) of ``runs`` ((rows, bytes, seconds) each)."""
+    n, nb, dt = sorted(runs, key=lambda r: r[0] / r[2])[len(runs) // 2]
+    return (label, n, nb, dt)
+
+
 def main() -> None:
     ctx = mp.get_context("spawn")
     rows = []
@@ -194,8 +207,8 @@ def main() -> None:
     rows.append(("rs_spark.net, per-element JSON ints", n, None, dt))
     for kind in ("int64", "string"):
         measure_rs(base + "/" + kind, "arrow", 8)
-        n, nb, dt = measure_rs(base + "/" + kind, "arrow", 8)
-        rows.append((f"rs_spark.net, Arrow {kind}, 64K-row batches", n, nb, dt))
+        rows.append(_median(f"rs_spark.net, Arrow {kind}, 64K-row batches",
+                            [measure_rs(base + "/" + kind, "arrow", 8) for _ in range(REPEAT)]))
     parent.send("stop")
     p.join(10)
 
@@ -203,9 +216,11 @@ def main() -> None:
         parent, child = ctx.Pipe()
         p = ctx.Process(target=raw_sender, args=(child, kind), daemon=True)
         p.start()
-        n, nb, dt = measure_raw(parent.recv())
+        port = parent.recv()
+        measure_raw(port)
+        rows.append(_median(f"ceiling: raw socket, same Arrow {kind} IPC bytes",
+                            [measure_raw(port) for _ in range(REPEAT)]))
         p.join(10)
-        rows.append((f"ceiling: raw socket, same Arrow {kind} IPC bytes", n, nb, dt))
 
     for what, route_name, arrow in (("int64", "ints", False), ("int64", "arrow", True), ("string", "arrow", True)):
         parent, child = ctx.Pipe()
@@ -230,7 +245,8 @@ def main() -> None:
             c = ceiling[kind]
             pct = f"{100 * (n / dt) / (c[1] / c[3]):12.0f}%"
         print(f"{label:<52} {n / dt:14,.0f} {mbs} {pct:>13}")
-    print(f"(loopback TCP, {BATCHES} batches of {ROWS} rows; {ELEMENTS} JSON elements; one run; "
+    print(f"(loopback TCP; Arrow rows: median of {REPEAT} runs of {BATCHES} batches of {ROWS} rows, "
+          f"rsocket package {RSOCKET_BATCHES} batches, one run; {ELEMENTS} JSON elements, one run; "
           "MB/s counts Arrow buffer bytes)")
 
 

@@ -287,7 +287,6 @@ def connect(address: str, **options: Any) -> RemotePublisher:
     Each ``subscribe`` opens its own connection.
     """
     addr = parse(address)
-    _refuse_tls(addr, options)
     return RemotePublisher(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
 
@@ -295,7 +294,6 @@ def connect_subscriber(address: str, **options: Any) -> RemoteSubscriber:
     """The Subscriber served at ``address``: subscribe it to a local Publisher. Same options as
     :func:`connect`. Single use, like any Subscriber."""
     addr = parse(address)
-    _refuse_tls(addr, options)
     return RemoteSubscriber(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
 
@@ -304,14 +302,7 @@ def connect_processor(address: str, **options: Any) -> "RemoteProcessor":
     Subscribe a local Subscriber to it for the answers and subscribe it to a local Publisher for
     what to send. Same options as :func:`connect`."""
     addr = parse(address)
-    _refuse_tls(addr, options)
     return RemoteProcessor(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
-
-
-def _refuse_tls(addr: Any, options: Any) -> None:
-    if addr.scheme == "tls" or options.get("ssl") is not None:
-        from .transport import TLS_DISABLED
-        raise NotImplementedError(f"{addr.base}: {TLS_DISABLED}")
 
 
 from .channel import RemoteProcessor  # noqa: E402  (channel imports client lazily)

@@ -82,6 +82,9 @@ class ArrowCodec(Codec):
         self._pa = pa
         self._schema: Any = None
         self._schema_bytes: Any = None
+        self._has_dicts = False
+        self._in_schema: Any = None
+        self._in_schema_bytes: Any = None
 
     def encode(self, item: Any) -> List[Buffer]:
         pa = self._pa
@@ -90,11 +93,33 @@ class ArrowCodec(Codec):
         if self._schema is None or not item.schema.equals(self._schema, check_metadata=True):
             self._schema = item.schema
             self._schema_bytes = item.schema.serialize()  # cached: the schema rarely changes mid-stream
+            self._has_dicts = _has_dictionaries(item.schema)
+        if self._has_dicts:  # dictionary batches must precede the record batch: the general writer
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, item.schema) as w:
+                w.write_batch(item)
+            return [sink.getvalue()]
         return [self._schema_bytes, item.serialize(), _EOS]
 
     def decode(self, data: Buffer) -> Any:
+        # Zero-copy: the batch's columns point into ``data``. A payload is schema + batch + EOS;
+        # the schema message is parsed once and reused while its bytes repeat (they do per stream).
         pa = self._pa
-        return pa.ipc.open_stream(pa.py_buffer(data)).read_next_batch()
+        buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+        try:
+            reader = pa.BufferReader(buf)
+            msg = pa.ipc.read_message(reader)
+            if msg.type != "schema":
+                raise ValueError(f"the payload starts with an Arrow {msg.type} message, not a schema")
+            end = reader.tell()
+            head = buf.slice(0, end)
+            if self._in_schema_bytes is None or not head.equals(self._in_schema_bytes):
+                self._in_schema = pa.ipc.read_schema(head)
+                self._in_schema_bytes = head
+            return pa.ipc.read_record_batch(pa.ipc.read_message(reader), self._in_schema)
+        except (pa.lib.ArrowException, OSError, ValueError, TypeError, KeyError):
+            # Anything unusual (dictionaries, several batches, other writers): the general reader.
+            return pa.ipc.open_stream(buf).read_next_batch()
 
     def count(self, item: Any) -> int:
         return int(item.num_rows)
@@ -122,6 +147,17 @@ class ArrowCodec(Codec):
         if nb <= max_bytes * 0.8:
             return int(batch.num_rows)
         return max(1, int(batch.num_rows * (max_bytes * 0.8) / nb))
+
+
+def _has_dictionaries(schema: Any) -> bool:
+    import pyarrow as pa
+
+    def walk(t: Any) -> bool:
+        if pa.types.is_dictionary(t):
+            return True
+        return any(walk(t.field(i).type) for i in range(getattr(t, "num_fields", 0)))
+
+    return any(walk(f.type) for f in schema)
 
 
 def make_codec(name_or_mime: str) -> Codec:

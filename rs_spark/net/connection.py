@@ -1,6 +1,8 @@
 """One RSocket connection: frame dispatch, stream multiplexing, keepalive, limits, close.
 
-Three threads per connection, each with one job:
+Three threads per connection, each with one job (a TLS connection has a fourth, the
+:class:`~rs_spark.net.transport.TlsPump`, which alone touches the SSL object and hands this
+class a plain socket):
 
 * the *reader* reads and decodes frames and routes them to streams by id; it also runs the
   timers (keepalive, peer liveness, set-up deadline), because it never runs user code and
@@ -32,6 +34,10 @@ from .transport import IDLE, FrameReader, send_buffers
 from .worker import SerialExecutor
 
 log = logging.getLogger("rs_spark.net")
+
+
+SETUP_MAX_BYTES = 64 * 1024
+"""Largest frame a server reads before it has accepted a SETUP frame (token checked)."""
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,7 @@ class Connection:
 
     def __init__(self, sock: socket.socket, *, client: bool, label: str, limits: Limits,
                  handler: Optional[Handler] = None, keepalive: float = 2.0, lifetime: float = 10.0,
-                 on_closed: Optional[Callable[["Connection"], None]] = None,
-                 tls_handshake: bool = False) -> None:
+                 on_closed: Optional[Callable[["Connection"], None]] = None) -> None:
         self.sock = sock
         self.client = client
         self.label = label
@@ -119,7 +124,6 @@ class Connection:
         self.data_mime = ""
         self.endpoint: Any = None  # server: per-connection state set by the handler
         self._on_closed = on_closed
-        self._tls_handshake = tls_handshake
         self._lock = threading.Lock()
         self._streams: Dict[int, Stream] = {}
         self._next_id = 1 if client else 2
@@ -142,8 +146,7 @@ class Connection:
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self) -> None:
-        if not self._tls_handshake:
-            self._writer.start()  # first: the reader may need to send (and flush) at once
+        self._writer.start()  # first: the reader may need to send (and flush) at once
         self._reader.start()
 
     @property
@@ -303,22 +306,29 @@ class Connection:
     # -- reading ------------------------------------------------------------------------
     def _read_loop(self) -> None:
         try:
-            if self._tls_handshake:
-                self.sock.settimeout(self.limits.setup_timeout)
-                self.sock.do_handshake()  # type: ignore[attr-defined]
-                self.sock.settimeout(None)
-                self._writer.start()
-            reader = FrameReader(self.sock, self.limits.max_frame_bytes)
+            full = self.limits.max_frame_bytes
+            if self._ready:
+                reader = FrameReader(self.sock, full)
+            else:  # an unauthenticated peer may not make us allocate a big buffer: SETUP frames are small
+                reader = FrameReader(self.sock, min(full, SETUP_MAX_BYTES), (
+                    " before a SETUP frame was accepted (a SETUP frame is small; is this an RSocket client, and "
+                    "not a TLS client on a tcp:// server?)"))
             next_check = 0.0
+            seen = 0
             for buf in reader.frames(self._tick):
                 now = time.monotonic()
                 if buf is IDLE:
+                    if reader.bytes_read != seen and self._ready:  # a big frame is arriving: the peer is alive
+                        seen = reader.bytes_read
+                        self._last_recv = now
                     if self._on_tick(now):
                         return
                     continue
                 self._last_recv = now
                 if self._closed is None:
                     self._dispatch(F.decode(buf))  # type: ignore[arg-type]
+                    if self._ready and reader.max_frame != full:
+                        reader.max_frame, reader.what = full, ""
                 if now >= next_check:
                     if self._on_tick(now):
                         return
@@ -328,8 +338,6 @@ class Connection:
         except (F.FrameError, MetadataError) as exc:
             self.protocol_error(str(exc))
             self._drain_after_close()
-        except (_ssl.SSLError, socket.timeout) as exc:
-            self.close(Refused(f"{self.label}: TLS handshake failed: {exc}", self.label))
         except OSError as exc:
             if self._closed is None:
                 self.close(ConnectionLost(f"reading from {self.label} failed: {exc}; the peer closed the "

@@ -196,9 +196,10 @@ def encode_metadata_push(metadata: Buffer, prefixed: bool = True) -> List[Buffer
     return _prefix([_HDR.pack(0, (METADATA_PUSH << 10) | FLAG_METADATA), metadata], prefixed)
 
 
-def _split_payload(buf: Buffer, pos: int, flags: int, f: Frame, what: str) -> None:
+def _split_payload(buf: Buffer, pos: int, flags: int, f: Frame, what: str = "") -> None:
     end = len(buf)
     if flags & FLAG_METADATA:
+        what = what or f.type_name
         if end - pos < 3:
             raise FrameError(f"{what}: metadata flag set but no room for the 3-byte metadata length")
         mlen = int.from_bytes(buf[pos:pos + 3], "big")
@@ -220,6 +221,9 @@ def decode(buf: Buffer) -> Frame:
         raise FrameError("stream id has its reserved top bit set")
     ftype, flags = tf >> 10, tf & 0x3FF
     f = Frame(sid, ftype, flags)
+    if ftype == PAYLOAD and sid:  # the hot path: checked first, no name looked up
+        _split_payload(buf, 6, flags, f)
+        return f
     what = f.type_name
     # Stream frames need a stream; connection frames must use stream 0 (Protocol.md "Stream Identifiers").
     if ftype in _STREAM_TYPES and sid == 0:

@@ -20,7 +20,7 @@ from .codecs import make_codec
 from .connection import Connection, Limits, Rejected
 from .errors import NetError
 from .metadata import MetadataError, route_of
-from .transport import listen
+from .transport import listen, refuse, tls_server
 
 log = logging.getLogger("rs_spark.net")
 
@@ -57,16 +57,16 @@ class Server:
             raise ValueError(
                 f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
                 "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
-                "the token and data travel unencrypted (TLS is switched off for now), so tunnel them "
-                "(stunnel, SSH) on untrusted networks")
-        if addr.scheme == "tls" or ssl is not None:
-            from .transport import TLS_DISABLED
-            raise NotImplementedError(f"{addr.base}: {TLS_DISABLED}")
+                "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text")
+        if addr.scheme == "tls" and ssl is None:
+            raise ValueError(f"{addr.base}: a tls:// server needs ssl= (a server ssl.SSLContext with its "
+                             "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
+                             "ctx.load_cert_chain(certfile, keyfile))")
         if ssl is not None and addr.scheme == "tcp":
             addr = Address("tls", addr.host, addr.port, token=addr.token)
         if not addr.is_loopback and ssl is None:
             log.warning("rs_spark.net: serving %s without TLS: the token and all data cross the network in "
-                        "clear text; tunnel them (stunnel, SSH) on untrusted networks", addr.base)
+                        "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks", addr.base)
         self._token = token
         self._ssl = ssl
         self.limits = limits or Limits()
@@ -194,22 +194,24 @@ class Server:
             if len(self._conns) >= self.limits.max_connections:
                 log.warning("rs_spark.net: refused %s: %d connections open (Limits.max_connections)",
                             label, len(self._conns))
-                try:
-                    sock.sendall(F.encode_error(0, F.CONNECTION_ERROR,
+                if self._ssl is None:  # a TLS client could not read a clear-text frame
+                    refuse(sock, F.encode_error(0, F.CONNECTION_ERROR,
                                                 f"{self._addr.base} has too many connections "
-                                                f"({self.limits.max_connections}); retry later")[0])
-                except OSError:
-                    pass
-                sock.close()
+                                                f"({self.limits.max_connections}); retry later"))
+                else:
+                    sock.close()
                 continue
             if sock.family != socket.AF_UNIX:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            tls = self._ssl is not None
-            if tls:
-                sock = self._ssl.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)  # type: ignore[union-attr]
+            if self._ssl is not None:
+                try:  # the handshake runs on the connection's TLS thread, within Limits.setup_timeout
+                    sock = tls_server(sock, self._ssl, label, self.limits.setup_timeout)
+                except (OSError, ValueError) as exc:
+                    log.warning("rs_spark.net: TLS for %s could not start: %s", label, exc)
+                    continue
             conn = Connection(sock, client=False, label=label, limits=self.limits, handler=self,
                               keepalive=self.limits.max_lifetime, lifetime=self.limits.max_lifetime,
-                              on_closed=self._forget, tls_handshake=tls)
+                              on_closed=self._forget)
             with self._lock:
                 self._conns.add(conn)
             conn.start()

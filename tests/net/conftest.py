@@ -60,3 +60,33 @@ def subscriber_child(bind):
     c.results = results
     yield c
     c.kill()
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory):
+    """A self-signed certificate for 127.0.0.1/localhost, made for this test session: (cert, key)."""
+    import shutil
+    import subprocess
+
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl is not on PATH; the TLS tests need it to make a throwaway certificate")
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, timeout=60)
+    return str(cert), str(key)
+
+
+@pytest.fixture(scope="session")
+def tls(tls_files):
+    """(server SSLContext, client SSLContext trusting the throwaway certificate)."""
+    import ssl
+
+    cert, key = tls_files
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(cert, key)
+    client = ssl.create_default_context(cafile=cert)
+    return server, client

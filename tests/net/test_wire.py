@@ -290,21 +290,3 @@ def test_spec_1_1_a_remote_publisher_sending_more_than_requested_fails_the_strea
     with pytest.raises(net.ProtocolError, match=r"rule 1\.1"):
         list(it)
     lsock.close()
-
-
-def test_tls_is_switched_off_with_an_error_that_says_why_and_what_to_do():
-    import ssl
-
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with pytest.raises(NotImplementedError, match="TLS is switched off.*two threads.*Unix socket"):
-        net.serve(rs.range_(1), name="secure", token="t0k", ssl=ctx)
-    with pytest.raises(NotImplementedError, match="TLS is switched off"):
-        net.serve(rs.range_(1), name="secure", bind="tls://127.0.0.1:0", token="t0k")
-    s = net.serve(rs.range_(1), name="plain")
-    try:
-        with pytest.raises(NotImplementedError, match="TLS is switched off"):
-            net.connect(s.address.replace("tcp://", "tls://"))
-        with pytest.raises(NotImplementedError, match="TLS is switched off"):
-            net.connect(s.address, ssl=ssl.create_default_context())
-    finally:
-        s.stop()
