@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from ..arrow.convert import ElementConverter
 from ..arrow.ipc import from_ipc, to_ipc
+from ..streams.errors import SpecViolation
 from .intake import Intake, PublisherFailed
 from .options import SourceOptions
 from .replay_log import MissingData, ReplayLog, read_segment_slice
@@ -97,6 +98,7 @@ class _Live:
         if self._subscribed:
             return
         self._subscribed = True
+        self.subscribed_at = time.monotonic()
         self._cancel_on_sigterm()
         publisher = make_publisher(self.opts)
         publisher.subscribe(self.intake)
@@ -229,6 +231,19 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             err = intake.failed
             if err is not None:
                 raise PublisherFailed(err, s)
+            if intake._subscription is None and not intake.terminated:
+                # Rule 1.9: subscribe() must be followed by on_subscribe. Without it no demand can
+                # be signalled, so waiting longer cannot help: fail after a bounded wait.
+                limit = max(10.0, 20 * o.poll_timeout)
+                while intake._subscription is None and time.monotonic() - live.subscribed_at < limit:
+                    time.sleep(0.05)  # Spark (AvailableNow) would take an empty answer as "no more data"
+                waited = time.monotonic() - live.subscribed_at
+                if intake._subscription is None:
+                    raise SpecViolation("1.9", (
+                        f"format('reactive'): the publisher did not call on_subscribe within {waited:.0f} s of "
+                        "subscribe(), so no records can be requested; fix the publisher (or its factory) to "
+                        "call subscriber.on_subscribe(subscription) first"))
+                return {"offset": s}
             if self._available_now:
                 # The publisher completed, or sent nothing within pollTimeout although records were
                 # requested: what was available has been read, so Trigger.AvailableNow ends here.

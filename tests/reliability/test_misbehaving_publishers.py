@@ -54,6 +54,6 @@ def test_publisher_that_never_signals_ends_available_now_without_hanging(spark):
     assert run(spark, "silent", "m_silent") == 0
 
 
-def test_publisher_that_never_calls_on_subscribe_does_not_hang_available_now(spark):
-    # Rule 1.9 broken: nothing arrives; AvailableNow ends after pollTimeout with nothing read.
-    assert run(spark, "never_subscribes", "m_never") == 0
+def test_spec_1_9_publisher_that_never_calls_on_subscribe_fails_the_query_within_bounded_time(spark):
+    with pytest.raises(Exception, match=r"did not call on_subscribe within 1\d s of subscribe\(\).*rule 1.9"):
+        run(spark, "never_subscribes", "m_never")
