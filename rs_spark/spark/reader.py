@@ -28,6 +28,7 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
+from ..arrow.batch_server import Address, BatchServer, FetchError, fetch
 from ..arrow.convert import ElementConverter
 from ..arrow.ipc import from_ipc, to_ipc
 from ..streams.errors import SpecViolation
@@ -37,6 +38,10 @@ from .replay_log import MissingData, ReplayLog, read_segment_slice
 from .resolve import make_publisher
 
 log = logging.getLogger("rs_spark.source")
+
+# batchTransport=auto: partitions up to this size travel inside Spark's tasks; larger ones are
+# fetched by executors from the reader process (through the JVM costs ~25 ms per MB).
+_INLINE_MAX_BYTES = 1 << 20
 
 
 class DataLossError(RuntimeError):
@@ -51,6 +56,15 @@ class InlinePartition(InputPartition):
         self.ipc = ipc
 
 
+class FetchPartition(InputPartition):
+    """Rows ``[lo, hi)`` of the micro-batch planned at offset ``key``, fetched by the executor
+    straight from the driver-side reader process (no replay log; large batches)."""
+
+    def __init__(self, address: Address, key: int, lo: int, hi: int) -> None:
+        super().__init__(key + lo)
+        self.address, self.key, self.lo, self.hi = address, key, lo, hi
+
+
 class LogPartition(InputPartition):
     """Rows ``[lo, hi)`` of replay-log segments, read by the executor from the log."""
 
@@ -61,11 +75,11 @@ class LogPartition(InputPartition):
 
 
 class _Planned:
-    __slots__ = ("end", "batches")
+    __slots__ = ("end", "table")
 
-    def __init__(self, end: int, batches: List[pa.RecordBatch]) -> None:
+    def __init__(self, end: int, table: pa.Table) -> None:
         self.end = end
-        self.batches = batches
+        self.table = table
 
 
 class _Live:
@@ -77,6 +91,7 @@ class _Live:
         self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
         self.log = ReplayLog(opts.log_path) if opts.log_path else None
         self.memory: Dict[int, _Planned] = {}
+        self._server: Optional[BatchServer] = None
         if self.log is None:
             log.warning(
                 "format('reactive') runs without option logPath: planned micro-batches are kept only in the "
@@ -86,6 +101,7 @@ class _Live:
             base = start
         else:
             base = max(start, self.log.end_offset())
+            self.report_in_flight_loss(base)
         self.next_offset = base
         self.intake = Intake(opts.max_buffered, base)
         self.last_batch_at = time.monotonic()
@@ -93,6 +109,8 @@ class _Live:
         self.dropped = 0
         self.available_now_done = False
         self._subscribed = False
+        self._noted = -1
+        self._stopped = False
 
     def subscribe(self) -> None:
         if self._subscribed:
@@ -100,6 +118,8 @@ class _Live:
         self._subscribed = True
         self.subscribed_at = time.monotonic()
         self._cancel_on_sigterm()
+        if self.log is not None:
+            threading.Thread(target=self._note_loop, name="rs-reactive-received", daemon=True).start()
         publisher = make_publisher(self.opts)
         publisher.subscribe(self.intake)
         if self.opts.prefetch:
@@ -121,7 +141,20 @@ class _Live:
         if self.log is not None:
             self.log.append(start, end, batches, self.schema)
         else:
-            self.memory[start] = _Planned(end, batches)
+            self.memory[start] = _Planned(end, pa.Table.from_batches(batches, schema=self.schema))
+
+    def server(self) -> Address:
+        """Start (once) the server executors fetch planned micro-batches from."""
+        if self._server is None:
+            self._server = BatchServer(self._lookup)
+        return self._server.address
+
+    def _lookup(self, key: int, lo: int, hi: int) -> Tuple[pa.Schema, List[pa.RecordBatch]]:
+        planned = self.memory.get(key)  # dict reads are atomic; commit() only removes entries
+        if planned is None:
+            raise LookupError(f"format('reactive'): the micro-batch planned at offset {key} is no longer held by "
+                              "the reader process (it was committed, or the driver restarted)")
+        return self.schema, planned.table.slice(lo, hi - lo).to_batches()
 
     def _cancel_on_sigterm(self) -> None:
         """When a query stops, Spark ends this process with SIGTERM, whose default action skips
@@ -142,7 +175,45 @@ class _Live:
         except ValueError:  # not the main thread of the interpreter after all
             pass
 
+    def report_in_flight_loss(self, logged_end: int) -> None:
+        """Records the previous reader process received but had not logged died with it."""
+        assert self.log is not None
+        received = self.log.received()
+        if received is None or received <= logged_end:
+            return
+        lost = received - logged_end
+        msg = (f"format('reactive'): the previous reader process received {lost} records (offsets {logged_end}.."
+               f"{received - 1}) that were not yet in the replay log at {self.opts.log_path} when it stopped; the "
+               "publisher cannot replay them (a new subscription starts after them)")
+        self.log.note_received(logged_end)  # reported once
+        if self.opts.fail_on_data_loss:
+            raise DataLossError(msg + ". Set failOnDataLoss=false to continue without them.")
+        log.warning("%s; continuing (failOnDataLoss=false)", msg)
+
+    def _note_loop(self) -> None:
+        # Records prefetched between micro-batches are noted too, so a crash's loss is counted.
+        while not self.intake.terminated and not self._stopped:
+            time.sleep(0.5)
+            try:
+                self.note_received()
+            except Exception as exc:  # a note is best effort; the log itself is what matters
+                log.debug("format('reactive'): could not note received records: %s", exc)
+
+    def note_received(self) -> None:
+        if self.log is not None and not self._stopped:
+            now = self.next_offset + self.intake.buffered_rows
+            if now != self._noted:  # one small write per change, not per poll
+                self._noted = now
+                self.log.note_received(now)
+
     def stop(self) -> None:
+        self._stopped = True
+        if self.log is not None:
+            dropped = self.intake.buffered_rows
+            if dropped:
+                log.warning("format('reactive'): stopping drops %d records received after the last micro-batch "
+                            "(offsets from %d); the publisher cannot replay them", dropped, self.next_offset)
+            self.log.note_received(self.next_offset)  # a clean stop: nothing to report at the next start
         if not self.intake.cancel(wait=10.0):
             log.warning("format('reactive'): the publisher did not accept cancel() within 10 s "
                         "(its request() or cancel() is blocking); stopping anyway")
@@ -198,6 +269,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             s = self._realign(live, s)
         intake = live.intake
         intake.check()
+        live.note_received()  # includes what prefetch received while Spark ran the last batch
         o = self._opts
 
         max_rows: Optional[int] = None
@@ -226,7 +298,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             waited = time.monotonic() - live.last_batch_at
             if rows == 0 or waited < o.max_trigger_delay:
                 return {"offset": s}
-        elements = intake.take_rows(max_rows)
+        elements, taken = intake.take_rows(max_rows)
         if not elements:
             err = intake.failed
             if err is not None:
@@ -250,7 +322,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 live.available_now_done = True
             return {"offset": s}
 
-        end = s + sum(live.converter.rows_of(e) for e in elements)
+        end = s + taken
         converted = live.converter.convert(elements, s)
         live.malformed += converted.malformed
         live.dropped += converted.dropped
@@ -262,6 +334,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         live.last_batch_at = time.monotonic()
         if o.prefetch:
             intake.demand_up_to(want)
+        live.note_received()  # so a crash's in-flight records are counted at the next start
         return {"offset": end}
 
     def _elements_for(self, intake: Intake, rows: Optional[int]) -> int:
@@ -307,16 +380,22 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if planned is None or planned.end != e:
             return self._lost(s, e, f"the micro-batch [{s}, {e}) was planned by an earlier reader process "
                               "(the driver restarted) and was kept only in its memory")
-        batches = planned.batches
-        table = pa.Table.from_batches(batches, schema=live.schema) if batches else None
-        rows = table.num_rows if table is not None else 0
+        table = planned.table
+        rows = table.num_rows
         if rows == 0:
             return []
-        parts = []
+        parts: List[InputPartition] = []
         step = math.ceil(rows / n)
+        inline = self._opts.batch_transport == "inline" or (
+            self._opts.batch_transport == "auto" and table.nbytes <= _INLINE_MAX_BYTES * n)
+        address = None if inline else live.server()
         for lo in range(0, rows, step):
-            piece = table.slice(lo, step).combine_chunks().to_batches()  # type: ignore[union-attr]
-            parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
+            hi = min(lo + step, rows)
+            if address is None:
+                piece = table.slice(lo, hi - lo).combine_chunks().to_batches()
+                parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
+            else:
+                parts.append(FetchPartition(address, s, lo, hi))
         return parts
 
     def _lost(self, s: int, e: int, why: str) -> List[InputPartition]:
@@ -330,6 +409,15 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, InlinePartition):
             yield from from_ipc(partition.ipc)
+        elif isinstance(partition, FetchPartition):
+            try:
+                yield from fetch(partition.address, partition.key, partition.lo, partition.hi)
+            except FetchError as exc:
+                raise FetchError(
+                    f"format('reactive'): an executor could not fetch its micro-batch rows from the driver-side "
+                    f"reader process: {exc}. Executors must reach the driver host on that port; otherwise set "
+                    "option logPath to a location executors can read (also gives replay after a restart), or "
+                    "batchTransport=inline (rows travel inside Spark's tasks, slower for large batches)") from None
         elif isinstance(partition, LogPartition):
             for name, lo, hi in partition.pieces:
                 yield from read_segment_slice(partition.uri, name, lo, hi)
@@ -417,4 +505,5 @@ def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         yield batch
 
 
-__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition"]
+__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition",
+           "FetchPartition"]

@@ -8,6 +8,7 @@ read slices of segments by row range; ``commit(end)`` deletes segments wholly be
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import uuid
 from typing import List, Optional, Sequence, Tuple
@@ -67,6 +68,23 @@ class ReplayLog:
         """The offset after the last segment (0 for an empty log)."""
         segs = self.segments()
         return segs[-1].end if segs else 0
+
+    _RECEIVED = "received.json"
+
+    def note_received(self, offset: int) -> None:
+        """Record that records up to ``offset`` reached this reader (logged or not yet)."""
+        tmp = self._path(f".tmp-{uuid.uuid4().hex}")
+        with self._fs.open_output_stream(tmp) as out:
+            out.write(json.dumps({"received": int(offset)}).encode())
+        self._fs.move(tmp, self._path(self._RECEIVED))
+
+    def received(self) -> Optional[int]:
+        """The last offset :meth:`note_received` recorded (None if never)."""
+        try:
+            with self._fs.open_input_stream(self._path(self._RECEIVED)) as f:
+                return int(json.loads(f.read().decode())["received"])
+        except (OSError, FileNotFoundError, ValueError, KeyError):
+            return None
 
     def append(self, start: int, end: int, batches: Sequence[pa.RecordBatch], schema: pa.Schema) -> Segment:
         """Durably write ``batches`` as the rows of offsets ``[start, end)``."""

@@ -15,6 +15,7 @@ def main() -> int:
     ap.add_argument("--count", default="1000", help="records for --factory")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--available-now", action="store_true")
+    ap.add_argument("--fail-on-data-loss", default="true")
     ap.add_argument("--sink", required=True)
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--log", required=True)
@@ -30,7 +31,7 @@ def main() -> int:
     r = (r.option("publisher", a.factory).option("publisher.count", a.count) if a.factory
          else r.option("endpoint", a.source))
     df = (r.option("logPath", a.log).option("maxRecordsPerTrigger", "300").option("pollTimeout", "100ms")
-          .option("numPartitions", "2").load())
+          .option("numPartitions", "2").option("failOnDataLoss", a.fail_on_data_loss).load())
     w = df.writeStream.format("reactive").option("endpoint", a.sink).option("checkpointLocation", a.checkpoint)
     q = (w.trigger(availableNow=True) if a.available_now else w.trigger(processingTime="100 milliseconds")).start()
     print("STARTED", flush=True)
