@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.mark.slow
 def test_demo_runs_the_pipeline_into_the_slow_subscriber_and_writes_the_chart(tmp_path):
     chart = tmp_path / "demo.png"
-    out = subprocess.run([sys.executable, "-m", "rs_spark", "demo", "--seconds", "14", "--chart", str(chart)],
+    out = subprocess.run([sys.executable, "-m", "rs_spark", "demo", "--seconds", "20", "--chart", str(chart)],
                          cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "micro-batches (none above 2000)" in out.stdout

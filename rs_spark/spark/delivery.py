@@ -180,6 +180,7 @@ class DeliveryHub:
             raise TypeError(f"the sink needs a Reactive Streams Subscriber (on_subscribe/on_next/on_error/"
                             f"on_complete), got {subscriber!r}")
         self.elements = elements
+        self.defer_abort = False  # True when the query's end is watched (rs_spark.write_stream)
         self.name = name or f"sink-{uuid.uuid4().hex[:10]}"
         self._lock = threading.Lock()
         self.ledger = Ledger(ledger)
@@ -255,7 +256,17 @@ class DeliveryHub:
         self._sub._schedule()
 
     def abort(self, batch_id: int, reason: str) -> None:
-        """Spark aborted ``batch_id``: nothing of it is delivered; the Subscriber gets ``on_error``."""
+        """Spark aborted ``batch_id``: nothing of it is delivered; the Subscriber gets ``on_error``
+        (or, when the query's end is watched (``defer_abort``), what the end says: a query
+        stopped mid-batch completes, a failed one errors with the cause)."""
+        if self.defer_abort:
+            with self._lock:
+                active, self._active = self._active, None
+                self._queue.clear()
+                self._idle.notify_all()
+            if active is not None:
+                active.refuse(SinkError(f"sink '{self.name}': Spark aborted micro-batch {batch_id}"))
+            return
         with self._lock:
             cut = self._active is not None
         self.finish(BatchAborted(f"Spark aborted micro-batch {batch_id}{' while it was being delivered' if cut else ''}"

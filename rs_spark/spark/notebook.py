@@ -78,6 +78,7 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
         endpoint = subscriber
     else:
         hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
+        hub.defer_abort = True  # the query's end (watched below) decides: stop -> complete, failure -> error
         endpoint = hub.serve()
     staging: Optional[str] = None
     if not any(k.lower() == "staginglocation" for k in options) and _is_local(df.sparkSession):
