@@ -1,0 +1,239 @@
+package rsspark.jvm;
+
+import java.beans.PropertyDescriptor;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.lang.reflect.Method;
+import java.lang.reflect.RecordComponent;
+import java.nio.channels.Channels;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.Float4Vector;
+import org.apache.arrow.vector.Float8Vector;
+import org.apache.arrow.vector.IntVector;
+import org.apache.arrow.vector.SmallIntVector;
+import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.TinyIntVector;
+import org.apache.arrow.vector.VarBinaryVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamWriter;
+import org.apache.arrow.vector.types.pojo.Field;
+import org.apache.arrow.vector.types.pojo.Schema;
+
+/**
+ * Elements -> one Arrow IPC stream (schema + one record batch) in a byte[].
+ *
+ * <p>Elements: a scalar (boxed primitive, String, byte[], Instant) for a one-column schema; a
+ * {@code Map} (by field name); a record (by component name); a bean (by getter); a {@code List}
+ * or {@code Object[]} (by position). Not thread-safe: one encoder per bridge.
+ */
+public final class BatchEncoder implements AutoCloseable {
+    private final Schema schema;
+    private final VectorSchemaRoot root;
+    private final Writer[] writers;
+    private final String[] names;
+    private final Map<Class<?>, Function<Object, Object>[]> extractors = new IdentityHashMap<>();
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream(1 << 16);
+
+    /** Thrown for an element that does not fit the schema; {@code index} is its position in the call. */
+    public static final class EncodeException extends RuntimeException {
+        public final int index;
+
+        EncodeException(int index, String message, Throwable cause) {
+            super(message, cause);
+            this.index = index;
+        }
+    }
+
+    public BatchEncoder(Schema schema, BufferAllocator allocator) {
+        this.schema = schema;
+        this.root = VectorSchemaRoot.create(schema, allocator);
+        List<Field> fields = schema.getFields();
+        this.writers = new Writer[fields.size()];
+        this.names = new String[fields.size()];
+        for (int i = 0; i < writers.length; i++) {
+            names[i] = fields.get(i).getName();
+            writers[i] = writer(root.getVector(i));
+        }
+    }
+
+    public Schema schema() {
+        return schema;
+    }
+
+    /**
+     * Encode {@code elements[from, to)}; on a bad element, encode the ones before it and throw
+     * {@link EncodeException} with its index (the caller decides what the prefix is worth).
+     */
+    public byte[] encode(List<?> elements, int from, int to, long firstOffset) {
+        int n = to - from;
+        for (FieldVector v : root.getFieldVectors()) {
+            v.setInitialCapacity(n);
+            v.allocateNew();
+        }
+        int row = 0;
+        EncodeException failure = null;
+        for (int k = from; k < to; k++, row++) {
+            Object e = elements.get(k);
+            try {
+                Function<Object, Object>[] ex = extractorsFor(e);
+                for (int f = 0; f < writers.length; f++) {
+                    Object value = ex == null ? e : ex[f].apply(e);
+                    try {
+                        if (value == null) {
+                            ((FieldVector) root.getVector(f)).setNull(row);
+                        } else {
+                            writers[f].write(row, value);
+                        }
+                    } catch (RuntimeException bad) {
+                        throw new EncodeException(k, "element at offset " + (firstOffset + (k - from))
+                                + " does not fit the schema: field '" + names[f] + "' ("
+                                + Schemas.typeName(schema.getFields().get(f).getType()) + ") got "
+                                + value.getClass().getName() + " " + shortString(value) + ": " + bad, bad);
+                    }
+                }
+            } catch (EncodeException ee) {
+                failure = ee;
+                break;
+            } catch (RuntimeException bad) {
+                failure = new EncodeException(k, "element at offset " + (firstOffset + (k - from))
+                        + " cannot be encoded with schema \"" + Schemas.format(schema) + "\": " + bad, bad);
+                break;
+            }
+        }
+        byte[] bytes = row > 0 || failure == null ? write(row) : null;
+        if (failure != null) {
+            pending = bytes;
+            throw failure;
+        }
+        return bytes;
+    }
+
+    private byte[] pending;
+
+    /** The rows encoded before the element that failed the last {@link #encode} call (or null). */
+    public byte[] takeEncodedPrefix() {
+        byte[] b = pending;
+        pending = null;
+        return b;
+    }
+
+    private byte[] write(int rows) {
+        root.setRowCount(rows);
+        out.reset();
+        try (ArrowStreamWriter w = new ArrowStreamWriter(root, null, Channels.newChannel(out))) {
+            w.start();
+            w.writeBatch();
+            w.end();
+        } catch (IOException e) {
+            throw new IllegalStateException("writing an Arrow IPC stream to memory failed", e);
+        }
+        return out.toByteArray();
+    }
+
+    static String shortString(Object v) {
+        String s = v instanceof byte[] ? ("byte[" + ((byte[]) v).length + "]") : String.valueOf(v);
+        return s.length() > 120 ? s.substring(0, 120) + "..." : s;
+    }
+
+    @SuppressWarnings("unchecked")
+    private Function<Object, Object>[] extractorsFor(Object e) {
+        if (e == null) throw new NullPointerException("null element (rule 2.13)");
+        Class<?> c = e.getClass();
+        if (writers.length == 1 && Schemas.scalarType(c) != null) return null;
+        Function<Object, Object>[] ex = extractors.get(c);
+        if (ex != null) return ex;
+        ex = new Function[writers.length];
+        if (e instanceof Map) {
+            for (int f = 0; f < ex.length; f++) {
+                String name = names[f];
+                ex[f] = m -> ((Map<?, ?>) m).get(name);
+            }
+        } else if (e instanceof List) {
+            for (int f = 0; f < ex.length; f++) {
+                int pos = f;
+                ex[f] = l -> ((List<?>) l).get(pos);
+            }
+        } else if (e instanceof Object[]) {
+            for (int f = 0; f < ex.length; f++) {
+                int pos = f;
+                ex[f] = a -> ((Object[]) a)[pos];
+            }
+        } else {
+            Map<String, Method> getters = new HashMap<>();
+            if (c.isRecord()) {
+                for (RecordComponent rc : c.getRecordComponents()) getters.put(rc.getName(), rc.getAccessor());
+            } else {
+                for (PropertyDescriptor pd : Schemas.beanProperties(c)) getters.put(pd.getName(), pd.getReadMethod());
+            }
+            for (int f = 0; f < ex.length; f++) {
+                Method m = getters.get(names[f]);
+                if (m == null) {
+                    if (writers.length == 1 && getters.isEmpty()) {
+                        throw new IllegalArgumentException(c.getName() + " is no scalar, Map, List, record or bean");
+                    }
+                    throw new IllegalArgumentException(c.getName() + " has no " + (c.isRecord() ? "component" : "bean property")
+                            + " '" + names[f] + "' (it has " + getters.keySet() + ")");
+                }
+                m.setAccessible(true);
+                ex[f] = o -> {
+                    try {
+                        return m.invoke(o);
+                    } catch (ReflectiveOperationException r) {
+                        throw new IllegalStateException("calling " + m + " failed: " + r, r);
+                    }
+                };
+            }
+        }
+        extractors.put(c, ex);
+        return ex;
+    }
+
+    interface Writer {
+        void write(int row, Object value);
+    }
+
+    static Writer writer(org.apache.arrow.vector.ValueVector v) {
+        if (v instanceof BigIntVector) { BigIntVector x = (BigIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).longValue()); }
+        if (v instanceof IntVector) { IntVector x = (IntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).intValue()); }
+        if (v instanceof SmallIntVector) { SmallIntVector x = (SmallIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).shortValue()); }
+        if (v instanceof TinyIntVector) { TinyIntVector x = (TinyIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).byteValue()); }
+        if (v instanceof Float8Vector) { Float8Vector x = (Float8Vector) v; return (i, o) -> x.setSafe(i, ((Number) o).doubleValue()); }
+        if (v instanceof Float4Vector) { Float4Vector x = (Float4Vector) v; return (i, o) -> x.setSafe(i, ((Number) o).floatValue()); }
+        if (v instanceof BitVector) { BitVector x = (BitVector) v; return (i, o) -> x.setSafe(i, ((Boolean) o) ? 1 : 0); }
+        if (v instanceof VarCharVector) {
+            VarCharVector x = (VarCharVector) v;
+            return (i, o) -> x.setSafe(i, (o instanceof CharSequence || o instanceof Character)
+                    ? o.toString().getBytes(StandardCharsets.UTF_8) : failType(o, "a String"));
+        }
+        if (v instanceof VarBinaryVector) { VarBinaryVector x = (VarBinaryVector) v; return (i, o) -> x.setSafe(i, (byte[]) o); }
+        if (v instanceof TimeStampMicroTZVector) {
+            TimeStampMicroTZVector x = (TimeStampMicroTZVector) v;
+            return (i, o) -> {
+                Instant t = (Instant) o;
+                x.setSafe(i, Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000L), t.getNano() / 1000));
+            };
+        }
+        throw new IllegalArgumentException("no writer for " + v.getField());
+    }
+
+    private static byte[] failType(Object o, String what) {
+        throw new ClassCastException(o.getClass().getName() + " is not " + what);
+    }
+
+    @Override
+    public void close() {
+        root.close();
+    }
+}

@@ -1,0 +1,176 @@
+package rsspark.jvm;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Flow;
+import java.util.concurrent.SubmissionPublisher;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+/** The JVM-facing Subscriber side of JVM Publisher -> Python (spec section 2), and its batching. */
+class PublisherBridgeTest {
+    private static List<Object> drain(PublisherBridge b, int rows) throws Exception {
+        List<Object> out = new ArrayList<>();
+        while (true) {
+            byte[] d = b.poll(rows, 2000, 2);
+            assertNotNull(d, "nothing within 2 s");
+            if (d.length == 0) return out;
+            out.addAll(Util.column(d));
+        }
+    }
+
+    @Test
+    void submissionPublisherElementsArriveInOrderInBatchesOfAtMostMaxRows() throws Exception {
+        try (PublisherBridge b = Shim.pull(Sources.submissionLongs(10_000), null)) {
+            b.start();
+            b.request(10_000);
+            List<Object> got = new ArrayList<>();
+            int batches = 0;
+            while (true) {
+                byte[] d = b.poll(3000, 2000, 2);
+                assertNotNull(d);
+                if (d.length == 0) break;
+                List<Object> c = Util.column(d);
+                assertTrue(c.size() <= 3000);
+                got.addAll(c);
+                batches++;
+            }
+            assertEquals("complete", b.state());
+            assertEquals(10_000, got.size());
+            for (int i = 0; i < got.size(); i++) assertEquals((long) i, got.get(i));
+            assertTrue(batches >= 4);
+            assertEquals("value:int64", b.schema());
+        }
+    }
+
+    @Test
+    void demandIsPassedThroughAndNothingIsBufferedBeyondIt() throws Exception {
+        AtomicLong upstreamRequested = new AtomicLong();
+        Flow.Publisher<Object> endless = s -> s.onSubscribe(new Flow.Subscription() {
+            long next;
+            public void request(long n) {
+                upstreamRequested.addAndGet(n);
+                for (long i = 0; i < n; i++) s.onNext(next++);
+            }
+            public void cancel() {}
+        });
+        try (PublisherBridge b = Shim.pull(endless, "value:int64")) {
+            b.request(5); // before start: held until onSubscribe
+            b.start();
+            assertEquals(5, upstreamRequested.get());
+            assertEquals(5, b.buffered());
+            assertEquals(List.of(0L, 1L, 2L, 3L, 4L), Util.column(b.poll(100, 1000, 0)));
+            assertNull(b.poll(100, 50, 0), "nothing more without demand");
+            b.request(3);
+            assertEquals(8, upstreamRequested.get());
+            assertEquals(List.of(5L, 6L, 7L), Util.column(b.poll(100, 1000, 0)));
+        }
+    }
+
+    @Test
+    void spec_1_1_aPublisherSendingMoreThanRequestedFailsNamingTheRule() throws Exception {
+        AtomicInteger cancels = new AtomicInteger();
+        Flow.Publisher<Object> bad = s -> s.onSubscribe(new Flow.Subscription() {
+            long i;
+            public void request(long n) {
+                for (long k = 0; k <= n; k++) s.onNext(i++);
+            }
+            public void cancel() { cancels.incrementAndGet(); }
+        });
+        try (PublisherBridge b = Shim.pull(bad, "value:int64")) {
+            b.start();
+            b.request(2);
+            List<Object> got = drain(b, 100);
+            assertEquals(List.of(0L, 1L), got);
+            assertEquals("error", b.state());
+            assertTrue(b.errorText().contains("rule 1.1"), b.errorText());
+            for (int i = 0; i < 100 && cancels.get() == 0; i++) Thread.sleep(10);
+            assertEquals(1, cancels.get());
+        }
+    }
+
+    @Test
+    void spec_2_5_aSecondOnSubscribeIsCancelled() {
+        try (PublisherBridge b = Shim.pull(Sources.submissionLongs(1), null)) {
+            AtomicInteger cancelled = new AtomicInteger();
+            Flow.Subscription s = new Flow.Subscription() {
+                public void request(long n) {}
+                public void cancel() { cancelled.incrementAndGet(); }
+            };
+            b.onSubscribe(s);
+            b.onSubscribe(s);
+            assertEquals(1, cancelled.get());
+        }
+    }
+
+    @Test
+    void spec_2_13_nullSignalsThrowNullPointerException() {
+        try (PublisherBridge b = Shim.pull(Sources.submissionLongs(1), null)) {
+            assertThrows(NullPointerException.class, () -> b.onSubscribe(null));
+            assertThrows(NullPointerException.class, () -> b.onNext(null));
+            assertThrows(NullPointerException.class, () -> b.onError(null));
+        }
+    }
+
+    @Test
+    void spec_3_9_requestOfZeroIsRejected() {
+        try (PublisherBridge b = Shim.pull(Sources.submissionLongs(1), null)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> b.request(0));
+            assertTrue(e.getMessage().contains("3.9"));
+        }
+    }
+
+    @Test
+    void upstreamErrorsReachPythonAfterTheElementsBeforeThem() throws Exception {
+        try (PublisherBridge b = Shim.pull(Sources.submissionFailing(3, "boom"), null)) {
+            b.start();
+            b.request(10);
+            assertEquals(List.of(0L, 1L, 2L), drain(b, 100));
+            assertEquals("error", b.state());
+            assertEquals("java.lang.IllegalStateException: boom", b.errorText());
+        }
+    }
+
+    @Test
+    void aBadElementFailsTheStreamWithItsOffsetAndCancelsUpstream() throws Exception {
+        SubmissionPublisher<Object> p = new SubmissionPublisher<>();
+        try (PublisherBridge b = Shim.pull(p, "value:int64")) {
+            b.start();
+            b.request(10);
+            for (int i = 0; i < 100 && p.getNumberOfSubscribers() == 0; i++) Thread.sleep(10);
+            p.submit(1L);
+            p.submit("x");
+            for (int i = 0; i < 200 && b.received() < 2; i++) Thread.sleep(10);
+            List<Object> got = drain(b, 100);
+            assertEquals(List.of(1L), got);
+            assertEquals("error", b.state());
+            assertTrue(b.errorText().contains("offset 1"), b.errorText());
+            for (int i = 0; i < 200 && p.getNumberOfSubscribers() > 0; i++) Thread.sleep(10);
+            assertEquals(0, p.getNumberOfSubscribers(), "upstream cancelled");
+        }
+    }
+
+    @Test
+    void cancelStopsUpstreamAndWakesThePoller() throws Exception {
+        try (PublisherBridge b = Shim.pull(Sources.submissionEndless(), null)) {
+            b.start();
+            b.request(10);
+            Thread t = new Thread(() -> {
+                try {
+                    Thread.sleep(100);
+                } catch (InterruptedException ignored) {
+                }
+                b.cancel();
+            });
+            t.start();
+            drain(b, 1000); // ends with the empty array once cancelled
+            assertEquals("cancelled", b.state());
+            assertEquals(0, b.buffered());
+        }
+        assertEquals(0, Memory.allocated(), "every Arrow buffer released");
+    }
+}

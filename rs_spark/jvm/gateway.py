@@ -1,0 +1,141 @@
+"""Where the shim's jar is, and a standalone JVM (py4j ``launch_gateway``) for use without Spark.
+
+Inside a Spark driver use ``spark._jvm`` instead (see :mod:`rs_spark.spark.jvm`). This module
+imports py4j only, never pyspark; it finds pyspark's bundled Arrow jars by path.
+"""
+from __future__ import annotations
+
+import glob
+import importlib.util
+import os
+import subprocess
+import threading
+from typing import Any, Iterable, List, Optional, Sequence
+
+JAR_NAME = "rs-spark-jvm.jar"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Java 17 modules: Arrow's memory module reads direct buffers' addresses.
+JAVA_OPTS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true")
+# pyspark's jars the shim needs outside Spark (Arrow and what Arrow needs).
+_STANDALONE_PREFIXES = ("arrow-", "flatbuffers-", "netty-buffer", "netty-common", "slf4j-api", "jackson-annotations",
+                        "jackson-core", "jackson-databind", "commons-codec", "py4j-")
+
+
+class ShimNotFound(RuntimeError):
+    """The shim's jar (or its classes in a JVM) cannot be found."""
+
+
+def jar_path() -> str:
+    """The shim jar shipped in this package (built by ``bash jvm-shim/build``)."""
+    p = os.path.join(_HERE, "jars", JAR_NAME)
+    if not os.path.isfile(p):
+        raise ShimNotFound(
+            f"{p} is missing: this is a source checkout where the JVM shim was not built yet. "
+            "Run: bash jvm-shim/build   (needs a JDK 17; Debian packages are installed when missing)")
+    return p
+
+
+def spark_jars_dir() -> Optional[str]:
+    """pyspark's bundled jars directory (Arrow for Java lives there), found without importing pyspark."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        d = os.path.join(loc, "jars")
+        if os.path.isdir(d):
+            return d
+    return None
+
+
+def debian_jar(name: str) -> Optional[str]:
+    """``/usr/share/java/<name>.jar`` when the Debian package is installed (e.g. ``reactive-streams``)."""
+    p = os.path.join("/usr/share/java", name + ".jar")
+    return p if os.path.isfile(p) else None
+
+
+def standalone_classpath(extra_jars: Iterable[str] = ()) -> List[str]:
+    """The shim jar, Arrow for Java (from pyspark) and ``extra_jars``."""
+    jars = [jar_path()]
+    d = spark_jars_dir()
+    if d is None:
+        raise ShimNotFound("pyspark is not installed, and its jars directory holds the Arrow jars the shim needs")
+    for j in sorted(glob.glob(os.path.join(d, "*.jar"))):
+        if os.path.basename(j).startswith(_STANDALONE_PREFIXES):
+            jars.append(j)
+    jars.extend(extra_jars)
+    return jars
+
+
+class Gateway:
+    """A standalone JVM with the shim, reached through py4j; ``jvm`` is its JVMView. Close it when done."""
+
+    def __init__(self, gateway: Any, proc: Any) -> None:
+        self.gateway = gateway
+        self.jvm = gateway.jvm
+        self._proc = proc
+
+    def close(self) -> None:
+        try:
+            self.gateway.shutdown()
+        except Exception:  # the JVM may be gone already
+            pass
+        p = self._proc
+        if p is not None and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+    def __enter__(self) -> "Gateway":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def launch(extra_jars: Sequence[str] = (), java_opts: Sequence[str] = (), java: Optional[str] = None) -> Gateway:
+    """Start a JVM with the shim on its classpath and connect py4j to it (no Spark involved)."""
+    from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
+
+    cp = standalone_classpath(extra_jars)
+    py4j_jar = next((j for j in cp if os.path.basename(j).startswith("py4j-")), "")
+    java_path = java or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java")
+    port, proc = launch_gateway(jarpath=py4j_jar, classpath=os.pathsep.join(cp), javaopts=list(JAVA_OPTS) + list(java_opts),
+                                die_on_exit=True, java_path=java_path, return_proc=True,
+                                redirect_stderr=None)
+    gw = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True, auto_field=False))
+    g = Gateway(gw, proc)
+    shim(g.jvm)  # fail now, clearly, if the classes are not there
+    return g
+
+
+_shared: Optional[Gateway] = None
+_shared_lock = threading.Lock()
+
+
+def shared(extra_jars: Sequence[str] = ()) -> Gateway:
+    """One standalone gateway per process, started on first use (for factories and notebooks)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = launch(extra_jars)
+        return _shared
+
+
+def shim(jvm: Any) -> Any:
+    """The shim's entry class ``rsspark.jvm.Shim`` in ``jvm`` (a py4j JVMView), or a clear error."""
+    cls = jvm.rsspark.jvm.Shim
+    try:
+        cls.version()
+    except Exception as exc:
+        raise ShimNotFound(
+            "the JVM has no class rsspark.jvm.Shim: the rs_spark shim jar is not on its classpath. In Spark, start "
+            "the session with rs_spark.spark.jvm.configure(builder) (it adds the jar to spark.jars), or pass "
+            f"--jars {os.path.join(_HERE, 'jars', JAR_NAME)}; standalone, use rs_spark.jvm.launch(). ({exc})"
+        ) from None
+    return cls
+
+
+__all__ = ["JAR_NAME", "JAVA_OPTS", "Gateway", "ShimNotFound", "jar_path", "launch", "shared", "shim",
+           "spark_jars_dir", "debian_jar", "standalone_classpath"]

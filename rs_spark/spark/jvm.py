@@ -1,0 +1,121 @@
+"""The JVM shim inside a Spark driver: one call gives ``spark._jvm`` with the shim's classes.
+
+    from rs_spark.spark.jvm import jvm, read_jvm_stream
+    j = jvm(spark)                                    # the shim jar joins the driver's classpath
+    df = read_jvm_stream(spark, j.rsspark.jvm.Sources.submissionLongs(1000), schema="value:int64")
+
+Or put the jar on ``spark.jars`` when building the session: ``configure(SparkSession.builder)``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable, List, Optional
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ..jvm.gateway import ShimNotFound, jar_path, shim
+
+
+def jars(extra_jars: Iterable[str] = ()) -> List[str]:
+    """The shim jar and ``extra_jars`` (e.g. ``rs_spark.jvm.debian_jar("reactive-streams")``)."""
+    return [jar_path(), *extra_jars]
+
+
+def configure(builder: Any, extra_jars: Iterable[str] = ()) -> Any:
+    """Add the shim (and ``extra_jars``) to ``spark.jars`` of a ``SparkSession.Builder``."""
+    return builder.config("spark.jars", ",".join(jars(extra_jars)))
+
+
+def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
+    """``spark._jvm`` with the shim (and ``extra_jars``) loadable: the one helper call.
+
+    If the session was not started with the jars on ``spark.jars``, they are added now to the
+    driver's class loader (Spark's ``MutableURLClassLoader``) and with ``addJar`` for executors.
+    """
+    j = spark._jvm
+    wanted = jars(extra_jars)
+    missing = [p for p in wanted if not _loaded(spark, p)]
+    if missing:
+        loader = j.Thread.currentThread().getContextClassLoader()
+        if loader.getClass().getName() != "org.apache.spark.util.MutableURLClassLoader":
+            raise ShimNotFound(
+                f"cannot add {missing} to this driver's class loader ({loader.getClass().getName()}); start the "
+                "session with rs_spark.spark.jvm.configure(SparkSession.builder) or --jars instead")
+        for p in missing:
+            loader.addURL(j.java.io.File(os.path.abspath(p)).toURI().toURL())
+            spark.sparkContext._jsc.addJar(p)
+            _loaded_jars(spark).add(os.path.abspath(p))
+    shim(j)
+    return j
+
+
+def _loaded_jars(spark: SparkSession) -> set:
+    s = getattr(spark, "_rs_spark_jars", None)
+    if s is None:
+        conf = spark.sparkContext.getConf().get("spark.jars", "") or ""
+        s = {os.path.abspath(p.split(":", 1)[1] if p.startswith("file:") else p) for p in conf.split(",") if p}
+        spark._rs_spark_jars = s  # type: ignore[attr-defined]
+    return s
+
+
+def _loaded(spark: SparkSession, path: str) -> bool:
+    return os.path.abspath(path) in _loaded_jars(spark)
+
+
+def publisher(spark: SparkSession, jvm_publisher: Any, schema: Any = None, **kwargs: Any) -> Any:
+    """A :class:`rs_spark.jvm.JvmPublisher` over ``jvm_publisher`` in this driver; ``schema`` may be
+    a Spark DDL string or StructType too (see :func:`arrow_schema`)."""
+    from ..jvm import JvmPublisher
+
+    return JvmPublisher(jvm_publisher, jvm(spark), schema=arrow_schema(schema), **kwargs)
+
+
+def read_jvm_stream(spark: SparkSession, jvm_publisher: Any, schema: Any = None, *, batch_rows: int = 65536,
+                    **options: Any) -> DataFrame:
+    """``spark.readStream.format("reactive")`` over a JVM Publisher built in this driver.
+
+    Spark's reader process has no py4j gateway, so the Publisher is wrapped here as a Python
+    Publisher of Arrow batches and served to the reader by :func:`rs_spark.read_stream` (codec
+    ``arrow``). ``schema``: DDL, StructType, pyarrow.Schema or ``"id:int64,name:string"``;
+    None: declared by a record / bean / scalar class via ``schema_of`` is not known up front,
+    so give one. Other keyword arguments become source options.
+    """
+    from .. import read_stream
+
+    pa_schema = arrow_schema(schema)
+    if pa_schema is None:
+        raise ValueError("read_jvm_stream() needs schema= (DDL, StructType, pyarrow.Schema or 'name:type,...'); "
+                         "rs_spark.spark.jvm.schema_of(spark, 'com.acme.MyRecord') gives a record's or bean's")
+    pub = publisher(spark, jvm_publisher, pa_schema, elements="batches", batch_rows=batch_rows)
+    options.setdefault("codec", "arrow")
+    return read_stream(spark, pub, schema=pa_schema, **options)
+
+
+def schema_of(spark: SparkSession, class_name: str, extra_jars: Iterable[str] = ()) -> Any:
+    """The ``pyarrow.Schema`` a JVM class declares (record components, bean properties, or ``value``)."""
+    from ..jvm.schema import parse_spec
+
+    return parse_spec(shim(jvm(spark, extra_jars)).schemaOf(class_name))
+
+
+def arrow_schema(schema: Any) -> Optional[Any]:
+    """None, shim spec text, pyarrow.Schema, Spark DDL or StructType -> pyarrow.Schema (or None)."""
+    import pyarrow as pa
+
+    if schema is None or isinstance(schema, pa.Schema):
+        return schema
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    if isinstance(schema, str):
+        from ..jvm.schema import parse_spec
+        try:
+            return parse_spec(schema)
+        except ValueError:
+            schema = _parse_datatype_string(schema)
+    if isinstance(schema, StructType):
+        return to_arrow_schema(schema)
+    raise TypeError(f"schema {schema!r}: use DDL, StructType, pyarrow.Schema or 'name:type,...'")
+
+
+__all__ = ["jars", "configure", "jvm", "publisher", "read_jvm_stream", "schema_of", "arrow_schema"]

@@ -1,0 +1,186 @@
+"""Both bridges with a real JVM: element encodings, errors, demand and cancel."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+from rs_spark import streams as rs
+from rs_spark.jvm import JvmError, JvmPublisher, JvmSubscriber, ShimNotFound
+from rs_spark.streams.subscribers import BlockingIterator
+
+
+def _all(pub, prefetch=64):
+    it = BlockingIterator(prefetch=prefetch)
+    pub.subscribe(it)
+    return list(it)
+
+
+def test_records_beans_maps_and_bytes_cross_with_declared_or_given_schemas(jvm):
+    E = jvm.rsspark.fixtures.Elements
+    trades = _all(JvmPublisher(E.trades(3), jvm))  # a record declares its schema
+    assert trades[1] == {"id": 1, "symbol": "S1", "price": 0.5, "buy": False}
+    quotes = _all(JvmPublisher(E.quotes(2), jvm, elements="rows"))  # a bean, by its getters
+    assert quotes == [{"size": 0, "symbol": "Q0"}, {"size": 1, "symbol": "Q1"}]
+    maps = _all(JvmPublisher(E.maps(3), jvm, schema=pa.schema([("id", pa.int64()), ("name", pa.string())])))
+    assert maps == [{"id": 0, "name": None}, {"id": 1, "name": "n1"}, {"id": 2, "name": "n2"}]
+    assert _all(JvmPublisher(E.bytes(2), jvm)) == [b"b0", b"b1"]
+    assert _all(JvmPublisher(jvm.rsspark.jvm.Sources.submissionStrings(2), jvm)) == ["s-0", "s-1"]
+
+
+def test_batches_have_at_most_batch_rows_and_request_counts_batches(jvm):
+    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionLongs(1000), jvm, elements="batches", batch_rows=100)
+    batches = _all(pub, prefetch=2)
+    assert all(isinstance(b, pa.RecordBatch) and b.num_rows <= 100 for b in batches)
+    assert pa.Table.from_batches(batches).column("value").to_pylist() == list(range(1000))
+
+
+def test_a_jvm_error_arrives_after_the_elements_before_it_with_its_java_type(jvm):
+    it = BlockingIterator(prefetch=16)
+    JvmPublisher(jvm.rsspark.jvm.Sources.submissionFailing(3, "disk on fire"), jvm).subscribe(it)
+    got = []
+    with pytest.raises(JvmError) as info:
+        for x in it:
+            got.append(x)
+    assert got == [0, 1, 2]
+    assert info.value.java_type == "java.lang.IllegalStateException"
+    assert "disk on fire" in str(info.value) and "after 3 elements" in str(info.value)
+
+
+def test_an_element_that_does_not_fit_the_schema_fails_naming_its_offset(jvm):
+    it = BlockingIterator(prefetch=100)
+    JvmPublisher(jvm.rsspark.fixtures.Elements.badAfter(5), jvm, schema="value:int64").subscribe(it)
+    got = []
+    with pytest.raises(JvmError, match="offset 5"):
+        for x in it:
+            got.append(x)
+    assert got == [0, 1, 2, 3, 4]
+
+
+def test_spec_1_1_a_jvm_publisher_sending_more_than_requested_fails_naming_the_rule(jvm):
+    it = BlockingIterator(prefetch=1)
+    JvmPublisher(jvm.rsspark.fixtures.Elements.overProducing(), jvm, schema="value:int64").subscribe(it)
+    with pytest.raises(JvmError, match="rule 1.1"):
+        list(it)
+
+
+class _Manual:
+    def __init__(self):
+        self.items, self.s, self.done = [], None, threading.Event()
+
+    def on_subscribe(self, s):
+        self.s = s
+
+    def on_next(self, x):
+        self.items.append(x)
+
+    def on_error(self, e):
+        self.error = e
+        self.done.set()
+
+    def on_complete(self):
+        self.done.set()
+
+
+def _wait(cond, timeout=5.0):
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.005)
+    return cond()
+
+
+def test_python_demand_is_jvm_demand_and_nothing_is_requested_ahead(jvm):
+    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionEndless(), jvm)
+    m = _Manual()
+    pub.subscribe(m)
+    m.s.request(7)
+    assert _wait(lambda: len(m.items) == 7)
+    bridge = m.s._bridge
+    time.sleep(0.1)
+    assert len(m.items) == 7 and bridge.received() == 7 and bridge.outstanding() == 0 and bridge.buffered() == 0
+    m.s.request(3)
+    assert _wait(lambda: len(m.items) == 10)
+    assert m.items == list(range(10))
+    m.s.cancel()
+    assert _wait(lambda: m.s._ended.is_set()), "the pump stops after cancel"
+
+
+def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
+    C = jvm.rsspark.jvm.CollectingSubscriber
+    rec = C(5)
+    sub = JvmSubscriber(rec, jvm, schema="id:int64,symbol:string,price:float64,buy:bool", kind="rsspark.fixtures.Trade")
+    rs.from_iterable([{"id": i, "symbol": f"S{i}", "price": i / 4, "buy": i % 2 == 0} for i in range(20)]).subscribe(sub)
+    assert _wait(rec.isComplete)
+    items = list(rec.items())
+    assert len(items) == 20 and items[3].symbol() == "S3" and items[3].price() == 0.75
+    assert rec.violation() is None
+
+    bean = C(2)
+    rs.from_iterable([("Q1", 1), ("Q2", 2)]).subscribe(
+        JvmSubscriber(bean, jvm, schema="symbol:string,size:int32", kind="rsspark.fixtures.Quote"))
+    assert _wait(bean.isComplete)
+    assert [(q.getSymbol(), q.getSize()) for q in bean.items()] == [("Q1", 1), ("Q2", 2)]
+
+    maps = C(1000)
+    rs.from_iterable([{"k": "a", "v": 1.5}]).subscribe(JvmSubscriber(maps, jvm))
+    assert _wait(maps.isComplete)
+    m = maps.items()[0]
+    assert m.getClass().getName() == "java.util.LinkedHashMap" and (m["k"], m["v"]) == ("a", 1.5)
+
+
+def test_record_batches_feed_a_jvm_subscriber_row_by_row_within_its_demand(jvm):
+    col = jvm.rsspark.jvm.CollectingSubscriber(10)
+    batches = [pa.record_batch([pa.array(range(i * 100, i * 100 + 100), pa.int64())], names=["value"]) for i in range(5)]
+    rs.from_iterable(batches).subscribe(JvmSubscriber(col, jvm, elements="batches"))
+    assert _wait(col.isComplete)
+    assert list(col.items()) == list(range(500)) and col.violation() is None
+
+
+def test_a_jvm_subscriber_cancel_cancels_the_python_subscription(jvm):
+    col = jvm.rsspark.jvm.CollectingSubscriber(4, 10)  # cancels after 10
+    cancelled = threading.Event()
+    pulled = []
+
+    def gen():
+        try:
+            i = 0
+            while True:
+                pulled.append(i)
+                yield i
+                i += 1
+        finally:
+            cancelled.set()
+
+    rs.defer(gen).subscribe(JvmSubscriber(col, jvm))
+    assert cancelled.wait(5)
+    assert col.count() == 10 and len(pulled) <= 16  # demand-driven: never far ahead of the JVM's requests
+
+
+def test_a_python_error_reaches_the_jvm_subscriber_after_the_elements(jvm):
+    col = jvm.rsspark.jvm.CollectingSubscriber(100)
+
+    def gen():
+        yield 1
+        yield 2
+        raise ValueError("bad sensor")
+
+    rs.defer(gen).subscribe(JvmSubscriber(col, jvm, schema="value:int64"))
+    assert _wait(lambda: col.errorText() is not None)
+    assert list(col.items()) == [1, 2]
+    assert "ValueError: bad sensor" in col.errorText()
+
+
+def test_a_jvm_without_the_shim_gets_a_clear_error():
+    class NoClass:
+        def version(self):
+            raise RuntimeError("JavaPackage is not callable")
+
+    class View:
+        class rsspark:
+            class jvm:
+                Shim = NoClass()
+
+    with pytest.raises(ShimNotFound, match="rs_spark.spark.jvm"):
+        JvmPublisher(object(), View())
