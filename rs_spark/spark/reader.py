@@ -28,7 +28,6 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
-from ..arrow.batch_server import Address, BatchServer, FetchError, fetch
 from ..arrow.convert import ElementConverter
 from ..arrow.ipc import from_ipc, to_ipc
 from ..streams.errors import SpecViolation
@@ -38,10 +37,6 @@ from .replay_log import MissingData, ReplayLog, read_segment_slice
 from .resolve import make_publisher
 
 log = logging.getLogger("rs_spark.source")
-
-# batchTransport=auto: partitions up to this size travel inside Spark's tasks; larger ones are
-# fetched by executors from the reader process (through the JVM costs ~25 ms per MB).
-_INLINE_MAX_BYTES = 1 << 20
 
 
 class DataLossError(RuntimeError):
@@ -56,15 +51,6 @@ class InlinePartition(InputPartition):
         self.ipc = ipc
 
 
-class FetchPartition(InputPartition):
-    """Rows ``[lo, hi)`` of the micro-batch planned at offset ``key``, fetched by the executor
-    straight from the driver-side reader process (no replay log; large batches)."""
-
-    def __init__(self, address: Address, key: int, lo: int, hi: int) -> None:
-        super().__init__(key + lo)
-        self.address, self.key, self.lo, self.hi = address, key, lo, hi
-
-
 class LogPartition(InputPartition):
     """Rows ``[lo, hi)`` of replay-log segments, read by the executor from the log."""
 
@@ -75,11 +61,11 @@ class LogPartition(InputPartition):
 
 
 class _Planned:
-    __slots__ = ("end", "table")
+    __slots__ = ("end", "batches")
 
-    def __init__(self, end: int, table: pa.Table) -> None:
+    def __init__(self, end: int, batches: List[pa.RecordBatch]) -> None:
         self.end = end
-        self.table = table
+        self.batches = batches
 
 
 class _Live:
@@ -91,7 +77,6 @@ class _Live:
         self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
         self.log = ReplayLog(opts.log_path) if opts.log_path else None
         self.memory: Dict[int, _Planned] = {}
-        self._server: Optional[BatchServer] = None
         if self.log is None:
             log.warning(
                 "format('reactive') runs without option logPath: planned micro-batches are kept only in the "
@@ -141,20 +126,7 @@ class _Live:
         if self.log is not None:
             self.log.append(start, end, batches, self.schema)
         else:
-            self.memory[start] = _Planned(end, pa.Table.from_batches(batches, schema=self.schema))
-
-    def server(self) -> Address:
-        """Start (once) the server executors fetch planned micro-batches from."""
-        if self._server is None:
-            self._server = BatchServer(self._lookup)
-        return self._server.address
-
-    def _lookup(self, key: int, lo: int, hi: int) -> Tuple[pa.Schema, List[pa.RecordBatch]]:
-        planned = self.memory.get(key)  # dict reads are atomic; commit() only removes entries
-        if planned is None:
-            raise LookupError(f"format('reactive'): the micro-batch planned at offset {key} is no longer held by "
-                              "the reader process (it was committed, or the driver restarted)")
-        return self.schema, planned.table.slice(lo, hi - lo).to_batches()
+            self.memory[start] = _Planned(end, batches)
 
     def _cancel_on_sigterm(self) -> None:
         """When a query stops, Spark ends this process with SIGTERM, whose default action skips
@@ -298,7 +270,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             waited = time.monotonic() - live.last_batch_at
             if rows == 0 or waited < o.max_trigger_delay:
                 return {"offset": s}
-        elements, taken = intake.take_rows(max_rows)
+        elements = intake.take_rows(max_rows)
         if not elements:
             err = intake.failed
             if err is not None:
@@ -322,7 +294,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 live.available_now_done = True
             return {"offset": s}
 
-        end = s + taken
+        end = s + sum(live.converter.rows_of(e) for e in elements)
         converted = live.converter.convert(elements, s)
         live.malformed += converted.malformed
         live.dropped += converted.dropped
@@ -380,22 +352,16 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if planned is None or planned.end != e:
             return self._lost(s, e, f"the micro-batch [{s}, {e}) was planned by an earlier reader process "
                               "(the driver restarted) and was kept only in its memory")
-        table = planned.table
-        rows = table.num_rows
+        batches = planned.batches
+        table = pa.Table.from_batches(batches, schema=live.schema) if batches else None
+        rows = table.num_rows if table is not None else 0
         if rows == 0:
             return []
-        parts: List[InputPartition] = []
+        parts = []
         step = math.ceil(rows / n)
-        inline = self._opts.batch_transport == "inline" or (
-            self._opts.batch_transport == "auto" and table.nbytes <= _INLINE_MAX_BYTES * n)
-        address = None if inline else live.server()
         for lo in range(0, rows, step):
-            hi = min(lo + step, rows)
-            if address is None:
-                piece = table.slice(lo, hi - lo).combine_chunks().to_batches()
-                parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
-            else:
-                parts.append(FetchPartition(address, s, lo, hi))
+            piece = table.slice(lo, step).combine_chunks().to_batches()  # type: ignore[union-attr]
+            parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
         return parts
 
     def _lost(self, s: int, e: int, why: str) -> List[InputPartition]:
@@ -409,15 +375,6 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, InlinePartition):
             yield from from_ipc(partition.ipc)
-        elif isinstance(partition, FetchPartition):
-            try:
-                yield from fetch(partition.address, partition.key, partition.lo, partition.hi)
-            except FetchError as exc:
-                raise FetchError(
-                    f"format('reactive'): an executor could not fetch its micro-batch rows from the driver-side "
-                    f"reader process: {exc}. Executors must reach the driver host on that port; otherwise set "
-                    "option logPath to a location executors can read (also gives replay after a restart), or "
-                    "batchTransport=inline (rows travel inside Spark's tasks, slower for large batches)") from None
         elif isinstance(partition, LogPartition):
             for name, lo, hi in partition.pieces:
                 yield from read_segment_slice(partition.uri, name, lo, hi)
@@ -505,5 +462,4 @@ def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         yield batch
 
 
-__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition",
-           "FetchPartition"]
+__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition"]
