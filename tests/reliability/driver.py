@@ -4,6 +4,7 @@ stops the query gracefully."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -20,6 +21,7 @@ def main() -> int:
     ap.add_argument("--checkpoint", required=True)
     ap.add_argument("--log", required=True)
     ap.add_argument("--seconds", type=float, default=0)
+    ap.add_argument("--stop-file", default=None, help="stop the query gracefully once this file exists")
     a = ap.parse_args()
     from rs_spark.spark import local_session
 
@@ -36,7 +38,8 @@ def main() -> int:
     q = (w.trigger(availableNow=True) if a.available_now else w.trigger(processingTime="100 milliseconds")).start()
     print("STARTED", flush=True)
     t0 = time.time()
-    while q.isActive and (not a.seconds or time.time() - t0 < a.seconds):
+    while q.isActive and (not a.seconds or time.time() - t0 < a.seconds) and not (
+            a.stop_file and os.path.exists(a.stop_file)):
         time.sleep(0.1)
     if q.exception():
         print(f"FAILED {q.exception()}", file=sys.stderr, flush=True)

@@ -75,11 +75,13 @@ class Seen:
         self.done.set()
 
 
-def start_driver(source, sink, tmp, seconds=0):
+def start_driver(source, sink, tmp, seconds=0, stop_file=None):
     cmd = [sys.executable, os.path.join(ROOT, "tests", "reliability", "driver.py"), "--source", source,
            "--sink", sink, "--checkpoint", str(tmp / "ck"), "--log", str(tmp / "log"), "--fail-on-data-loss", "false"]
     if seconds:
         cmd += ["--seconds", str(seconds)]
+    if stop_file:
+        cmd += ["--stop-file", stop_file]
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)  # its own process group: the JVM and workers die with it
@@ -110,7 +112,16 @@ def test_sigkill_of_the_driver_loses_only_in_flight_elements_and_never_duplicate
             p.wait(30)
             reports.append(p.stderr.read())
             kills.append((trial, round(delay, 1), len(seen.ids)))
-        p = start_driver(src.address, sink.address, tmp_path, seconds=12)
+        # The last run stops gracefully once it has subscribed again and run a while (a fixed
+        # duration is too short on a loaded machine: recovery alone can take longer).
+        stop_file = tmp_path / "stop"
+        subs = len(counter.ranges)
+        p = start_driver(src.address, sink.address, tmp_path, stop_file=str(stop_file))
+        deadline = time.time() + 120
+        while len(counter.ranges) == subs and time.time() < deadline and p.poll() is None:
+            time.sleep(0.1)
+        time.sleep(5)
+        stop_file.write_text("stop")
         out, err = p.communicate(timeout=180)
         reports.append(err)
         assert p.returncode == 0, err[-3000:]
