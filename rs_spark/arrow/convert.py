@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import operator
 from typing import Any, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
@@ -91,6 +92,7 @@ class ElementConverter:
         self._data_fields = [f for f in schema
                              if not (self.mode is Mode.PERMISSIVE and f.name == self.corrupt_column)]
         self._data_schema = pa.schema(self._data_fields)
+        self._struct_type = pa.struct(self._data_fields)  # for the tuple fast path
         self._names = [f.name for f in self._data_fields]
 
     # -- public ---------------------------------------------------------------------------
@@ -107,6 +109,17 @@ class ElementConverter:
             return self._one_by_one(elements, first_offset)
         return Converted(self._finish(batch), 0, 0)
 
+    def try_bulk(self, elements: Sequence[Any]) -> Optional[pa.RecordBatch]:
+        """Convert plain (non-Arrow) elements on the fast path only: the batch (one row per
+        element), or None when any element needs the slow path (malformed, or not plain).
+        Safe to call from another thread while :meth:`convert` runs."""
+        if not elements or isinstance(elements[0], (pa.RecordBatch, pa.Table)):
+            return None
+        try:
+            return self._finish(self._bulk(elements))
+        except Exception:
+            return None
+
     def rows_of(self, element: Any) -> int:
         """How many rows an element contributes (a RecordBatch or Table: its rows; else 1)."""
         if isinstance(element, (pa.RecordBatch, pa.Table)):
@@ -118,11 +131,26 @@ class ElementConverter:
         first = elements[0]
         schema = self._data_schema
         if isinstance(first, dict):
+            if all(type(e) is dict for e in elements):
+                # from_pylist is about 2x the column-by-column path, but reads a missing key as
+                # null (as the slow path does for nullable fields; _check_nulls catches the rest)
+                # and any non-dict as a row of nulls, hence the exact-type check above.
+                batch = pa.RecordBatch.from_pylist(list(elements), schema=schema)
+                self._check_nulls(batch.columns)
+                return batch
             # Column by column: a missing key (KeyError) or a non-dict (TypeError) sends the
             # chunk to the slow path, which names the offending element.
-            arrays = [pa.array([e[f.name] for e in elements], type=f.type) for f in schema]
+            arrays = [pa.array(list(map(operator.itemgetter(f.name), elements)), type=f.type) for f in schema]
             self._check_nulls(arrays)
             return pa.RecordBatch.from_arrays(arrays, schema=schema)
+        if isinstance(first, tuple):
+            try:  # tuples (and Rows) as struct values, positionally: about 8x the column path
+                batch = pa.RecordBatch.from_struct_array(pa.array(list(elements), type=self._struct_type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+                pass  # lists, wrong widths or bad values: the column path below sorts it out
+            else:
+                self._check_nulls(batch.columns)
+                return batch
         if isinstance(first, (tuple, list)):
             width = len(schema)
             for e in elements:

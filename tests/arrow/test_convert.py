@@ -104,3 +104,36 @@ def test_unknown_mode_is_a_clear_error():
 def test_ipc_round_trip():
     c = ElementConverter(SCHEMA).convert([(1, "a", 1.0)], 0)
     assert rows(from_ipc(to_ipc([c.batch, c.batch], SCHEMA))[1]) == rows(c.batch)
+
+
+def test_a_chunk_mixing_dicts_and_tuples_converts_every_row_by_its_kind():
+    # The dict fast path (from_pylist) would read a tuple as a row of nulls; it must not run.
+    expected = [{"id": 1, "name": "a", "price": 1.5}, {"id": 2, "name": "b", "price": 2.0},
+                {"id": 3, "name": "c", "price": 3.0}]
+    dict_first = [expected[0], (2, "b", 2.0), expected[2]]
+    tuple_first = [(1, "a", 1.5), expected[1], (3, "c", 3.0)]
+    for elements in (dict_first, tuple_first):
+        c = ElementConverter(SCHEMA).convert(elements, 0)
+        assert c.malformed == 0 and rows(c.batch) == expected
+
+
+def test_fast_paths_keep_non_nullable_fields_and_name_a_missing_one():
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    c = ElementConverter(schema).convert([{"id": 1}, {"id": 2, "name": "b"}], 0)  # missing nullable -> null
+    assert rows(c.batch) == [{"id": 1, "name": None}, {"id": 2, "name": "b"}]
+    assert c.batch.schema.equals(schema)
+    assert ElementConverter(schema).convert([(1, None)] * 3, 0).batch.schema.equals(schema)
+    with pytest.raises(MalformedElementError) as ei:
+        ElementConverter(schema).convert([{"id": 1}] * 5 + [{"name": "x"}], 40)
+    assert ei.value.offset == 45 and ei.value.field == "id"
+    with pytest.raises(MalformedElementError) as ei:
+        ElementConverter(schema).convert([(1, "a")] * 5 + [(None, "x")], 40)
+    assert ei.value.offset == 45 and ei.value.field == "id"
+
+
+def test_try_bulk_declines_chunks_the_slow_path_must_judge():
+    conv = ElementConverter(SCHEMA)
+    assert conv.try_bulk([(1, "a", 1.5), (2, "b", "cheap")]) is None
+    assert conv.try_bulk([{"id": 1, "name": "a", "price": 1.5}, (2, "b")]) is None
+    ok = conv.try_bulk([(i, "x", 0.5) for i in range(1000)])
+    assert ok is not None and ok.num_rows == 1000 and ok.column(0).to_pylist() == list(range(1000))
