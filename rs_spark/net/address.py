@@ -1,5 +1,6 @@
 """Endpoint addresses as plain strings: ``tcp://host:port/name``, ``tls://host:port/name``,
-``unix:///path/to.sock/name``, each optionally ``?token=...&codec=...``.
+``unix:///path/to.sock/name``, ``ws://host:port/name``, ``wss://host:port/name`` (WebSocket,
+plain or over TLS), each optionally ``?token=...&codec=...``.
 
 A string survives pickling and fits in a Spark option. The name is the last path segment;
 for ``unix`` everything before it is the socket path.
@@ -11,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Dict, Optional
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
-SCHEMES = ("tcp", "tls", "unix")
+SCHEMES = ("tcp", "tls", "unix", "ws", "wss")
 _KNOWN_QUERY = ("token", "codec")
 
 
@@ -71,7 +72,8 @@ def parse(address: str, *, need_name: bool = True) -> Address:
     """Parse an address string; ``ValueError`` says what is wrong and shows the expected forms."""
     if not isinstance(address, str):
         raise TypeError(f"an address is a str such as 'tcp://127.0.0.1:7878/name', got {type(address).__name__}")
-    hint = ("expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME' or 'unix:///PATH/TO.sock/NAME', "
+    hint = ("expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME', 'ws://HOST:PORT/NAME', "
+            "'wss://HOST:PORT/NAME' or 'unix:///PATH/TO.sock/NAME', "
             "optionally followed by '?token=...&codec=json|text|bytes|arrow'")
     scheme, sep, rest = address.partition("://")
     if not sep or scheme not in SCHEMES:

@@ -31,6 +31,7 @@ from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteErro
 
 _COMPLETE = QueueSubscription._COMPLETE
 _CHUNK = 1024  # most elements requested from a local publisher per request() call
+_ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
 
 
 def remote_error(f: F.Frame, address: Optional[str], where: str, received: int, unit: str) -> BaseException:
@@ -295,6 +296,7 @@ class OutboundStream:
         self._sub: Optional[Subscription] = None
         self._credit = 0  # what the peer allows us to send (rows for arrow)
         self._asked = 0  # requested from the local publisher, not yet received
+        self._el_rows = 0  # arrow: rows of the last element received (sizes the next request)
         self._pending: Deque[Any] = deque()  # arrow: batches (or their rest) waiting for credit
         self._terminal: Any = None  # a terminal signal waiting behind pending batches
         self._closed = False
@@ -352,11 +354,13 @@ class OutboundStream:
                 failure = "1.1"
             elif self._arrow:
                 try:
-                    self._pending.extend(self._codec.pieces(item))  # type: ignore[attr-defined]
+                    pieces = self._codec.pieces(item)  # type: ignore[attr-defined]
+                    self._el_rows = sum(p.num_rows for p in pieces)
+                    self._pending.extend(pieces)
                     self._send_pending_locked()
                 except (TypeError, ValueError, F.FrameError) as exc:
                     failure = f"encode:{exc}"
-                more = not self._closed and not self._pending and self._credit > 0
+                more = not self._closed and not self._pending and self._credit > 0 and self._asked == 0
             else:
                 try:
                     data = self._codec.encode(item)
@@ -442,7 +446,12 @@ class OutboundStream:
             k = 0
             if failure is None and s is not None and self._terminal is None:
                 if self._arrow:
-                    k = 1 if self._asked == 0 and self._credit > 0 else 0
+                    # Ask for as many elements as the peer's credit (in rows) covers at the last
+                    # element's size, 1..16: one request, and one pump hand-off, per several
+                    # batches. What arrives beyond the credit waits in _pending: at most that many.
+                    k = 0
+                    if self._asked == 0 and self._credit > 0:
+                        k = 1 if self._el_rows <= 0 else max(1, min(_ARROW_ASK, self._credit // self._el_rows))
                 elif self._asked <= _CHUNK // 2:
                     k = min(self._credit, _CHUNK) - self._asked
                 if k > 0 and self._conn.wait_drain(self._sid, self._pump):

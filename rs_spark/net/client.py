@@ -77,7 +77,7 @@ class Client:
     def _open(self) -> Connection:
         a, o = self._addr, self._opts
         try:
-            sock = dial(a, o.connect_timeout, o.ssl)
+            sock = dial(a, o.connect_timeout, o.ssl, o.limits.max_frame_bytes)
         except (socket.timeout, TimeoutError) as exc:
             raise ConnectionLost(f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
                                  "address and that the server is running", a.base) from None

@@ -21,6 +21,7 @@ from .connection import Connection, Limits, Rejected
 from .errors import NetError
 from .metadata import MetadataError, route_of
 from .transport import listen, refuse, tls_server
+from .websocket import ws_server
 
 log = logging.getLogger("rs_spark.net")
 
@@ -40,7 +41,7 @@ class Server:
     """Serve Publishers and Subscribers by name. Binds ``127.0.0.1`` unless told otherwise.
 
     ``bind`` is an address without a name (``tcp://HOST:PORT``, ``tls://HOST:PORT``,
-    ``unix:///path.sock``; port 0 picks a free one). Binding anything but loopback or a Unix
+    ``ws://HOST:PORT``, ``wss://HOST:PORT``, ``unix:///path.sock``; port 0 picks a free one). Binding anything but loopback or a Unix
     socket requires ``token``; ``ssl`` (a server ``ssl.SSLContext``) turns on TLS.
     """
 
@@ -58,12 +59,12 @@ class Server:
                 f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
                 "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
                 "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text")
-        if addr.scheme == "tls" and ssl is None:
-            raise ValueError(f"{addr.base}: a tls:// server needs ssl= (a server ssl.SSLContext with its "
+        if addr.scheme in ("tls", "wss") and ssl is None:
+            raise ValueError(f"{addr.base}: a {addr.scheme}:// server needs ssl= (a server ssl.SSLContext with its "
                              "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
                              "ctx.load_cert_chain(certfile, keyfile))")
-        if ssl is not None and addr.scheme == "tcp":
-            addr = Address("tls", addr.host, addr.port, token=addr.token)
+        if ssl is not None and addr.scheme in ("tcp", "ws"):
+            addr = Address("tls" if addr.scheme == "tcp" else "wss", addr.host, addr.port, token=addr.token)
         if not addr.is_loopback and ssl is None:
             log.warning("rs_spark.net: serving %s without TLS: the token and all data cross the network in "
                         "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks", addr.base)
@@ -194,7 +195,7 @@ class Server:
             if len(self._conns) >= self.limits.max_connections:
                 log.warning("rs_spark.net: refused %s: %d connections open (Limits.max_connections)",
                             label, len(self._conns))
-                if self._ssl is None:  # a TLS client could not read a clear-text frame
+                if self._ssl is None and self._addr.scheme == "tcp":  # TLS/WebSocket clients could not read it
                     refuse(sock, F.encode_error(0, F.CONNECTION_ERROR,
                                                 f"{self._addr.base} has too many connections "
                                                 f"({self.limits.max_connections}); retry later"))
@@ -209,6 +210,8 @@ class Server:
                 except (OSError, ValueError) as exc:
                     log.warning("rs_spark.net: TLS for %s could not start: %s", label, exc)
                     continue
+            if self._addr.scheme in ("ws", "wss"):  # the upgrade runs on the pump thread, within setup_timeout
+                sock = ws_server(sock, label, self.limits.setup_timeout, self.limits.max_frame_bytes)
             conn = Connection(sock, client=False, label=label, limits=self.limits, handler=self,
                               keepalive=self.limits.max_lifetime, lifetime=self.limits.max_lifetime,
                               on_closed=self._forget)

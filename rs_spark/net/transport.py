@@ -1,4 +1,5 @@
-"""Byte transport for frames: TCP, TLS over TCP and Unix domain sockets.
+"""Byte transport for frames: TCP, TLS over TCP, Unix domain sockets (and WebSocket, in
+:mod:`.websocket`, on top of these).
 
 TLS runs on one thread per connection (:class:`TlsPump`), which hands the connection a plain
 socket; see the comment above it for why.
@@ -35,10 +36,12 @@ _SMALL = 64 * 1024  # frames up to this size are copied out of the shared buffer
 _CHUNK = 64 * 1024  # reads into the shared buffer: many small frames per read, a small copy for a big frame
 
 
-def dial(addr: Address, timeout: float, context: Optional[_ssl.SSLContext]) -> socket.socket:
-    """Connect to ``addr``; the socket is left blocking. With TLS (``tls://`` or a ``context``)
-    the handshake is done here and the socket returned is the plain end of a :class:`TlsPump`."""
-    tls = addr.scheme == "tls" or context is not None
+def dial(addr: Address, timeout: float, context: Optional[_ssl.SSLContext],
+         max_frame: int = 16 * 1024 * 1024) -> socket.socket:
+    """Connect to ``addr``; the socket is left blocking. With TLS (``tls://``, ``wss://`` or a
+    ``context``) the handshake is done here and the socket returned is the plain end of a
+    :class:`TlsPump`; with WebSocket (``ws://``, ``wss://``) the plain end of a ``WsPump``."""
+    tls = addr.scheme in ("tls", "wss") or context is not None
     if addr.scheme == "unix":
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
@@ -58,6 +61,10 @@ def dial(addr: Address, timeout: float, context: Optional[_ssl.SSLContext]) -> s
             raise ValueError(f"{addr.base}: TLS over a Unix socket has no host name to check the certificate "
                              "against; pass an ssl context with check_hostname=False, or use tls://HOST:PORT")
         sock = tls_client(sock, ctx, host, addr.base, timeout)  # owns (and on failure closes) sock
+    if addr.scheme in ("ws", "wss"):
+        from .websocket import ws_client
+        host_header = f"[{addr.host}]:{addr.port}" if ":" in addr.host else f"{addr.host}:{addr.port}"
+        sock = ws_client(sock, host_header, "/", addr.base, timeout, max_frame)  # owns sock
     sock.settimeout(None)
     return sock
 

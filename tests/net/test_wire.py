@@ -290,3 +290,63 @@ def test_spec_1_1_a_remote_publisher_sending_more_than_requested_fails_the_strea
     with pytest.raises(net.ProtocolError, match=r"rule 1\.1"):
         list(it)
     lsock.close()
+
+
+def test_arrow_serving_asks_its_publisher_only_for_what_the_peer_credit_covers():
+    # The served side requests several RecordBatches at once (sized by the last one's rows),
+    # but never more than the subscriber's credit covers: nothing piles up on the server.
+    import pyarrow as pa
+
+    rows = 1000
+    asked = []
+    produced = [0]
+
+    class Batches:
+        def subscribe(self, s):
+            class Sub:
+                def request(self, n):
+                    asked.append(n)
+                    for _ in range(n):
+                        produced[0] += 1
+                        s.on_next(pa.record_batch({"x": pa.array(range(rows), pa.int64())}))
+
+                def cancel(self):
+                    pass
+            s.on_subscribe(Sub())
+
+    s = net.serve(Batches(), name="b")
+    try:
+        got = []
+        seen = threading.Event()
+
+        class Sub:
+            def on_subscribe(self, sub):
+                self.sub = sub
+                sub.request(3)
+
+            def on_next(self, b):
+                got.append(b.num_rows)
+                if len(got) == 3:
+                    seen.set()
+
+            def on_error(self, e):
+                got.append(e)
+
+            def on_complete(self):
+                pass
+
+        sub = Sub()
+        net.connect(s.address, codec="arrow", batch_rows=rows).subscribe(sub)
+        assert seen.wait(10)
+        time.sleep(0.5)  # let anything over-asked arrive
+        assert got == [rows] * 3
+        assert produced[0] <= 3 + 1, f"the server took {produced[0]} batches from its publisher for a credit of 3"
+        assert any(n > 1 for n in asked), f"requests were {asked}: one per batch"
+        sub.sub.request(20)
+        deadline = time.monotonic() + 10
+        while len(got) < 23 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert got == [rows] * 23 and produced[0] <= 23 + 16
+        sub.sub.cancel()
+    finally:
+        s.stop()

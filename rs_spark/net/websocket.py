@@ -1,0 +1,372 @@
+"""RSocket over WebSocket (RFC 6455): ``ws://`` and ``wss://`` addresses.
+
+RSocket's WebSocket mapping puts each frame in one binary message, without the 24-bit length
+prefix that TCP needs. As with TLS (:class:`~rs_spark.net.transport.TlsPump`), the connection
+never sees the difference: a :class:`WsPump` owns the network socket and hands the Connection
+one end of a local socketpair carrying length-prefixed frames. Two threads per connection
+(one per direction) move whole frames; a message above ``max_message`` bytes closes the
+connection (status 1009) before its body is read, so a peer cannot make us buffer more.
+
+Only what RSocket needs: binary messages (fragmented ones are reassembled), ping -> pong,
+close. Clients mask what they send, servers refuse unmasked client frames (status 1002), as
+the RFC requires. The handshake offers and accepts the ``rsocket`` subprotocol.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import os
+import socket
+import struct
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+log = logging.getLogger("rs_spark.net")
+
+_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_MAX_HEADER = 8192  # bytes of HTTP handshake headers accepted
+_LINGER = 2.0  # seconds we wait for the peer's close answer
+_FRAME_MAX = 0xFFFFFF  # an RSocket frame's length must fit the 24-bit prefix on the pair
+_BINARY, _CONT, _TEXT, _CLOSE, _PING, _PONG = 0x2, 0x0, 0x1, 0x8, 0x9, 0xA
+
+
+class HandshakeError(OSError):
+    """The WebSocket upgrade failed (the message says what the other side answered)."""
+
+
+def accept_value(key: str) -> str:
+    """``Sec-WebSocket-Accept`` for a client's ``Sec-WebSocket-Key`` (RFC 6455, 4.2.2)."""
+    return base64.b64encode(hashlib.sha1(key.encode("ascii") + _GUID).digest()).decode("ascii")
+
+
+def mask(data: bytes, key: bytes) -> bytes:
+    """XOR ``data`` with the 4-byte ``key`` repeated (masking and unmasking are the same)."""
+    n = len(data)
+    if not n:
+        return b""
+    k = (key * (n // 4 + 1))[:n]
+    return (int.from_bytes(data, "little") ^ int.from_bytes(k, "little")).to_bytes(n, "little")
+
+
+def _read_head(sock: socket.socket, deadline: float) -> Tuple[bytes, bytes]:
+    """Read an HTTP head (up to the blank line); returns (head, bytes read past it)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise HandshakeError("the WebSocket handshake did not finish in time")
+        sock.settimeout(left)
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise HandshakeError("the connection closed during the WebSocket handshake")
+        buf += chunk
+        if len(buf) > _MAX_HEADER and b"\r\n\r\n" not in buf[:_MAX_HEADER + 4]:
+            raise HandshakeError(f"the WebSocket handshake headers exceed {_MAX_HEADER} bytes")
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def _headers(lines: list) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for line in lines:
+        k, sep, v = line.partition(":")
+        if sep:
+            out[k.strip().lower()] = v.strip()
+    return out
+
+
+def client_handshake(sock: socket.socket, host: str, path: str, timeout: float) -> bytes:
+    """Upgrade a connected socket to WebSocket as a client; returns bytes read past the answer."""
+    key = base64.b64encode(os.urandom(16)).decode("ascii")
+    req = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rsocket\r\n\r\n")
+    sock.settimeout(timeout)
+    sock.sendall(req.encode("ascii"))
+    head, rest = _read_head(sock, time.monotonic() + timeout)
+    lines = head.decode("latin-1").split("\r\n")
+    status = lines[0].split(" ", 2)
+    if len(status) < 2 or status[1] != "101":
+        raise HandshakeError(f"the server answered {lines[0]!r} instead of switching to WebSocket "
+                             "(is it a ws:// endpoint?)")
+    if _headers(lines[1:]).get("sec-websocket-accept") != accept_value(key):
+        raise HandshakeError("the server's Sec-WebSocket-Accept does not match our key: not a WebSocket server")
+    return rest
+
+
+def server_handshake(sock: socket.socket, timeout: float) -> bytes:
+    """Answer a client's WebSocket upgrade; returns bytes read past the request. A request
+    that is not an upgrade gets ``400`` with the reason and :class:`HandshakeError`."""
+    head, rest = _read_head(sock, time.monotonic() + timeout)
+    lines = head.decode("latin-1").split("\r\n")
+    h = _headers(lines[1:])
+    why = ""
+    if not lines[0].startswith("GET "):
+        why = "a WebSocket upgrade starts with GET"
+    elif h.get("upgrade", "").lower() != "websocket" or "upgrade" not in h.get("connection", "").lower():
+        why = "this is an RSocket WebSocket endpoint: send an 'Upgrade: websocket' request"
+    elif h.get("sec-websocket-version") != "13":
+        why = "only WebSocket version 13 is supported"
+    elif not h.get("sec-websocket-key"):
+        why = "Sec-WebSocket-Key is missing"
+    if why:
+        body = why.encode()
+        sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        raise HandshakeError(f"refused a WebSocket upgrade: {why}")
+    protos = [p.strip() for p in h.get("sec-websocket-protocol", "").split(",") if p.strip()]
+    resp = ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Accept: {accept_value(h['sec-websocket-key'])}\r\n")
+    if "rsocket" in protos:
+        resp += "Sec-WebSocket-Protocol: rsocket\r\n"
+    sock.sendall((resp + "\r\n").encode("ascii"))
+    return rest
+
+
+def encode_frame(opcode: int, payload: Any, masked: bool) -> List[Any]:
+    """One final WebSocket frame as buffers to send: header, payload (masked with a random
+    key if ``masked``)."""
+    n = len(payload)
+    b0 = 0x80 | opcode
+    mbit = 0x80 if masked else 0
+    if n < 126:
+        head = struct.pack("!BB", b0, mbit | n)
+    elif n < 65536:
+        head = struct.pack("!BBH", b0, mbit | 126, n)
+    else:
+        head = struct.pack("!BBQ", b0, mbit | 127, n)
+    if masked:
+        key = os.urandom(4)
+        return [head + key, mask(bytes(payload), key)]
+    return [head, payload]
+
+
+def _recv_into_new(sock: socket.socket, n: int) -> Optional[bytearray]:
+    """Exactly ``n`` bytes from ``sock``, or None at EOF."""
+    out = bytearray(n)
+    view = memoryview(out)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if not k:
+            return None
+        got += k
+    return out
+
+
+def _send_all(sock: socket.socket, parts: List[Any]) -> None:
+    views = [memoryview(p) for p in parts if len(p)]
+    while views:
+        sent = sock.sendmsg(views)
+        while views and sent >= len(views[0]):
+            sent -= len(views[0])
+            views.pop(0)
+        if views and sent:
+            views[0] = views[0][sent:]
+
+
+class _Closed(Exception):
+    """The peer closed the WebSocket (or broke the protocol: ``code`` says how)."""
+
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+class WsPump:
+    """WebSocket for one connection; :attr:`app` is the plain socket carrying prefixed frames."""
+
+    def __init__(self, raw: socket.socket, *, client: bool, label: str, max_message: int,
+                 handshake_timeout: float = 0.0, leftover: bytes = b"") -> None:
+        self.label = label
+        self._raw = raw
+        self._client = client
+        self._max = min(max_message, _FRAME_MAX)
+        self._timeout = handshake_timeout  # server: run the handshake on the pump thread first
+        self._pending = leftover
+        self._send_lock = threading.Lock()  # data, pong and close frames share the network socket
+        self._close_sent = False
+        self.app, self._pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        for sk in (self.app, self._pair):  # a whole Arrow batch frame per write, not a few KB per wake-up
+            sk.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 2 * 1024 * 1024)
+            sk.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2 * 1024 * 1024)
+        self._running = 1  # pump threads alive; the last one to end closes both sockets
+        self._running_lock = threading.Lock()
+        self._t_in = threading.Thread(target=self._run_in, name=f"rs-net-ws-in {label}", daemon=True)
+        self._t_in.start()
+
+    # -- network -> app ---------------------------------------------------------------
+    def _recv_exact(self, n: int) -> bytearray:
+        out = bytearray(n)
+        got = 0
+        if self._pending:
+            take = self._pending[:n]
+            self._pending = self._pending[n:]
+            out[:len(take)] = take
+            got = len(take)
+        view = memoryview(out)
+        while got < n:
+            k = self._raw.recv_into(view[got:], n - got)
+            if not k:
+                raise _Closed(1006, "the connection closed")
+            got += k
+        return out
+
+    def _run_in(self) -> None:
+        try:
+            if self._timeout:
+                try:
+                    self._pending = server_handshake(self._raw, self._timeout) + self._pending
+                except (OSError, UnicodeError) as exc:
+                    log.warning("rs_spark.net: WebSocket handshake with %s failed: %s", self.label, exc)
+                    return
+            self._raw.settimeout(None)
+            with self._running_lock:
+                self._running += 1
+            threading.Thread(target=self._run_out, name=f"rs-net-ws-out {self.label}", daemon=True).start()
+            self._read_messages()
+        except _Closed as c:
+            if c.code not in (1000, 1006):
+                log.warning("rs_spark.net: WebSocket %s closed: %s (status %d)", self.label, c, c.code)
+            self._send_close(c.code if c.code != 1006 else 1000, str(c))
+        except OSError:
+            pass
+        finally:
+            _shut(self._pair, socket.SHUT_WR)  # the Connection reads EOF
+            self._finish()
+
+    def _read_messages(self) -> None:
+        message = bytearray()
+        in_message = False
+        while True:
+            b0, b1 = self._recv_exact(2)
+            fin, op, masked, n = b0 & 0x80, b0 & 0x0F, b1 & 0x80, b1 & 0x7F
+            if b0 & 0x70:
+                raise _Closed(1002, "reserved bits set (no extension was negotiated)")
+            if n == 126:
+                n = struct.unpack("!H", self._recv_exact(2))[0]
+            elif n == 127:
+                n = struct.unpack("!Q", self._recv_exact(8))[0]
+            if bool(masked) == self._client:
+                raise _Closed(1002, "clients must mask their frames and servers must not (RFC 6455, 5.1)")
+            control = op >= 0x8
+            if control and (n > 125 or not fin):
+                raise _Closed(1002, "a control frame above 125 bytes or fragmented")
+            if not control and len(message) + n > self._max:
+                raise _Closed(1009, f"a message above {self._max} bytes (the frame size limit)")
+            key = self._recv_exact(4) if masked else b""
+            payload = self._recv_exact(n)
+            if masked:
+                payload = mask(payload, key)
+            if op == _PING:
+                self._send(encode_frame(_PONG, payload, self._client))
+                continue
+            if op == _PONG:
+                continue
+            if op == _CLOSE:
+                code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1000
+                raise _Closed(1000 if code == 1000 else code, payload[2:].decode("utf-8", "replace") or "closed")
+            if op == _TEXT:
+                raise _Closed(1003, "RSocket frames travel in binary messages, not text")
+            if op == _BINARY:
+                if in_message:
+                    raise _Closed(1002, "a new message began before the previous one ended")
+                in_message = True
+            elif op == _CONT:
+                if not in_message:
+                    raise _Closed(1002, "a continuation frame outside a message")
+            else:
+                raise _Closed(1002, f"unknown opcode {op}")
+            if fin and not message:  # the usual case, one frame per message: no copy
+                message = payload
+            else:
+                message += payload
+            if fin:
+                if message:  # an empty message carries no frame
+                    _send_all(self._pair, [len(message).to_bytes(3, "big"), message])
+                message = bytearray()
+                in_message = False
+
+    # -- app -> network ---------------------------------------------------------------
+    def _run_out(self) -> None:
+        pair = self._pair
+        try:
+            while True:
+                head = _recv_into_new(pair, 3)
+                if head is None:
+                    break
+                frame = _recv_into_new(pair, int.from_bytes(head, "big"))
+                if frame is None:
+                    break
+                self._send(encode_frame(_BINARY, frame, self._client))
+            self._send_close(1000, "")
+            _shut(self._raw, socket.SHUT_WR)
+            # A peer that never answers our close must not keep the reading thread forever.
+            t = threading.Timer(_LINGER, _shut, (self._raw, socket.SHUT_RDWR))
+            t.daemon = True
+            t.start()
+        except OSError:
+            pass
+        finally:
+            self._finish()
+
+    def _send(self, parts: List[Any]) -> None:
+        with self._send_lock:
+            if not self._close_sent:
+                _send_all(self._raw, parts)
+
+    def _send_close(self, code: int, reason: str) -> None:
+        with self._send_lock:
+            if self._close_sent:
+                return
+            self._close_sent = True
+            try:
+                _send_all(self._raw, encode_frame(_CLOSE, struct.pack("!H", code) + reason.encode()[:120],
+                                                  self._client))
+            except OSError:
+                pass
+
+    def _finish(self) -> None:
+        with self._running_lock:
+            self._running -= 1
+            last = self._running == 0
+        if last:
+            for s in (self._raw, self._pair):
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+
+def _shut(sock: socket.socket, how: int) -> None:
+    try:
+        sock.shutdown(how)
+    except OSError:
+        pass
+
+
+def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: float,
+              max_message: int) -> socket.socket:
+    """WebSocket over a connected socket, handshake done: returns the plain socket to use."""
+    try:
+        rest = client_handshake(raw, host, path, timeout)
+        raw.settimeout(None)
+        return WsPump(raw, client=True, label=label, max_message=max_message, leftover=rest).app
+    except BaseException:
+        raw.close()
+        raise
+
+
+def ws_server(raw: socket.socket, label: str, timeout: float, max_message: int) -> socket.socket:
+    """WebSocket on an accepted socket: returns the plain socket at once; the handshake runs on
+    the pump thread within ``timeout`` (a bad or slow one closes that socket, logged)."""
+    try:
+        return WsPump(raw, client=False, label=label, max_message=max_message, handshake_timeout=timeout).app
+    except BaseException:
+        raw.close()
+        raise
+
+
+__all__ = ["WsPump", "ws_client", "ws_server", "client_handshake", "server_handshake", "accept_value",
+           "encode_frame", "mask", "HandshakeError"]
