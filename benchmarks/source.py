@@ -9,6 +9,11 @@ excluding each query's first micro-batch (JVM and Python worker warm-up, 3-6 s h
 (a) reactive, a Publisher of 1M-row pyarrow RecordBatches;  (b) reactive, a Publisher of dicts;
 (c) a minimal hand-written Python source yielding the same RecordBatches (the ceiling);
 (d) the same source yielding tuples (what people write by hand today);  (e) Spark's `rate`.
+The reactive queries use pollTimeout=10s: the publishers here are finite and complete, so the
+timeout never delays a micro-batch, but a short one ended AvailableNow early when a loaded
+machine took longer than it to build the next 1M-row batch (a run then read 1 of 8 batches).
+Without logPath, micro-batches above 1 MiB are fetched by executors from the reader process
+(batchTransport=auto); ``--transport inline`` measures the old way, inside Spark's tasks.
 """
 from __future__ import annotations
 
@@ -40,7 +45,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--dict-rows", type=int, default=200_000, help="rows per batch for (b) and (d)")
+    ap.add_argument("--dict-rows", type=int, default=1_000_000, help="rows per batch for (b) and (d)")
+    ap.add_argument("--transport", default="auto", choices=["auto", "inline", "fetch"],
+                    help="batchTransport of the reactive queries without logPath")
     args = ap.parse_args()
 
     from rs_spark.spark import local_session
@@ -54,10 +61,11 @@ def main() -> None:
     b, r, dr = args.batches, args.rows, args.dict_rows
 
     def reactive(factory: str, rows: int, **extra: str) -> float:
+        extra.setdefault("batchTransport", args.transport)
         df = (spark.readStream.format("reactive").schema(base.SCHEMA).options(**extra)
               .option("publisher", f"_baselines:{factory}").option("publisher.batches", b)
               .option("publisher.rows", rows).option("maxRecordsPerTrigger", rows)
-              .option("maxBufferedRecords", max(rows, 2)).option("pollTimeout", "300ms").load())
+              .option("maxBufferedRecords", max(rows, 2)).option("pollTimeout", "10s").load())
         return measure(df.writeStream.format("noop").trigger(availableNow=True).start(), b * rows)
 
     def hand(fmt: str, rows: int) -> float:

@@ -13,7 +13,9 @@ import collections
 import queue
 import threading
 import time
-from typing import Any, Deque, List, Optional, Tuple
+from typing import Any, Callable, Deque, List, Optional, Tuple
+
+import logging
 
 import pyarrow as pa
 
@@ -21,9 +23,30 @@ from ..streams.demand import add_cap
 from ..streams.errors import SpecViolation
 from ..streams.types import Subscription
 
+log = logging.getLogger("rs_spark.source")
+
 _COMPLETE = "complete"
 _CANCEL = -1
 _ARROW = (pa.RecordBatch, pa.Table)
+
+
+def _has_arrow(items: List[Any]) -> bool:
+    """Whether any element is a RecordBatch or Table (checks each distinct type once, not each element)."""
+    return any(issubclass(t, _ARROW) for t in set(map(type, items)))
+
+
+class Chunk:
+    """Plain elements already converted to one RecordBatch (one row per element) off the critical path."""
+
+    __slots__ = ("batch",)
+
+    def __init__(self, batch: pa.RecordBatch) -> None:
+        self.batch = batch
+
+
+Precompute = Callable[[List[Any]], Optional[pa.RecordBatch]]
+"""Converts plain elements to a RecordBatch with one row per element, or returns None (e.g. a
+malformed element: the reader converts those itself, naming the offset)."""
 
 
 class PublisherFailed(RuntimeError):
@@ -41,13 +64,24 @@ class PublisherFailed(RuntimeError):
 class Intake:
     """A Subscriber with a bounded buffer; the reader process calls the other methods."""
 
-    def __init__(self, max_buffered: int, base_offset: int) -> None:
+    def __init__(self, max_buffered: int, base_offset: int, precompute: Optional[Precompute] = None) -> None:
         self.max_buffered = max_buffered
         self._cond = threading.Condition(threading.Lock())
         self._wake_at: Optional[int] = None  # a waiting reader wants received rows to reach this
         self._signal = threading.Lock()  # held during each signal: a second one at once breaks rule 1.3
+        # Received elements, oldest first, in two stages: `_ready` (moved there by the converter
+        # thread, plain runs converted to Chunks) then `_buffer` (as the publisher sent them).
         self._buffer: Deque[Any] = collections.deque()
+        self._ready: Deque[Any] = collections.deque()
+        self._head = threading.Condition(threading.Lock())  # the reader and the converter at the head
+        self._converting = False  # the converter holds elements between the two stages
+        self._precompute = precompute
+        self.chunk = 8192  # elements the converter takes at once (the reader tunes it per micro-batch)
+        self._convert_wake = threading.Event()
+        self._converter: Optional[threading.Thread] = None
+        self._closed = False
         self._taken_rows = 0  # rows the reader took out; buffered = received - taken
+        self._taken_elements = 0
         self._subscription: Optional[Subscription] = None
         # Every request/cancel goes through one thread: calls stay serial (rule 2.7), and a
         # synchronous publisher produces the next micro-batch there while Spark runs this one.
@@ -73,6 +107,10 @@ class Intake:
                 self._caller = threading.Thread(target=self._call_loop, args=(subscription,),
                                                 name="rs-spark-demand", daemon=True)
                 self._caller.start()
+                if self._precompute is not None:
+                    self._converter = threading.Thread(target=self._convert_loop, name="rs-spark-convert",
+                                                       daemon=True)
+                    self._converter.start()
             self._cond.notify_all()
         if dup:
             subscription.cancel()  # rule 2.5
@@ -98,6 +136,8 @@ class Intake:
             if w is not None and self._received_rows >= w:
                 with self._cond:
                     self._cond.notify_all()
+            if self._precompute is not None and len(self._buffer) >= self.chunk:
+                self._convert_wake.set()
         finally:
             self._signal.release()
 
@@ -125,9 +165,10 @@ class Intake:
             if not self._admit(n):
                 return
             rows = n
-            for item in items:
-                if isinstance(item, _ARROW):
-                    rows += item.num_rows - 1
+            if _has_arrow(items):
+                for item in items:
+                    if isinstance(item, _ARROW):
+                        rows += item.num_rows - 1
             self._buffer.extend(items)
             self._received += n
             self._received_rows += rows
@@ -135,6 +176,8 @@ class Intake:
             if w is not None and self._received_rows >= w:
                 with self._cond:
                     self._cond.notify_all()
+            if self._precompute is not None and len(self._buffer) >= self.chunk:
+                self._convert_wake.set()
         finally:
             self._signal.release()
 
@@ -182,12 +225,20 @@ class Intake:
             raise v
 
     @property
+    def violated(self) -> bool:
+        return self._violation is not None
+
+    @property
+    def subscription(self) -> Optional[Subscription]:
+        return self._subscription
+
+    @property
     def outstanding(self) -> int:
         return self._requested - self._received
 
     @property
     def buffered(self) -> int:
-        return len(self._buffer)
+        return self._received - self._taken_elements
 
     @property
     def buffered_rows(self) -> int:
@@ -214,14 +265,16 @@ class Intake:
         return self._received_rows / self._received if self._received else 1.0
 
     def demand_up_to(self, elements: int) -> int:
-        """Request so that buffered + outstanding reaches ``elements`` (capped by the bound).
-        Returns what was requested now."""
+        """Request so that buffered + outstanding reaches ``elements``, capped so that they hold
+        at most ``max_buffered`` rows at the rows per element seen so far (a RecordBatch
+        element counts its rows; one element is always allowed). Returns what was requested now."""
         with self._cond:
             s = self._subscription
             if s is None or self._terminal is not None or self._violation is not None:
                 return 0
-            target = min(elements, self.max_buffered)
-            n = target - len(self._buffer) - (self._requested - self._received)
+            per = self._received_rows / self._received if self._received else 1.0
+            target = min(elements, max(1, int(self.max_buffered / max(per, 1.0))))
+            n = target - (self._received - self._taken_elements) - (self._requested - self._received)
             if n <= 0:
                 return 0
             self._requested = add_cap(self._requested, n)
@@ -233,7 +286,12 @@ class Intake:
         while True:
             n = calls.get()
             if n == _CANCEL:
-                s.cancel()
+                try:
+                    s.cancel()
+                except BaseException as exc:  # rule 3.15: cancel must return normally
+                    log.warning("format('reactive'): the publisher's Subscription.cancel() raised %s: %s "
+                                "(Reactive Streams rule 3.15 says it must return normally); the subscription is "
+                                "abandoned", type(exc).__name__, exc)
                 return
             try:
                 s.request(n)
@@ -258,34 +316,101 @@ class Intake:
                 self._wake_at = None
 
 
-    def take_rows(self, max_rows: Optional[int]) -> List[Any]:
-        """Remove up to ``max_rows`` rows (all when None) from the buffer, splitting a batch element."""
-        buf = self._buffer
+    def take_rows(self, max_rows: Optional[int]) -> Tuple[List[Any], int]:
+        """Remove up to ``max_rows`` rows (all when None) from the buffer, splitting a batch element.
+
+        Returns the elements (plain elements, the publisher's Arrow elements, and :class:`Chunk`
+        s of plain elements the converter thread already converted) and the rows they hold.
+        """
         avail = self._received_rows - self._taken_rows
         budget = avail if max_rows is None else min(max_rows, avail)
         if budget <= 0:
+            return [], 0
+        with self._head:
+            while self._converting:  # it holds elements that come before the rest: let it land them
+                self._head.wait()
+            out: List[Any] = []
+            taken = elements = 0
+            for src in (self._ready, self._buffer):
+                # Only the reader (under _head) removes elements; the publisher appends at the tail.
+                if (src is self._buffer and taken == 0 and len(src) == budget == avail
+                        and not isinstance(src[0], _ARROW)):
+                    out = [src.popleft() for _ in range(budget)]  # the common case: every row, plain elements
+                    taken = elements = budget
+                    break
+                pop = src.popleft
+                while taken < budget and src:
+                    e = src[0]
+                    if isinstance(e, Chunk):
+                        n = e.batch.num_rows
+                    elif isinstance(e, _ARROW):
+                        n = e.num_rows
+                    else:
+                        n = 1
+                    if taken + n <= budget:
+                        out.append(pop())
+                        taken += n
+                        elements += n if isinstance(e, Chunk) else 1
+                        continue
+                    cut = budget - taken
+                    if isinstance(e, Chunk):
+                        out.append(Chunk(e.batch.slice(0, cut)))
+                        src[0] = Chunk(e.batch.slice(cut))
+                        elements += cut
+                    else:
+                        out.append(e.slice(0, cut))
+                        src[0] = e.slice(cut)  # still one element (it counts when its last row is taken)
+                    taken += cut
+            self._taken_rows += taken
+            self._taken_elements += elements
+        return out, taken
+
+    # -- the converter thread ----------------------------------------------------------------
+    def _convert_loop(self) -> None:
+        """Move elements from ``_buffer`` to ``_ready``, converting plain runs to Chunks, while
+        Spark runs the previous micro-batch (so the next ``latestOffset`` finds them converted)."""
+        assert self._precompute is not None
+        while not self._closed:
+            self._convert_wake.wait()
+            self._convert_wake.clear()
+            while not self._closed and len(self._buffer) >= self.chunk:
+                with self._head:
+                    buf = self._buffer
+                    items = [buf.popleft() for _ in range(min(len(buf), self.chunk))]
+                    self._converting = True
+                moved: List[Any] = []
+                try:
+                    run: List[Any] = []
+                    if not _has_arrow(items):
+                        run, items_left = items, ()
+                    else:
+                        items_left = items
+                    for e in items_left:
+                        if isinstance(e, _ARROW):
+                            moved.extend(self._convert_run(run))
+                            run = []
+                            moved.append(e)
+                        else:
+                            run.append(e)
+                    moved.extend(self._convert_run(run))
+                except BaseException:  # never lose elements: hand them on unconverted
+                    moved = items
+                finally:
+                    with self._head:
+                        self._ready.extend(moved)
+                        self._converting = False
+                        self._head.notify_all()
+
+    def _convert_run(self, run: List[Any]) -> List[Any]:
+        if not run:
             return []
-        first = buf[0]
-        if not isinstance(first, _ARROW) and len(buf) == budget == avail:
-            out = [buf.popleft() for _ in range(budget)]  # the common case: every row, all plain elements
-            self._taken_rows += budget
-            return out
-        out = []
-        pop = buf.popleft
-        taken = 0
-        while taken < budget and buf:
-            e = buf[0]
-            n = e.num_rows if isinstance(e, _ARROW) else 1
-            if taken + n <= budget:
-                out.append(pop())
-                taken += n
-            else:
-                cut = budget - taken
-                out.append(e.slice(0, cut))
-                buf[0] = e.slice(cut)  # only the reader touches the head; the publisher appends at the tail
-                taken += cut
-        self._taken_rows += taken
-        return out
+        try:
+            batch = self._precompute(run)  # type: ignore[misc]
+        except Exception:
+            batch = None
+        if batch is None or batch.num_rows != len(run):
+            return run  # the reader converts these itself and names any malformed element's offset
+        return [Chunk(batch)]
 
     def cancel(self, wait: float = 0.0) -> bool:
         """Cancel (through the demand thread, after any request already queued).
@@ -294,6 +419,8 @@ class Intake:
         reader process may exit right after ``stop()``, taking the demand thread with it.
         Returns whether the cancel was delivered (or nothing was subscribed).
         """
+        self._closed = True
+        self._convert_wake.set()
         self._calls.put(_CANCEL)
         caller = self._caller
         if caller is None:
@@ -305,7 +432,7 @@ class Intake:
     def stats(self) -> Tuple[int, int, int, int]:
         """(requested, received, buffered elements, outstanding demand)."""
         requested, received = self._requested, self._received
-        return requested, received, len(self._buffer), requested - received
+        return requested, received, received - self._taken_elements, requested - received
 
 
-__all__ = ["Intake", "PublisherFailed"]
+__all__ = ["Intake", "PublisherFailed", "Chunk"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 
@@ -58,6 +58,13 @@ def _parse_bool(name: str, value: Any) -> bool:
     raise OptionError(f"option {name}={value!r} is not a boolean; use true or false")
 
 
+def _parse_choice(name: str, value: Any, choices: Tuple[str, ...]) -> str:
+    v = str(value).strip().lower()
+    if v not in choices:
+        raise OptionError(f"option {name}={value!r} must be one of {', '.join(choices)}")
+    return v
+
+
 def lookup(options: Mapping[str, Any]) -> Dict[str, Any]:
     """Return a plain dict keyed by lower-cased option names (works for Spark's dict and ours)."""
     return {str(k).lower(): v for k, v in dict(options).items()}
@@ -81,17 +88,23 @@ def check_known(options: Mapping[str, Any], known: Mapping[str, str], where: str
 SOURCE_OPTIONS: Dict[str, str] = {
     "publisher": "package.module:factory called with the options dict; returns a Publisher",
     "endpoint": "an rs_spark.net address of a served Publisher",
+    "jvmPublisher": "a JVM Publisher: com.example.Feeds#method (public static, no argument or a Map<String, String> "
+                    "of the options) or a Publisher class; built in a JVM the reader process starts",
+    "jvmJars": "with jvmPublisher: comma-separated jar paths or globs for that JVM's classpath",
     "token": "authentication token for the endpoint",
     "schema": "DDL schema when none is given with .schema() and the publisher declares none",
     "maxRecordsPerTrigger": "at most this many records per micro-batch (ReadMaxRows)",
     "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
     "maxTriggerDelay": "with minRecordsPerTrigger: run a smaller batch after this long (default 15m)",
     "pollTimeout": "how long latestOffset waits for requested elements (default 500ms)",
-    "maxBufferedRecords": "bound on elements held in memory: buffered plus requested (default 100000)",
+    "maxBufferedRecords": "bound on records (rows) held in memory: buffered plus requested (default 100000)",
     "prefetch": "request the next micro-batch's elements while Spark runs this one (default true)",
     "logPath": "pyarrow filesystem URI of the replay log (local path, s3://, hdfs://, gs://, abfs://)",
     "failOnDataLoss": "fail the query when planned elements cannot be replayed (default true)",
     "numPartitions": "split each micro-batch into this many partitions (default 1)",
+    "batchTransport": "without logPath, how executors get a micro-batch's rows: auto (default: small ones inside "
+                      "the partition, large ones fetched from the driver-side reader process over TCP), inline "
+                      "or fetch",
     "mode": "FAILFAST (default), PERMISSIVE or DROPMALFORMED",
     "columnNameOfCorruptRecord": f"PERMISSIVE mode's text column (default {DEFAULT_CORRUPT_COLUMN})",
     "path": "ignored (Spark passes it for .load(path))",
@@ -115,9 +128,12 @@ class SourceOptions:
     log_path: Optional[str]
     fail_on_data_loss: bool
     num_partitions: int
+    batch_transport: str
     mode: Mode
     corrupt_column: str
     raw: Dict[str, Any]
+    jvm_publisher: Optional[str] = None
+    jvm_jars: Optional[str] = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> "SourceOptions":
@@ -125,13 +141,21 @@ class SourceOptions:
         o = lookup(options)
         publisher = o.get("publisher")
         endpoint = o.get("endpoint")
-        if bool(publisher) == bool(endpoint):
+        jvm_publisher = o.get("jvmpublisher")
+        if sum(map(bool, (publisher, endpoint, jvm_publisher))) != 1:
             raise OptionError(
                 "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
-                "called in the driver-side reader process) or option 'endpoint' (an rs_spark.net address); "
-                f"got publisher={publisher!r}, endpoint={endpoint!r}. From a notebook, "
-                "rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
+                "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
+                "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
+                f"got publisher={publisher!r}, endpoint={endpoint!r}, jvmPublisher={jvm_publisher!r}. From a "
+                "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
             )
+        if o.get("jvmjars") and not jvm_publisher:
+            raise OptionError(f"option jvmJars={o.get('jvmjars')!r} is only used with option jvmPublisher; set "
+                              "jvmPublisher to the JVM Publisher factory (com.example.Feeds#method) or drop jvmJars")
+        if jvm_publisher and (":" in str(jvm_publisher).split("#")[0] or " " in str(jvm_publisher).strip()):
+            raise OptionError(f"option jvmPublisher={jvm_publisher!r} must look like 'com.example.Feeds#method' "
+                              "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)")
         if publisher and ":" not in str(publisher):
             raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
         max_r = _parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
@@ -161,9 +185,13 @@ class SourceOptions:
             log_path=o.get("logpath") or None,
             fail_on_data_loss=_parse_bool("failOnDataLoss", o.get("failondataloss", "true")),
             num_partitions=_parse_int("numPartitions", o.get("numpartitions", 1), 1),
+            batch_transport=_parse_choice("batchTransport", o.get("batchtransport", "auto"),
+                                          ("auto", "inline", "fetch")),
             mode=mode,
             corrupt_column=str(o.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN)),
             raw=o,
+            jvm_publisher=str(jvm_publisher).strip() if jvm_publisher else None,
+            jvm_jars=str(o["jvmjars"]) if o.get("jvmjars") else None,
         )
 
 

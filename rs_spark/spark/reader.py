@@ -28,15 +28,20 @@ from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadM
                                               SupportsTriggerAvailableNow)
 from pyspark.sql.types import StructType
 
+from ..arrow.batch_server import Address, BatchServer, FetchError, fetch
 from ..arrow.convert import ElementConverter
 from ..arrow.ipc import from_ipc, to_ipc
 from ..streams.errors import SpecViolation
-from .intake import Intake, PublisherFailed
+from .intake import Chunk, Intake, PublisherFailed
 from .options import SourceOptions
 from .replay_log import MissingData, ReplayLog, read_segment_slice
 from .resolve import make_publisher
 
 log = logging.getLogger("rs_spark.source")
+
+# batchTransport=auto: partitions up to this size travel inside Spark's tasks; larger ones are
+# fetched by executors from the reader process (through the JVM costs ~25 ms per MB).
+_INLINE_MAX_BYTES = 1 << 20
 
 
 class DataLossError(RuntimeError):
@@ -51,6 +56,15 @@ class InlinePartition(InputPartition):
         self.ipc = ipc
 
 
+class FetchPartition(InputPartition):
+    """Rows ``[lo, hi)`` of the micro-batch planned at offset ``key``, fetched by the executor
+    straight from the driver-side reader process (no replay log; large batches)."""
+
+    def __init__(self, address: Address, key: int, lo: int, hi: int) -> None:
+        super().__init__(key + lo)
+        self.address, self.key, self.lo, self.hi = address, key, lo, hi
+
+
 class LogPartition(InputPartition):
     """Rows ``[lo, hi)`` of replay-log segments, read by the executor from the log."""
 
@@ -61,11 +75,11 @@ class LogPartition(InputPartition):
 
 
 class _Planned:
-    __slots__ = ("end", "batches")
+    __slots__ = ("end", "table")
 
-    def __init__(self, end: int, batches: List[pa.RecordBatch]) -> None:
+    def __init__(self, end: int, table: pa.Table) -> None:
         self.end = end
-        self.batches = batches
+        self.table = table
 
 
 class _Live:
@@ -77,6 +91,7 @@ class _Live:
         self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
         self.log = ReplayLog(opts.log_path) if opts.log_path else None
         self.memory: Dict[int, _Planned] = {}
+        self._server: Optional[BatchServer] = None
         if self.log is None:
             log.warning(
                 "format('reactive') runs without option logPath: planned micro-batches are kept only in the "
@@ -88,12 +103,13 @@ class _Live:
             base = max(start, self.log.end_offset())
             self.report_in_flight_loss(base)
         self.next_offset = base
-        self.intake = Intake(opts.max_buffered, base)
+        self.intake = Intake(opts.max_buffered, base, precompute=self.converter.try_bulk)
         self.last_batch_at = time.monotonic()
         self.malformed = 0
         self.dropped = 0
         self.available_now_done = False
         self._subscribed = False
+        self.subscribe_error: Optional[BaseException] = None
         self._noted = -1
         self._stopped = False
 
@@ -105,10 +121,40 @@ class _Live:
         self._cancel_on_sigterm()
         if self.log is not None:
             threading.Thread(target=self._note_loop, name="rs-reactive-received", daemon=True).start()
-        publisher = make_publisher(self.opts)
-        publisher.subscribe(self.intake)
+        publisher = make_publisher(self.opts, self.schema)
+        # subscribe() runs on its own thread: one that blocks (without calling on_subscribe)
+        # cannot hang the query; latestOffset then fails it naming rule 1.9 after a bounded wait.
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                publisher.subscribe(self.intake)
+            except BaseException as exc:
+                self.subscribe_error = SpecViolation("1.9", (
+                    f"format('reactive'): the publisher's subscribe() raised {type(exc).__name__}: {exc}. "
+                    "Publisher.subscribe must return normally and report failures with on_error; fix the "
+                    "publisher (or what it connects to) and restart the query"))
+                self.subscribe_error.__cause__ = exc
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="rs-spark-subscribe", daemon=True).start()
+        limit = self.on_subscribe_limit()
+        while not done.wait(0.02) and self.intake.subscription is None:
+            if time.monotonic() - self.subscribed_at > limit:
+                break
+        self.check_subscribed()
         if self.opts.prefetch:
             self.intake.demand_up_to(1)
+
+    def on_subscribe_limit(self) -> float:
+        """How long subscribe() may take to call on_subscribe (rule 1.9) before the query fails."""
+        return max(10.0, 20 * self.opts.poll_timeout)
+
+    def check_subscribed(self) -> None:
+        """Raise what went wrong in subscribe(), if anything."""
+        if self.subscribe_error is not None:
+            raise self.subscribe_error
 
     def planned_end(self, start: int) -> Optional[int]:
         """The end of a batch already planned from ``start`` (after a restart), if any."""
@@ -120,13 +166,26 @@ class _Live:
         p = self.memory.get(start)
         return p.end if p else None
 
-    def store(self, start: int, end: int, batch: pa.RecordBatch) -> None:
+    def store(self, start: int, end: int, batches: List[pa.RecordBatch]) -> None:
         """Make ``[start, end)`` replayable before its offset is returned."""
-        batches = [batch] if batch.num_rows else []
+        batches = [b for b in batches if b.num_rows]
         if self.log is not None:
             self.log.append(start, end, batches, self.schema)
         else:
-            self.memory[start] = _Planned(end, batches)
+            self.memory[start] = _Planned(end, pa.Table.from_batches(batches, schema=self.schema))
+
+    def server(self) -> Address:
+        """Start (once) the server executors fetch planned micro-batches from."""
+        if self._server is None:
+            self._server = BatchServer(self._lookup)
+        return self._server.address
+
+    def _lookup(self, key: int, lo: int, hi: int) -> Tuple[pa.Schema, List[pa.RecordBatch]]:
+        planned = self.memory.get(key)  # dict reads are atomic; commit() only removes entries
+        if planned is None:
+            raise LookupError(f"format('reactive'): the micro-batch planned at offset {key} is no longer held by "
+                              "the reader process (it was committed, or the driver restarted)")
+        return self.schema, planned.table.slice(lo, hi - lo).to_batches()
 
     def _cancel_on_sigterm(self) -> None:
         """When a query stops, Spark ends this process with SIGTERM, whose default action skips
@@ -240,7 +299,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if s != live.next_offset:
             s = self._realign(live, s)
         intake = live.intake
-        intake.check()
+        live.check_subscribed()
         live.note_received()  # includes what prefetch received while Spark ran the last batch
         o = self._opts
 
@@ -261,28 +320,33 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             intake.demand_up_to(1)
             intake.wait(1, o.poll_timeout)
         want = self._elements_for(intake, max_rows or min_rows)
+        intake.chunk = max(1024, min(65_536, want // 4))  # the converter thread's bite: ~4 per micro-batch
         intake.demand_up_to(want)
         intake.wait(target_rows, o.poll_timeout)
-        intake.check()
 
+        # A spec violation fails the query, but only after the records received before it (all
+        # within demand, in order) have been delivered, as with on_error.
         rows = intake.buffered_rows
-        if min_rows is not None and rows < min_rows and not intake.terminated:
+        if min_rows is not None and rows < min_rows and not intake.terminated and not intake.violated:
             waited = time.monotonic() - live.last_batch_at
             if rows == 0 or waited < o.max_trigger_delay:
                 return {"offset": s}
-        elements = intake.take_rows(max_rows)
+        elements, taken = intake.take_rows(max_rows)
         if not elements:
+            intake.check()
             err = intake.failed
             if err is not None:
                 raise PublisherFailed(err, s)
-            if intake._subscription is None and not intake.terminated:
+            if intake.subscription is None and not intake.terminated:
                 # Rule 1.9: subscribe() must be followed by on_subscribe. Without it no demand can
                 # be signalled, so waiting longer cannot help: fail after a bounded wait.
-                limit = max(10.0, 20 * o.poll_timeout)
-                while intake._subscription is None and time.monotonic() - live.subscribed_at < limit:
+                limit = live.on_subscribe_limit()
+                while (intake.subscription is None and live.subscribe_error is None
+                       and time.monotonic() - live.subscribed_at < limit):
                     time.sleep(0.05)  # Spark (AvailableNow) would take an empty answer as "no more data"
+                live.check_subscribed()
                 waited = time.monotonic() - live.subscribed_at
-                if intake._subscription is None:
+                if intake.subscription is None:
                     raise SpecViolation("1.9", (
                         f"format('reactive'): the publisher did not call on_subscribe within {waited:.0f} s of "
                         "subscribe(), so no records can be requested; fix the publisher (or its factory) to "
@@ -292,16 +356,21 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 # The publisher completed, or sent nothing within pollTimeout although records were
                 # requested: what was available has been read, so Trigger.AvailableNow ends here.
                 live.available_now_done = True
+                if not intake.completed:
+                    log.warning(
+                        "format('reactive'): Trigger.AvailableNow ends at offset %d: the publisher sent nothing "
+                        "for pollTimeout=%ss although %d records were requested, and has not completed. If it "
+                        "is slow rather than done, raise option pollTimeout", s, o.poll_timeout, intake.outstanding)
             return {"offset": s}
 
-        end = s + sum(live.converter.rows_of(e) for e in elements)
-        converted = live.converter.convert(elements, s)
-        live.malformed += converted.malformed
-        live.dropped += converted.dropped
-        if converted.dropped:
+        end = s + taken
+        batches, malformed, dropped = _convert(live.converter, elements, s)
+        live.malformed += malformed
+        live.dropped += dropped
+        if dropped:
             log.warning("format('reactive'): dropped %d malformed records in offsets [%d, %d) (mode=DROPMALFORMED)",
-                        converted.dropped, s, end)
-        live.store(s, end, converted.batch)
+                        dropped, s, end)
+        live.store(s, end, batches)
         live.next_offset = end
         live.last_batch_at = time.monotonic()
         if o.prefetch:
@@ -352,16 +421,22 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if planned is None or planned.end != e:
             return self._lost(s, e, f"the micro-batch [{s}, {e}) was planned by an earlier reader process "
                               "(the driver restarted) and was kept only in its memory")
-        batches = planned.batches
-        table = pa.Table.from_batches(batches, schema=live.schema) if batches else None
-        rows = table.num_rows if table is not None else 0
+        table = planned.table
+        rows = table.num_rows
         if rows == 0:
             return []
-        parts = []
+        parts: List[InputPartition] = []
         step = math.ceil(rows / n)
+        inline = self._opts.batch_transport == "inline" or (
+            self._opts.batch_transport == "auto" and table.nbytes <= _INLINE_MAX_BYTES * n)
+        address = None if inline else live.server()
         for lo in range(0, rows, step):
-            piece = table.slice(lo, step).combine_chunks().to_batches()  # type: ignore[union-attr]
-            parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
+            hi = min(lo + step, rows)
+            if address is None:
+                piece = table.slice(lo, hi - lo).combine_chunks().to_batches()
+                parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
+            else:
+                parts.append(FetchPartition(address, s, lo, hi))
         return parts
 
     def _lost(self, s: int, e: int, why: str) -> List[InputPartition]:
@@ -375,6 +450,15 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, InlinePartition):
             yield from from_ipc(partition.ipc)
+        elif isinstance(partition, FetchPartition):
+            try:
+                yield from fetch(partition.address, partition.key, partition.lo, partition.hi)
+            except FetchError as exc:
+                raise FetchError(
+                    f"format('reactive'): an executor could not fetch its micro-batch rows from the driver-side "
+                    f"reader process: {exc}. Executors must reach the driver host on that port; otherwise set "
+                    "option logPath to a location executors can read (also gives replay after a restart), or "
+                    "batchTransport=inline (rows travel inside Spark's tasks, slower for large batches)") from None
         elif isinstance(partition, LogPartition):
             for name, lo, hi in partition.pieces:
                 yield from read_segment_slice(partition.uri, name, lo, hi)
@@ -394,6 +478,36 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def stop(self) -> None:
         if self._live is not None:
             self._live.stop()
+
+
+def _convert(converter: ElementConverter, elements: List[Any], first_offset: int
+             ) -> Tuple[List[pa.RecordBatch], int, int]:
+    """Convert what ``Intake.take_rows`` returned: Chunks are converted already; runs of plain
+    elements and runs of Arrow elements go through the converter (which names bad offsets).
+    Returns (batches, malformed, dropped)."""
+    out: List[pa.RecordBatch] = []
+    malformed = dropped = 0
+    offset = first_offset
+    i, n = 0, len(elements)
+    while i < n:
+        e = elements[i]
+        if isinstance(e, Chunk):
+            out.append(e.batch)
+            offset += e.batch.num_rows
+            i += 1
+            continue
+        arrow = isinstance(e, (pa.RecordBatch, pa.Table))
+        j = i + 1
+        while j < n and not isinstance(elements[j], Chunk) and isinstance(elements[j], (pa.RecordBatch, pa.Table)) == arrow:
+            j += 1
+        run = elements[i:j]
+        c = converter.convert(run, offset)
+        out.append(c.batch)
+        malformed += c.malformed
+        dropped += c.dropped
+        offset += sum(x.num_rows for x in run) if arrow else len(run)
+        i = j
+    return out, malformed, dropped
 
 
 def _split_log(uri: str, segs: List[Tuple[str, int]], n: int) -> List[InputPartition]:
@@ -441,7 +555,7 @@ class ReactiveBatchReader(DataSourceReader):
         converter = ElementConverter(schema, self._opts.mode, self._opts.corrupt_column, add_corrupt_column=False)
         chunk = min(self._opts.max_buffered, 65_536)
         it = BlockingIterator(prefetch=chunk)
-        make_publisher(self._opts).subscribe(it)
+        make_publisher(self._opts, schema).subscribe(it)
         offset = 0
         pending: List[Any] = []
         rows = 0
@@ -462,4 +576,5 @@ def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         yield batch
 
 
-__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition"]
+__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition",
+           "FetchPartition"]

@@ -28,16 +28,35 @@ def load_factory(spec: str, option: str = "publisher") -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def make_publisher(opts: SourceOptions) -> Any:
-    """Build the Publisher for these options (called in the process that subscribes)."""
+class PublisherFactoryError(OptionError):
+    """The ``publisher`` factory raised, or returned something that is not a Publisher."""
+
+
+def _short(x: Any) -> str:
+    r = f"{type(x).__name__} {x!r}"
+    return r if len(r) <= 120 else r[:120] + "..."
+
+
+def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
+    """Build the Publisher for these options (called in the process that subscribes).
+    ``schema``: the source's ``pyarrow.Schema``, handed to a JVM publisher's encoder."""
+    if opts.jvm_publisher:
+        return _jvm_publisher(opts, schema)
     if opts.publisher:
         factory = load_factory(opts.publisher)
         options: Dict[str, Any] = dict(opts.raw)
-        pub = factory(options)
+        try:
+            pub = factory(options)
+        except Exception as exc:
+            raise PublisherFactoryError(
+                f"option publisher={opts.publisher!r}: the factory raised {type(exc).__name__}: {exc}. Fix the "
+                f"factory, or the options it reads (they reach it under the 'publisher.' prefix, lower-cased)"
+            ) from exc
         if pub is None or not callable(getattr(pub, "subscribe", None)):
-            raise OptionError(
-                f"option publisher={opts.publisher!r}: the factory returned {pub!r}, which is not a Publisher "
-                "(an object with subscribe(subscriber))"
+            raise PublisherFactoryError(
+                f"option publisher={opts.publisher!r}: the factory returned {_short(pub)}, which is not a Publisher "
+                "(an object with subscribe(subscriber)); make the factory return one, e.g. "
+                "rs_spark.streams.from_iterable(...)"
             )
         return pub
     try:
@@ -48,4 +67,26 @@ def make_publisher(opts: SourceOptions) -> Any:
     return connect(opts.endpoint, **kwargs)
 
 
-__all__ = ["load_factory", "make_publisher"]
+def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
+    """Option jvmPublisher: a JVM Publisher built in a standalone JVM this process starts (Spark's
+    reader process has no py4j link to the driver JVM), handing over Arrow batches."""
+    from ..jvm.factory import JvmFactoryError, open_publisher
+    from ..jvm.schema import to_spec
+
+    if schema is not None:  # the JVM encodes straight into the source's columns, when it can carry them
+        fields = [f for f in schema if f.name != opts.corrupt_column]
+        try:
+            import pyarrow as pa
+
+            schema = pa.schema(fields)
+            to_spec(schema)
+        except ValueError:
+            schema = None  # a type the shim does not carry: the element class declares, the reader converts
+    try:
+        return open_publisher(opts.jvm_publisher, opts.jvm_jars, dict(opts.raw), schema=schema,
+                              elements="batches", batch_rows=max(1, min(65_536, opts.max_buffered)))
+    except JvmFactoryError as exc:
+        raise PublisherFactoryError(str(exc)) from None
+
+
+__all__ = ["load_factory", "make_publisher", "PublisherFactoryError"]

@@ -26,6 +26,12 @@ class ReactiveDataSource(DataSource):
         declared: Any = opts.schema
         if not declared and opts.publisher:
             declared = getattr(make_publisher(opts), "schema", None)
+        if not declared and opts.jvm_publisher:
+            raise OptionError(
+                f"format('reactive') with option jvmPublisher={opts.jvm_publisher!r} needs a schema: give it with "
+                ".schema('value LONG') or option schema (a JVM publisher's element class is only known once it "
+                "emits; rs_spark.spark.jvm.schema_of(spark, 'com.example.Quote') gives a record's or bean's)"
+            )
         if not declared:
             raise OptionError(
                 "format('reactive') needs a schema: give it with .schema('id LONG, name STRING'), with option "

@@ -120,3 +120,137 @@ def cancel_marker(options):
             with open(marker, "w") as f:
                 f.write("cancelled")
     return rs.defer(gen)
+
+
+# -- misbehaving user code (tests/spark/test_source_misbehaving.py) ---------------------------------
+class _Sub:
+    """A Subscription whose request/cancel run the given callables."""
+
+    def __init__(self, request=lambda n: None, cancel=lambda: None):
+        self._request, self._cancel = request, cancel
+
+    def request(self, n):
+        self._request(n)
+
+    def cancel(self):
+        self._cancel()
+
+
+class _Publisher:
+    def __init__(self, subscribe):
+        self._subscribe = subscribe
+
+    def subscribe(self, subscriber):
+        self._subscribe(subscriber)
+
+
+def raises_in_subscribe(options):
+    def subscribe(s):
+        raise ConnectionRefusedError("broker at 10.0.0.9:9092 refused the connection")
+    return _Publisher(subscribe)
+
+
+def raises_in_request(options):
+    def subscribe(s):
+        def request(n):
+            raise RuntimeError(f"request({n}) exploded inside the publisher")
+        s.on_subscribe(_Sub(request))
+    return _Publisher(subscribe)
+
+
+def raises_in_request_after(options):
+    """Sends ``publisher.count`` records (within demand), then raises in the next request()."""
+    total = _int(options, "count", 5)
+
+    def subscribe(s):
+        sent = [0]
+
+        def request(n):
+            if sent[0] >= total:
+                raise RuntimeError(f"request({n}) after {total} records exploded inside the publisher")
+            for _ in range(min(n, total - sent[0])):
+                s.on_next((sent[0], f"r{sent[0]}", 1.0))
+                sent[0] += 1
+        s.on_subscribe(_Sub(request))
+    return _Publisher(subscribe)
+
+
+def never_subscribes(options):
+    return _Publisher(lambda s: None)  # never calls on_subscribe (breaks rule 1.9)
+
+
+def blocks_in_subscribe(options):
+    """subscribe() blocks forever and never calls on_subscribe."""
+    return _Publisher(lambda s: threading.Event().wait())
+
+
+def silent(options):
+    """Calls on_subscribe, then never signals anything (never sends, never completes)."""
+    return _Publisher(lambda s: s.on_subscribe(_Sub()))
+
+
+def blocks_in_request(options):
+    """on_subscribe, then request() never returns."""
+    return _Publisher(lambda s: s.on_subscribe(_Sub(lambda n: threading.Event().wait())))
+
+
+def raises_in_cancel(options):
+    """Endless records; cancel() raises (breaks rule 3.15)."""
+    def subscribe(s):
+        sent = [0]
+
+        def request(n):
+            for _ in range(n):
+                s.on_next((sent[0], "c", 1.0))
+                sent[0] += 1
+
+        def cancel():
+            raise RuntimeError("cancel() exploded inside the publisher")
+        s.on_subscribe(_Sub(request, cancel))
+    return _Publisher(subscribe)
+
+
+def errors_at_once(options):
+    """on_subscribe, then on_error before any request (legal: rule 1.4)."""
+    def subscribe(s):
+        s.on_subscribe(_Sub())
+        s.on_error(PermissionError("token expired for topic trades"))
+    return _Publisher(subscribe)
+
+
+def completes_at_once(options):
+    return rs.empty()
+
+
+def some_then_silent(options):
+    """``publisher.count`` records (within demand), then nothing, ever (no on_complete)."""
+    total = _int(options, "count", 5)
+
+    def subscribe(s):
+        sent = [0]
+
+        def request(n):
+            for _ in range(min(n, total - sent[0])):
+                s.on_next((sent[0], f"q{sent[0]}", 1.0))
+                sent[0] += 1
+        s.on_subscribe(_Sub(request))
+    return _Publisher(subscribe)
+
+
+def factory_raises(options):
+    raise KeyError("option publisher.topic is required")
+
+
+def not_a_publisher(options):
+    return [1, 2, 3]
+
+
+def returns_none(options):
+    return None
+
+
+def many_malformed(options):
+    """``publisher.count`` dict records; those whose id is in ``publisher.bad`` (comma list) have a bad price."""
+    n = _int(options, "count", 5000)
+    bad = {int(x) for x in str(options.get("publisher.bad", "")).split(",") if x}
+    return rs.range_(n).pipe(rs.map(lambda i: {"id": i, "name": f"m{i}", "price": "bad" if i in bad else i * 0.5}))

@@ -13,3 +13,42 @@ class TestIntakeBlackbox(SubscriberBlackboxVerification):
 
     def trigger_request(self, subscriber):
         subscriber.demand_up_to(4)  # what latestOffset does for a micro-batch
+
+
+def test_memory_bound_counts_rows_of_record_batch_elements():
+    """maxBufferedRecords bounds rows: with 1000-row batches and a bound of 5000 rows, at most
+    five batches are buffered or requested, however many elements the reader asks for."""
+    import pyarrow as pa
+
+    from rs_spark.spark.intake import Intake
+
+    requested = []
+
+    class Batches:
+        def subscribe(self, s):
+            class Sub:
+                def request(self, n):
+                    requested.append(n)
+                    for _ in range(n):
+                        s.on_next(pa.record_batch({"x": pa.array(range(1000), pa.int64())}))
+
+                def cancel(self):
+                    pass
+            s.on_subscribe(Sub())
+
+    intake = Intake(max_buffered=5000, base_offset=0)
+    Batches().subscribe(intake)
+    intake.demand_up_to(1)  # the reader's probe: learn the rows per element
+    assert intake.wait(1, 5)
+    intake.demand_up_to(100_000)
+    assert intake.wait(5000, 5)
+    assert sum(requested) == 5 and intake.buffered_rows == 5000
+    intake.demand_up_to(100_000)  # nothing taken out: nothing more may be requested
+    import time
+    time.sleep(0.2)  # requests run on the intake's demand thread
+    assert sum(requested) == 5
+    elements, rows = intake.take_rows(2000)
+    assert rows == 2000
+    intake.demand_up_to(100_000)
+    assert intake.wait(5000, 5) and sum(requested) == 7 and intake.buffered_rows == 5000
+    intake.cancel()
