@@ -59,6 +59,27 @@ def on_query_end(spark: Any, query: Any, callback: Callback) -> None:
     if not query.isActive:  # ended before the callback was registered
         exc = query.exception()
         listener.fire(qid, None if exc is None else str(exc))
+    elif _is_connect(spark):
+        # Spark Connect delivers listener events over a gRPC stream; with pyspark 4.3.0 we saw a
+        # client miss a QueryTerminatedEvent the server's log says it sent (a session that had
+        # run a query before; not reproducible at will). So also wait for the end here;
+        # whichever comes first fires, once.
+        threading.Thread(target=_await_end, args=(query, listener, qid), name=f"rs-spark-query-end {qid}",
+                         daemon=True).start()
+
+
+def _await_end(query: Any, listener: QueryEndListener, qid: str) -> None:
+    try:
+        query.awaitTermination()
+        exc = query.exception()
+        text = None if exc is None else str(exc)
+    except Exception as e:  # a failed query raises here; its text is what the listener would carry
+        text = str(e) or type(e).__name__
+    listener.fire(qid, text)
+
+
+def _is_connect(spark: Any) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 __all__ = ["on_query_end", "QueryEndListener"]

@@ -20,6 +20,7 @@ SINK_OPTIONS: Dict[str, str] = {
     "commitTimeout": "longest a commit waits for the Subscriber's demand before failing (default: no limit)",
     "checkpointLocation": "Spark's own option (passed through)",
     "path": "ignored (Spark passes it for .save(path)/.start(path))",
+    "queryName": "Spark's own option (passed through from DataStreamWriter.queryName; ignored)",
 }
 
 _SIZE = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}

@@ -47,6 +47,16 @@ def test_rows_arrive_in_order_exactly_once_then_on_complete(spark, tmp_path):
     assert q.rs_sink.batches_delivered == 3 and q.rs_sink.delivered == 3000
 
 
+def test_a_named_query_delivers_too(spark, tmp_path):
+    # Spark passes DataStreamWriter.queryName to the sink as option 'queryName'.
+    rec = Recorder()
+    q = rs_spark.write_stream(source(spark, count=20, per_batch=20), rec, checkpoint=str(tmp_path / "ck"),
+                              trigger=AVAILABLE_NOW, query_name="named_sink_query")
+    q.awaitTermination(120)
+    assert q.exception() is None and q.name == "named_sink_query"
+    assert rec.done.wait(30) and [r["id"] for r in rec.items] == list(range(20))
+
+
 def test_demand_paces_the_query_subscriber_requesting_10_sees_at_most_10_outstanding(spark, tmp_path):
     rec = Recorder(batch=10)
     q = rs_spark.write_stream(source(spark, count=2000), rec, checkpoint=str(tmp_path / "ck"),
