@@ -3,15 +3,18 @@
 - :class:`JvmPublisher`: a JVM ``Flow.Publisher`` / ``org.reactivestreams.Publisher`` as a Python
   Publisher; elements cross as Arrow record batches, one py4j call per batch.
 - :class:`JvmSubscriber`: a Python Subscriber feeding a JVM ``Flow.Subscriber``.
+- :func:`open_publisher`: a JVM Publisher named by text (``"com.example.Feeds#quotes"``) in this
+  process's own standalone JVM; the reader's ``jvmPublisher`` option uses it.
 - :func:`launch`: a standalone JVM with the shim (no Spark); in Spark use ``spark._jvm``
   (:mod:`rs_spark.spark.jvm` puts the jar on ``spark.jars``).
 
 Imports py4j and pyarrow, never pyspark.
 """
+from .factory import JvmFactoryError, open_publisher
 from .gateway import JAR_NAME, Gateway, ShimNotFound, debian_jar, jar_path, launch, shared, shim
 from .publisher import JvmError, JvmPublisher
 from .schema import parse_spec, to_spec
 from .subscriber import JvmSubscriber
 
-__all__ = ["JvmPublisher", "JvmSubscriber", "JvmError", "Gateway", "ShimNotFound", "launch", "shared", "shim",
+__all__ = ["JvmPublisher", "JvmSubscriber", "JvmError", "open_publisher", "JvmFactoryError", "Gateway", "ShimNotFound", "launch", "shared", "shim",
            "jar_path", "debian_jar", "JAR_NAME", "parse_spec", "to_spec"]

@@ -9,8 +9,9 @@ import glob
 import importlib.util
 import os
 import subprocess
+import sys
 import threading
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 JAR_NAME = "rs-spark-jvm.jar"
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -36,13 +37,18 @@ def jar_path() -> str:
 
 
 def spark_jars_dir() -> Optional[str]:
-    """pyspark's bundled jars directory (Arrow for Java lives there), found without importing pyspark."""
+    """pyspark's bundled jars directory (Arrow for Java lives there), found without importing pyspark.
+
+    In Spark's own Python workers pyspark is imported from ``pyspark.zip``, which has no jars: there
+    ``SPARK_HOME`` (set by Spark) and the installed package on ``sys.path`` are looked at too."""
     spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    if os.environ.get("SPARK_HOME"):
+        places.append(os.environ["SPARK_HOME"])
+    places.extend(os.path.join(p, "pyspark") for p in sys.path if p and os.path.isdir(p))
+    for loc in places:
         d = os.path.join(loc, "jars")
-        if os.path.isdir(d):
+        if os.path.isdir(d) and glob.glob(os.path.join(d, "arrow-vector-*.jar")):
             return d
     return None
 
@@ -110,17 +116,19 @@ def launch(extra_jars: Sequence[str] = (), java_opts: Sequence[str] = (), java: 
     return g
 
 
-_shared: Optional[Gateway] = None
+_shared: Dict[Tuple[str, ...], Gateway] = {}
 _shared_lock = threading.Lock()
 
 
 def shared(extra_jars: Sequence[str] = ()) -> Gateway:
-    """One standalone gateway per process, started on first use (for factories and notebooks)."""
-    global _shared
+    """One standalone gateway per process and set of ``extra_jars``, started on first use (for
+    factories such as the reader's ``jvmPublisher`` option, and notebooks); it ends with the process."""
+    key = tuple(os.path.abspath(j) for j in extra_jars)
     with _shared_lock:
-        if _shared is None:
-            _shared = launch(extra_jars)
-        return _shared
+        g = _shared.get(key)
+        if g is None or (g._proc is not None and g._proc.poll() is not None):
+            g = _shared[key] = launch(key)
+        return g
 
 
 def shim(jvm: Any) -> Any:

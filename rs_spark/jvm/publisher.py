@@ -1,8 +1,9 @@
 """JVM Publisher -> Python Publisher.
 
 The JVM side (``rsspark.jvm.PublisherBridge``) subscribes to the JVM Publisher, requests
-upstream exactly what the Python Subscriber demands, and hands over what arrives as one Arrow
-IPC batch per py4j call. Nothing requests ahead, so neither side buffers more than was requested.
+upstream what the Python Subscriber demands (never more: rule 1.1 holds towards Python, and the
+JVM publisher is checked against it too), capped at ``max_in_flight`` rows not yet emitted, and
+hands over what arrives as one Arrow IPC batch per py4j call (through a memory-mapped file).
 """
 from __future__ import annotations
 
@@ -41,17 +42,23 @@ class JvmPublisher:
     element's class declare it (boxed primitive, String, byte[] -> one column ``value``; records;
     beans). ``elements``: ``values`` (scalars for one column, else dicts), ``rows`` (dicts) or
     ``batches`` (``pyarrow.RecordBatch`` of at most ``batch_rows`` rows; ``request(n)`` asks for n
-    batches, requested upstream as ``n * batch_rows`` elements). ``linger``: seconds the JVM
-    waits for a fuller batch once it has some elements. ``transfer``: ``file`` (default; the JVM
-    writes each batch into a file on /dev/shm, or the temp directory, which Python reads: py4j
-    carries byte[] as base64 text, which measured 2-3x slower) or ``bytes`` (through py4j; use it
-    when the JVM does not share this machine's file system).
+    batches, requested upstream as ``n * batch_rows`` elements). A batch leaves the JVM when it
+    has ``batch_rows`` rows, when everything requested has arrived, when no element arrived for
+    ``linger`` seconds, or ``max_linger`` seconds after its first element: a fast publisher fills
+    big batches (few calls), a slow one is not held back. ``transfer``: ``file`` (default; the JVM
+    writes each batch into a file on /dev/shm, or the temp directory, which Python memory-maps:
+    the batch's buffers point into it; py4j carries byte[] as base64 text, which measured 2-3x
+    slower) or ``bytes`` (through py4j; use it when the JVM does not share this machine's file
+    system). Int64 columns of Long elements are kept unboxed (``long[]``) on the JVM side.
+    ``max_in_flight``: most rows requested from the JVM and not yet emitted to the Subscriber
+    (default 4 x ``batch_rows``): the bound on what the bridge buffers, whatever the demand.
 
     Each ``subscribe`` subscribes to the JVM Publisher once (cold publishers start over).
     """
 
     def __init__(self, jvm_publisher: Any, jvm: Any, *, schema: Any = None, elements: str = "values",
-                 batch_rows: int = 65536, linger: float = 0.002, transfer: str = "file") -> None:
+                 batch_rows: int = 65536, linger: float = 0.002, max_linger: float = 0.05,
+                 max_in_flight: Optional[int] = None, transfer: str = "file") -> None:
         if jvm_publisher is None:
             raise TypeError("JvmPublisher needs a JVM publisher (rule 1.9 style: not None)")
         if elements not in ELEMENTS:
@@ -67,6 +74,10 @@ class JvmPublisher:
         self.elements = elements
         self.batch_rows = int(batch_rows)
         self.linger_ms = max(0, int(linger * 1000))
+        self.max_linger_ms = max(self.linger_ms, int(max_linger * 1000))
+        if max_in_flight is not None and max_in_flight < batch_rows:
+            raise ValueError(f"max_in_flight={max_in_flight}: must be >= batch_rows ({batch_rows})")
+        self.max_in_flight = int(max_in_flight) if max_in_flight is not None else 4 * self.batch_rows
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9
@@ -89,7 +100,8 @@ class _PullSubscription(QueueSubscription):
     """The Python Subscriber's Subscription: demand goes to the JVM at once, a pump thread polls batches."""
 
     __slots__ = ("_bridge", "_elements", "_rows", "_linger", "_flock", "_forwarded", "_received", "_thread",
-                 "_ended", "_schema", "_file")
+                 "_ended", "_schema", "_file", "_max_linger",
+                 "_max_in_flight")
 
     def __init__(self, subscriber: Subscriber[Any], bridge: Any, pub: JvmPublisher) -> None:
         super().__init__(subscriber, on_release=self._released, delay_error=True)
@@ -97,6 +109,8 @@ class _PullSubscription(QueueSubscription):
         self._elements = pub.elements
         self._rows = pub.batch_rows
         self._linger = pub.linger_ms
+        self._max_linger = pub.max_linger_ms
+        self._max_in_flight = pub.max_in_flight
         self._schema = pub.schema
         self._flock = threading.Lock()  # forwarding: keeps JVM request() calls serial (rule 2.7)
         self._forwarded = 0  # rows requested from the JVM in total (saturating)
@@ -115,29 +129,39 @@ class _PullSubscription(QueueSubscription):
     def request(self, n: int) -> None:
         super().request(n)  # validation (rule 3.9) and saturation (rule 3.17) live there
         if n.__class__ is int and n > 0:
-            self._forward(n)
+            self._forward(n)  # n is in Python's demand now (outstanding), _forward reads it there
 
     def _forward(self, n: int) -> None:
-        """values / rows: request(n) becomes JVM request(n). batches: top the rows in flight up to
-        (batches wanted) x batch_rows, as rs_spark.net does for Arrow credits."""
+        """Top up what the JVM is asked for: the rows Python's demand still needs (values / rows:
+        one per element; batches: batch_rows per batch, as rs_spark.net does for Arrow credits),
+        but never more than ``max_in_flight`` rows requested from the JVM and not yet emitted
+        downstream. So the JVM bridge and this Subscription's queue hold at most that, even when
+        the Subscriber requested Long.MAX_VALUE and is slower than the JVM publisher."""
         with self._flock:
-            if self._done or self._ended.is_set() or self._forwarded >= MAX_DEMAND:
+            if self._done or self._ended.is_set():
                 return
-            if self._elements != "batches":
-                k = n
-            else:
-                out = self.outstanding
-                if out >= MAX_DEMAND:
-                    k = MAX_DEMAND
-                else:
-                    k = (out - len(self._queue)) * self._rows - (self._forwarded - self._received)
+            queued = len(self._queue)  # before outstanding: a race can only make `want` smaller
+            out = self.outstanding
+            per = self._rows if self._elements == "batches" else 1
+            want = MAX_DEMAND if out >= MAX_DEMAND else (out - queued) * per
+            in_flight = self._forwarded - self._received  # requested from the JVM, not yet polled
+            room = self._max_in_flight - in_flight - queued * per
+            k = min(want - in_flight, room)
             if k <= 0:
                 return
-            self._forwarded = add_cap(self._forwarded, k)
+            if k < want - in_flight and k < self._max_in_flight // 4:
+                return  # capped and >= 3/4 of the cap still in flight: top up later, in bigger steps
+            self._forwarded += k
             try:
-                self._bridge.request(min(k, MAX_DEMAND))
+                self._bridge.request(k)
             except Exception as exc:
                 self.offer_error(exc)
+
+    def _emit(self) -> None:
+        e = self._emitted
+        super()._emit()
+        if self._emitted != e and not self._done:
+            self._forward(0)  # emitted elements free room in flight
 
     # -- elements: JVM -> Python (pump thread) -----------------------------------------
     def _pump(self) -> None:
@@ -147,17 +171,14 @@ class _PullSubscription(QueueSubscription):
             path = self._file
             while not self._done:
                 if path is None:
-                    data = bridge.poll(self._rows, 200, self._linger)
+                    data = bridge.poll(self._rows, 200, self._linger, self._max_linger)
                     if data is None:
                         continue
                 else:
-                    n = bridge.pollInto(path, self._rows, 200, self._linger)
+                    n = bridge.pollInto(path, self._rows, 200, self._linger, self._max_linger)
                     if n < 0:
                         continue
-                    data = b""
-                    if n:
-                        with open(path, "rb") as f:
-                            data = f.read(n)
+                    data = _map(path) if n else b""
                 if len(data) == 0:
                     state = bridge.state()
                     if state == "error":
@@ -210,6 +231,18 @@ class _PullSubscription(QueueSubscription):
     @property
     def received_rows(self) -> int:
         return self._received
+
+
+def _map(path: str) -> Any:
+    """The batch file the JVM just wrote, memory-mapped (zero-copy: the batch's buffers point into
+    the mapping). The name is unlinked at once, so the JVM writes its next batch into a new file
+    while this one's pages live as long as the batch does."""
+    mm = pa.memory_map(path)
+    try:
+        os.unlink(path)
+        return mm.read_buffer()
+    finally:
+        mm.close()  # the fd; the mapping stays while buffers point into it
 
 
 def _transfer_file() -> str:

@@ -32,6 +32,11 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
     If the session was not started with the jars on ``spark.jars``, they are added now to the
     driver's class loader (Spark's ``MutableURLClassLoader``) and with ``addJar`` for executors.
     """
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        raise ShimNotFound(
+            "rs_spark.spark.jvm needs the driver JVM (spark._jvm), and a Spark Connect client has none: the "
+            "driver runs in the Connect server. Read a JVM publisher with option jvmPublisher "
+            "('com.example.Feeds#quotes', plus jvmJars): the reader process on the server starts its own JVM")
     j = spark._jvm
     wanted = jars(extra_jars)
     missing = [p for p in wanted if not _loaded(spark, p)]

@@ -107,6 +107,81 @@ def test_python_demand_is_jvm_demand_and_nothing_is_requested_ahead(jvm):
     assert _wait(lambda: m.s._ended.is_set()), "the pump stops after cancel"
 
 
+def test_batches_demand_bounds_what_the_bridge_requests_and_buffers(jvm):
+    # request(2) batches of 1000 rows: 2000 rows are requested upstream, never more, whatever the linger
+    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionEndless(), jvm, elements="batches", batch_rows=1000,
+                       linger=0.05, max_linger=0.5)
+    m = _Manual()
+    pub.subscribe(m)
+    m.s.request(2)
+    assert _wait(lambda: sum(b.num_rows for b in m.items) == 2000)
+    bridge = m.s._bridge
+    time.sleep(0.2)
+    assert len(m.items) == 2 and all(b.num_rows == 1000 for b in m.items)
+    assert bridge.received() == 2000 and bridge.outstanding() == 0 and bridge.buffered() == 0
+    m.s.request(1)
+    assert _wait(lambda: len(m.items) == 3)
+    time.sleep(0.1)
+    assert bridge.received() == 3000
+    assert pa.Table.from_batches(m.items).column("value").to_pylist() == list(range(3000))
+    m.s.cancel()
+    assert _wait(lambda: m.s._ended.is_set())
+
+
+class _Slow(_Manual):
+    """Requests Long.MAX_VALUE and takes 1 ms per element."""
+
+    def on_subscribe(self, s):
+        self.s = s
+        s.request(2**63 - 1)
+
+    def on_next(self, x):
+        self.items.append(x)
+        time.sleep(0.001)
+
+
+@pytest.mark.parametrize("elements", ["values", "batches"])
+def test_unbounded_demand_from_a_slow_subscriber_keeps_the_bridge_bounded(jvm, elements):
+    # An endless fast JVM publisher, a Subscriber that wants everything but is slow: the rows
+    # requested from the JVM and not yet emitted stay within max_in_flight (the JVM buffers no more).
+    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionEndless(), jvm, elements=elements, batch_rows=50,
+                       max_in_flight=200)
+    m = _Slow()
+    pub.subscribe(m)
+    per = 50 if elements == "batches" else 1
+    worst = 0  # rows requested from the JVM and not yet emitted
+    end = time.monotonic() + 1.5
+    while time.monotonic() < end:
+        sent = m.s._forwarded  # requested from the JVM so far
+        emitted = len(m.items) if elements == "values" else sum(b.num_rows for b in list(m.items))
+        worst = max(worst, sent - emitted)
+        time.sleep(0.01)
+    m.s.cancel()
+    assert _wait(lambda: m.s._ended.is_set())
+    assert len(m.items) > 20, "it kept delivering"
+    assert worst <= 200 + per, worst  # + one element emitted while we looked
+    rows = m.items if elements == "values" else pa.Table.from_batches(m.items).column("value").to_pylist()
+    assert rows == list(range(len(rows)))
+
+
+def test_max_in_flight_below_batch_rows_is_refused(jvm):
+    with pytest.raises(ValueError, match="max_in_flight"):
+        JvmPublisher(jvm.rsspark.jvm.Sources.submissionLongs(1), jvm, batch_rows=100, max_in_flight=50)
+
+
+def test_file_hand_off_maps_each_batch_and_leaves_no_file_behind(jvm):
+    import glob
+    import os
+
+    before = set(glob.glob("/dev/shm/rs-spark-jvm-*"))
+    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionLongs(50_000), jvm, elements="batches", batch_rows=4096)
+    batches = _all(pub, prefetch=4)
+    # every batch still holds its own values after the JVM wrote later batches (one mapping each)
+    assert pa.Table.from_batches(batches).column("value").to_pylist() == list(range(50_000))
+    assert len(batches) >= 50_000 // 4096
+    assert set(glob.glob("/dev/shm/rs-spark-jvm-*")) - before == set()
+
+
 def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
     C = jvm.rsspark.jvm.CollectingSubscriber
     rec = C(5)

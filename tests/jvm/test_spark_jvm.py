@@ -91,3 +91,58 @@ def test_a_spark_query_writes_into_a_jvm_subscriber(spark, j):
     assert collector.isComplete() and collector.violation() is None
     assert sorted(t.id() for t in items) == list(range(2000))
     assert items[0].getClass().getName() == "rsspark.fixtures.Trade"
+
+
+# -- option jvmPublisher: the reader process builds the JVM publisher in a JVM of its own ----------
+
+def _jvm_reader(spark, spec, schema="value LONG", **options):
+    from .conftest import FIXTURES
+
+    r = spark.readStream.format("reactive").option("jvmPublisher", spec).option("jvmJars", FIXTURES)
+    if schema:
+        r = r.schema(schema)
+    for k, v in options.items():
+        r = r.option(k, str(v))
+    return r.load()
+
+
+def test_jvm_publisher_option_reads_a_submission_publisher_with_options_only(spark):
+    df = _jvm_reader(spark, "rsspark.fixtures.Feeds#longs", **{"publisher.count": 20_000, "maxRecordsPerTrigger": 8000})
+    values, q = _collect(spark, df)
+    assert values == list(range(20_000))
+    sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+    assert max(sizes) <= 8000 and sum(sizes) == 20_000
+
+
+def test_jvm_publisher_option_encodes_records_into_the_given_columns(spark):
+    df = _jvm_reader(spark, "rsspark.fixtures.Feeds#trades", "id LONG, symbol STRING, price DOUBLE, buy BOOLEAN",
+                     **{"publisher.count": 30})
+    rows, _ = _collect(spark, df.selectExpr("concat(id, ':', symbol, ':', price, ':', buy) as r", "id"), order="id")
+    assert len(rows) == 30
+
+
+def test_jvm_publisher_option_errors_fail_the_query_naming_option_and_value(spark):
+    from pyspark.errors import StreamingQueryException
+
+    df = _jvm_reader(spark, "com.nope.Missing#feed")
+    q = df.writeStream.format("noop").start()
+    try:
+        with pytest.raises(StreamingQueryException) as info:
+            q.awaitTermination(60)
+    finally:
+        q.stop()
+    msg = str(info.value)
+    assert "option jvmPublisher='com.nope.Missing#feed'" in msg and "jvmJars" in msg, msg[:2000]
+
+
+def test_jvm_publisher_option_without_a_schema_says_how_to_give_one(spark):
+    with pytest.raises(Exception, match="jvmPublisher=.*needs a schema"):
+        _jvm_reader(spark, "rsspark.fixtures.Feeds#longs", schema=None)
+
+
+def test_jvm_publisher_option_in_a_batch_read(spark):
+    from .conftest import FIXTURES
+
+    df = (spark.read.format("reactive").schema("value LONG").option("jvmPublisher", "rsspark.fixtures.Feeds#longs")
+          .option("jvmJars", FIXTURES).option("publisher.count", "3000").load())
+    assert sorted(r[0] for r in df.collect()) == list(range(3000))

@@ -1,6 +1,11 @@
 package rsspark.jvm;
 
+import java.io.IOException;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Flow;
 
@@ -27,6 +32,12 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
     private BatchEncoder encoder;
 
     private ArrayList<Object> buffer = new ArrayList<>();
+    // Primitive fast path (one int64 column, Long elements): values stay unboxed here instead of
+    // in buffer. Leaves for good (boxing what it holds into buffer) at the first other element.
+    private boolean longMode;
+    private long[] longs = new long[0];
+    private int longCount;
+    private long[] spareLongs; // the array the last poll encoded, reused by the next one
     private Flow.Subscription upstream;
     private long pendingRequest; // requested before onSubscribe arrived
     private long requested; // total requested upstream (saturating)
@@ -43,6 +54,15 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
         this.source = Interop.toFlowPublisher(publisher);
         this.schema = schemaSpec == null || schemaSpec.isEmpty() ? null : Schemas.parse(schemaSpec);
         this.allocator = Memory.child("publisher-bridge");
+        this.longMode = schema == null || isLongColumn(schema);
+    }
+
+    private static boolean isLongColumn(Schema s) {
+        return s.getFields().size() == 1 && "int64".equals(Schemas.typeName(s.getFields().get(0).getType()));
+    }
+
+    private int size() { // holding lock
+        return longMode ? longCount : buffer.size();
     }
 
     /** The schema's spec text; when none was given, declared by the first element's class (null before). */
@@ -88,6 +108,9 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
                 cancelled = true;
                 s = upstream;
                 buffer = new ArrayList<>();
+                longs = new long[0];
+                longCount = 0;
+                spareLongs = null;
                 lock.notifyAll();
             }
             if (s != null) s.cancel();
@@ -96,34 +119,138 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
 
     /**
      * Up to {@code maxRows} buffered elements as one Arrow IPC stream. Waits up to {@code timeoutMs}
-     * for a first element, then up to {@code lingerMs} more for {@code maxRows} (or for everything
-     * requested, or a terminal signal). Returns null when nothing arrived in time, an empty array
-     * when the stream has ended and nothing is left (see {@link #state}).
+     * for a first element, then for {@code maxRows} (or everything requested, or a terminal
+     * signal) while elements keep coming: the batch leaves once no element arrived for
+     * {@code lingerMs}, or {@code maxLingerMs} after its first element. Returns null when nothing
+     * arrived in time, an empty array when the stream has ended and nothing is left (see
+     * {@link #state}).
      */
+    public byte[] poll(int maxRows, long timeoutMs, long lingerMs, long maxLingerMs) throws InterruptedException {
+        Taken t = take(maxRows, timeoutMs, lingerMs, maxLingerMs);
+        if (t == null) return null;
+        if (t == Taken.END) return new byte[0];
+        if (t.longs != null) {
+            byte[] b = encoder.encodeLongs(t.longs, t.n);
+            giveBack(t.longs);
+            return b;
+        }
+        try {
+            return encoder.encode(t.items, 0, t.items.size(), t.first);
+        } catch (BatchEncoder.EncodeException e) {
+            fail(e);
+            byte[] prefix = encoder.takeEncodedPrefix();
+            return prefix != null ? prefix : new byte[0];
+        }
+    }
+
+    /** {@link #poll(int, long, long, long)} with {@code maxLingerMs = lingerMs} (a fixed linger). */
     public byte[] poll(int maxRows, long timeoutMs, long lingerMs) throws InterruptedException {
-        List<Object> batch;
-        long first;
+        return poll(maxRows, timeoutMs, lingerMs, lingerMs);
+    }
+
+    /**
+     * As {@link #poll}, but writes the IPC stream into the file {@code path} (best on a tmpfs such
+     * as /dev/shm; created, or truncated) and returns its length: -1 when nothing arrived in time,
+     * 0 at the end. Saves py4j's base64 text encoding of byte[]; Int64 columns are written
+     * straight from a {@code long[]} into the file.
+     */
+    public long pollInto(String path, int maxRows, long timeoutMs, long lingerMs, long maxLingerMs)
+            throws InterruptedException, IOException {
+        Taken t = take(maxRows, timeoutMs, lingerMs, maxLingerMs);
+        if (t == null) return -1;
+        if (t == Taken.END) return 0;
+        try (FileChannel ch = FileChannel.open(Path.of(path), StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            if (t.longs != null) {
+                encoder.encodeLongs(t.longs, t.n, ch);
+                giveBack(t.longs);
+            } else {
+                try {
+                    encoder.encode(t.items, 0, t.items.size(), t.first, ch);
+                } catch (BatchEncoder.EncodeException e) {
+                    fail(e); // what was written is the prefix before the bad element (maybe nothing)
+                }
+            }
+            return ch.position();
+        }
+    }
+
+    public long pollInto(String path, int maxRows, long timeoutMs, long lingerMs) throws InterruptedException, IOException {
+        return pollInto(path, maxRows, timeoutMs, lingerMs, lingerMs);
+    }
+
+    /** What {@link #take} took out of the buffer: boxed elements, or {@code n} unboxed longs. */
+    private static final class Taken {
+        static final Taken END = new Taken(null, null, 0, 0);
+        final List<Object> items;
+        final long[] longs;
+        final int n;
+        final long first;
+
+        Taken(List<Object> items, long[] longs, int n, long first) {
+            this.items = items;
+            this.longs = longs;
+            this.n = n;
+            this.first = first;
+        }
+    }
+
+    private Taken take(int maxRows, long timeoutMs, long lingerMs, long maxLingerMs) throws InterruptedException {
+        if (maxRows <= 0) throw new IllegalArgumentException("maxRows=" + maxRows + ": must be > 0");
+        long lingerNs = Math.max(0, lingerMs) * 1_000_000L;
+        long maxLingerNs = Math.max(lingerNs, maxLingerMs * 1_000_000L);
         synchronized (lock) {
             long now = System.nanoTime();
             long deadline = now + timeoutMs * 1_000_000L;
+            long firstAt = Long.MIN_VALUE; // when this batch's first element was seen
             long lingerEnd = Long.MAX_VALUE;
+            int seen = 0; // buffered size at the last look: growth moves lingerEnd on
             while (true) {
-                int size = buffer.size();
+                int size = size();
                 boolean ended = cancelled || completed || error != null;
                 if (size >= maxRows || (size > 0 && (ended || received == requested))) break;
-                if (size == 0 && ended) return new byte[0];
-                if (size > 0 && lingerEnd == Long.MAX_VALUE) lingerEnd = now + lingerMs * 1_000_000L;
+                if (size == 0 && ended) return Taken.END;
+                if (size > 0) {
+                    if (firstAt == Long.MIN_VALUE) firstAt = now;
+                    if (size != seen) { // still arriving: wait for a quiet lingerMs, up to maxLingerMs in all
+                        seen = size;
+                        lingerEnd = Math.min(now + lingerNs, firstAt + maxLingerNs);
+                    }
+                }
                 long until = Math.min(deadline, lingerEnd);
                 if (now >= until) {
                     if (size == 0) return null;
                     break;
                 }
                 waitingFor = size == 0 ? 1 : maxRows;
-                long ms = Math.max(1, (until - now) / 1_000_000L);
-                lock.wait(ms);
+                long waitNs = until - now;
+                lock.wait(waitNs / 1_000_000L, (int) (waitNs % 1_000_000L));
                 waitingFor = 0;
                 now = System.nanoTime();
             }
+            long first = delivered;
+            if (encoder == null) {
+                if (schema == null) schema = Schemas.of(longMode ? Long.class : buffer.get(0).getClass());
+                encoder = new BatchEncoder(schema, allocator);
+                if (longMode && !encoder.takesLongs()) unbox();
+            }
+            if (longMode) {
+                int n = Math.min(longCount, maxRows);
+                long[] out = longs;
+                if (n == longCount) {
+                    long[] spare = spareLongs;
+                    spareLongs = null;
+                    longs = spare != null && spare.length >= Math.min(out.length, 1 << 16) ? spare
+                            : new long[Math.min(out.length, 1 << 16)];
+                } else {
+                    out = Arrays.copyOf(longs, n);
+                    System.arraycopy(longs, n, longs, 0, longCount - n);
+                }
+                longCount -= n;
+                delivered += n;
+                return new Taken(null, out, n, first);
+            }
+            List<Object> batch;
             if (buffer.size() <= maxRows) {
                 batch = buffer;
                 buffer = new ArrayList<>(Math.min(Math.max(16, batch.size()), 1 << 16));
@@ -132,38 +259,27 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
                 batch = new ArrayList<>(head);
                 head.clear();
             }
-            first = delivered;
             delivered += batch.size();
-            if (encoder == null) {
-                if (schema == null) schema = Schemas.of(batch.get(0).getClass());
-                encoder = new BatchEncoder(schema, allocator);
-            }
-        }
-        try {
-            return encoder.encode(batch, 0, batch.size(), first);
-        } catch (BatchEncoder.EncodeException e) {
-            fail(e);
-            byte[] prefix = encoder.takeEncodedPrefix();
-            return prefix != null ? prefix : new byte[0];
+            return new Taken(batch, null, batch.size(), first);
         }
     }
 
-    /**
-     * As {@link #poll}, but writes the IPC stream into the file {@code path} (best on a tmpfs such
-     * as /dev/shm) and returns its length: -1 when nothing arrived in time, 0 at the end. Saves
-     * py4j's base64 text encoding of byte[] for large batches.
-     */
-    public long pollInto(String path, int maxRows, long timeoutMs, long lingerMs) throws InterruptedException, java.io.IOException {
-        byte[] b = poll(maxRows, timeoutMs, lingerMs);
-        if (b == null) return -1;
-        if (b.length == 0) return 0;
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(java.nio.file.Path.of(path),
-                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
-                java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
-            java.nio.ByteBuffer buf = java.nio.ByteBuffer.wrap(b);
-            while (buf.hasRemaining()) ch.write(buf);
+    private void giveBack(long[] a) {
+        synchronized (lock) {
+            if (!cancelled && (spareLongs == null || a.length > spareLongs.length)) spareLongs = a;
         }
-        return b.length;
+    }
+
+    /** Leave the long fast path for good: box what it holds, in order, into buffer (holding lock). */
+    private void unbox() {
+        if (!longMode) return;
+        longMode = false;
+        ArrayList<Object> b = new ArrayList<>(Math.max(16, longCount));
+        for (int i = 0; i < longCount; i++) b.add(longs[i]);
+        buffer = b;
+        longs = null;
+        spareLongs = null;
+        longCount = 0;
     }
 
     /** {@code open}, {@code complete}, {@code cancelled} or {@code error}. */
@@ -192,7 +308,7 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
     /** Elements buffered here, not yet polled. */
     public int buffered() {
         synchronized (lock) {
-            return buffer.size();
+            return size();
         }
     }
 
@@ -260,10 +376,24 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
                         + " were requested");
                 return;
             }
-            buffer.add(item);
+            int size;
+            if (longMode) {
+                if (item.getClass() == Long.class) {
+                    if (longCount == longs.length) longs = Arrays.copyOf(longs, Math.max(1024, longCount * 2));
+                    longs[longCount++] = (Long) item;
+                    size = longCount;
+                } else {
+                    unbox();
+                    buffer.add(item);
+                    size = buffer.size();
+                }
+            } else {
+                buffer.add(item);
+                size = buffer.size();
+            }
             received++;
             int w = waitingFor;
-            if (w > 0 && (buffer.size() >= w || received == requested)) lock.notifyAll();
+            if (w > 0 && (size >= w || received == requested)) lock.notifyAll();
         }
     }
 

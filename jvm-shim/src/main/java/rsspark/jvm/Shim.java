@@ -27,6 +27,14 @@ public final class Shim {
         return p;
     }
 
+    /**
+     * The Publisher {@code spec} names: {@code "com.example.Feeds#quotes"} (a public static method
+     * taking nothing or a {@code Map<String, String>} of options) or a Publisher class. See {@link Factories}.
+     */
+    public static Object publisher(String spec, java.util.Map<String, String> options) {
+        return Factories.publisher(spec, options);
+    }
+
     /** The baseline: a bridge that hands over one element per call. */
     public static NaiveBridge naive(Object publisher, int prefetch) {
         return new NaiveBridge(Interop.toFlowPublisher(publisher), prefetch);

@@ -173,4 +173,161 @@ class PublisherBridgeTest {
         }
         assertEquals(0, Memory.allocated(), "every Arrow buffer released");
     }
+
+    // -- the unboxed long[] path, batch sizing and the file hand-off ----------------------
+
+    /** A Publisher that emits {@code items} (in order) as they are requested, on the caller's thread. */
+    private static Flow.Publisher<Object> of(List<Object> items) {
+        return s -> s.onSubscribe(new Flow.Subscription() {
+            int next;
+            public void request(long n) {
+                for (long k = 0; k < n && next < items.size(); k++) s.onNext(items.get(next++));
+                if (next == items.size()) s.onComplete();
+            }
+            public void cancel() {}
+        });
+    }
+
+    @Test
+    void longFastPathSizesAndValuesIncludingPartialValidityBytes() throws Exception {
+        for (int n : new int[] {1, 7, 8, 9, 63, 64, 65, 1000, 65_537}) {
+            List<Object> items = new ArrayList<>();
+            for (long i = 0; i < n; i++) items.add(i * 3 - 7);
+            try (PublisherBridge b = Shim.pull(of(items), null)) {
+                b.start();
+                b.request(n);
+                List<Object> got = drain(b, 50_000);
+                assertEquals(items, got, "n=" + n);
+                assertEquals("value:int64", b.schema());
+            }
+        }
+    }
+
+    @Test
+    void aNonLongAfterLongsLeavesTheFastPathKeepingOrderAndFailsNamingTheOffset() throws Exception {
+        List<Object> items = new ArrayList<>(List.of(1L, 2L, 3L, "four", 5L));
+        try (PublisherBridge b = Shim.pull(of(items), "value:int64")) {
+            b.start();
+            b.request(5);
+            byte[] d = b.poll(100, 2000, 0);
+            assertEquals(List.of(1L, 2L, 3L), Util.column(d), "the rows before the bad element");
+            assertEquals("error", b.state());
+            assertTrue(b.errorText().contains("offset 3"), b.errorText());
+        }
+        // an int64 schema with Integer elements: boxed path, values widened
+        try (PublisherBridge b = Shim.pull(of(new ArrayList<>(List.of(1, 2, 3))), "value:int64")) {
+            b.start();
+            b.request(3);
+            assertEquals(List.of(1L, 2L, 3L), drain(b, 100));
+        }
+    }
+
+    @Test
+    void aStringPublisherWithoutSchemaUsesTheBoxedPath() throws Exception {
+        try (PublisherBridge b = Shim.pull(Sources.submissionStrings(3000), null)) {
+            b.start();
+            b.request(3000);
+            List<Object> got = drain(b, 1000);
+            assertEquals(3000, got.size());
+            assertEquals("s-2999", got.get(2999));
+            assertEquals("value:string", b.schema());
+        }
+    }
+
+    @Test
+    void pollSplitsABacklogLargerThanMaxRowsInOrder() throws Exception {
+        List<Object> items = new ArrayList<>();
+        for (long i = 0; i < 10_000; i++) items.add(i);
+        try (PublisherBridge b = Shim.pull(of(items), null)) {
+            b.request(10_000);
+            b.start(); // everything arrives in onSubscribe's request: one backlog
+            assertEquals(10_000, b.buffered());
+            List<Object> first = Util.column(b.poll(4096, 1000, 0));
+            assertEquals(4096, first.size());
+            assertEquals(10_000 - 4096, b.buffered());
+            List<Object> all = new ArrayList<>(first);
+            all.addAll(drain(b, 4096));
+            assertEquals(items, all);
+        }
+    }
+
+    /** Elements {@code 0, 1, ...} every {@code periodMs} from a timer thread, as requested. */
+    private static Flow.Publisher<Object> ticking(long periodMs) {
+        return s -> {
+            AtomicLong demand = new AtomicLong();
+            java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+            Thread t = new Thread(() -> {
+                long i = 0;
+                while (!stop.get()) {
+                    if (demand.get() > 0) {
+                        demand.decrementAndGet();
+                        s.onNext(i++);
+                    }
+                    try {
+                        Thread.sleep(periodMs);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            t.setDaemon(true);
+            s.onSubscribe(new Flow.Subscription() {
+                public void request(long n) {
+                    demand.addAndGet(n);
+                }
+                public void cancel() {
+                    stop.set(true);
+                }
+            });
+            t.start();
+        };
+    }
+
+    @Test
+    void aSteadyStreamFillsTheBatchUntilMaxLingerAQuietOneLeavesAfterLinger() throws Exception {
+        try (PublisherBridge b = Shim.pull(ticking(1), null)) {
+            b.start();
+            b.request(100_000);
+            assertNotNull(b.poll(100_000, 2000, 0)); // the first element(s)
+            long t = System.nanoTime();
+            // elements every ~1 ms, never quiet for 20 ms: the batch leaves after maxLinger (200 ms)
+            List<Object> c = Util.column(b.poll(100_000, 2000, 20, 200));
+            long ms = (System.nanoTime() - t) / 1_000_000;
+            assertTrue(ms >= 190 && ms < 1500, "took " + ms + " ms");
+            assertTrue(c.size() > 20, "only " + c.size() + " rows in 200 ms");
+        }
+        try (PublisherBridge b = Shim.pull(ticking(100), null)) {
+            b.start();
+            b.request(100_000);
+            assertNotNull(b.poll(100_000, 2000, 0));
+            long t = System.nanoTime();
+            // one element per 100 ms, linger 10 ms: a batch of one leaves ~10 ms after it came
+            List<Object> c = Util.column(b.poll(100_000, 2000, 10, 5000));
+            long ms = (System.nanoTime() - t) / 1_000_000;
+            assertEquals(1, c.size());
+            assertTrue(ms < 1000, "took " + ms + " ms");
+        }
+    }
+
+    @Test
+    void pollIntoWritesTheIpcStreamIntoTheFile() throws Exception {
+        java.nio.file.Path f = java.nio.file.Files.createTempFile("rs-spark-test-", ".arrow");
+        try (PublisherBridge b = Shim.pull(Sources.submissionLongs(5000), null)) {
+            b.start();
+            b.request(5000);
+            List<Object> got = new ArrayList<>();
+            while (true) {
+                long n = b.pollInto(f.toString(), 2048, 2000, 2, 50);
+                assertTrue(n >= 0, "nothing within 2 s");
+                if (n == 0) break;
+                byte[] d = java.nio.file.Files.readAllBytes(f);
+                assertEquals(n, d.length);
+                got.addAll(Util.column(d));
+            }
+            assertEquals(5000, got.size());
+            for (int i = 0; i < 5000; i++) assertEquals((long) i, got.get(i));
+        } finally {
+            java.nio.file.Files.deleteIfExists(f);
+        }
+    }
 }
