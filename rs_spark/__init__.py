@@ -27,3 +27,10 @@ def serve_sink(subscriber: Any, **options: Any) -> Any:
     from .spark.delivery import serve_sink as _serve_sink
 
     return _serve_sink(subscriber, **options)
+
+
+def stop_served() -> int:
+    """Stop the endpoints :func:`read_stream` started in this process; returns how many."""
+    from .spark.notebook import stop_served as _stop_served
+
+    return _stop_served()

@@ -14,21 +14,30 @@ import tempfile
 import threading
 import uuid
 from typing import Any, List, Optional
+from urllib.parse import urlencode
 
 from pyspark.sql import DataFrame, SparkSession
+
+from ..net.address import parse
 
 log = logging.getLogger("rs_spark.spark.sink")
 _served: List[Any] = []  # servers this process started for read_stream; stopped by stop_served()
 _lock = threading.Lock()
 
 
-def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, **options: Any) -> DataFrame:
-    """Serve ``publisher`` on 127.0.0.1 and return ``spark.readStream.format("reactive")`` over it.
+def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, *, bind: str = "tcp://127.0.0.1:0",
+                **options: Any) -> DataFrame:
+    """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
 
     ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
     :func:`rs_spark.arrow.with_schema`). Other keyword arguments become source options, e.g.
     ``maxRecordsPerTrigger=1000``. Publishers of pyarrow RecordBatches cross as Arrow.
+    ``bind``: where Spark's reader connects back to this process; the default (loopback)
+    serves a driver on this machine. For a Spark Connect server elsewhere, bind an address of
+    this machine that the server can reach (``tcp://10.0.0.5:0``); a random token protects it.
     """
+    import secrets
+
     from ..net import serve
     from .session import register
 
@@ -42,11 +51,15 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, **optio
         from pyspark.sql.pandas.types import from_arrow_schema
         declared = from_arrow_schema(declared)
     codec = options.pop("codec", "json")
-    server = serve(publisher, name=f"rs-{uuid.uuid4().hex[:12]}")
+    _check_reachable(spark, bind, "read_stream")
+    loopback = parse(bind, need_name=False).is_loopback
+    token = None if loopback else secrets.token_urlsafe(24)
+    server = serve(publisher, name=f"rs-{uuid.uuid4().hex[:12]}", bind=bind, token=token)
     with _lock:
         _served.append(server)
     register(spark)
-    address = server.address + (f"?codec={codec}" if codec != "json" else "")
+    query = {k: v for k, v in (("token", token), ("codec", codec if codec != "json" else None)) if v}
+    address = server.address + ("?" + urlencode(query) if query else "")
     reader = spark.readStream.format("reactive").schema(declared).option("endpoint", address)
     for k, v in options.items():
         reader = reader.option(k, str(v))
@@ -55,7 +68,8 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, **optio
 
 def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", ledger: Optional[str] = None,
                  checkpoint: Optional[str] = None, trigger: Optional[dict] = None, query_name: Optional[str] = None,
-                 output_mode: Optional[str] = None, end_on_stop: bool = True, **options: Any) -> Any:
+                 output_mode: Optional[str] = None, end_on_stop: bool = True, bind: str = "tcp://127.0.0.1:0",
+                 **options: Any) -> Any:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
 
     ``subscriber``: a Subscriber in this process (served on 127.0.0.1 for the query's commits;
@@ -66,6 +80,7 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
     batches). ``checkpoint``: checkpointLocation (exactly once across restarts); ``trigger``:
     keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
     ``output_mode``: ``append`` (default), ``update`` or ``complete``.
+    ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`).
     Other keyword arguments become sink options.
     """
     from .delivery import DeliveryHub, QueryFailed, send_control
@@ -79,7 +94,8 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
     else:
         hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
         hub.defer_abort = True  # the query's end (watched below) decides: stop -> complete, failure -> error
-        endpoint = hub.serve()
+        _check_reachable(df.sparkSession, bind, "write_stream")
+        endpoint = hub.serve(bind)
     staging: Optional[str] = None
     if not any(k.lower() == "staginglocation" for k in options) and _is_local(df.sparkSession):
         # Executors share this machine's disk in local mode: staging files beat carrying the
@@ -128,6 +144,23 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
 
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failed|Cancelled|Aborted|Interrupt)\w*): (.+)$")
 _GENERIC = ("org.apache.spark", "pyspark.errors", "py4j", "java.")
+
+
+def _check_reachable(spark: Any, bind: str, what: str) -> None:
+    """Refuse a loopback endpoint that a Spark Connect server on another host could not reach."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        return  # a classic session: its driver (and reader, and commits) run on this machine
+    try:
+        host = str(spark.client.host)
+    except Exception:
+        return
+    if not parse(bind, need_name=False).is_loopback or host in ("localhost", "::1") or host.startswith("127."):
+        return
+    raise ValueError(
+        f"{what}(): this Spark Connect session's server runs at {host}, and it must connect back to the "
+        f"Publisher/Subscriber in this process, which is served on {bind} (loopback: not reachable from "
+        f"{host}). Pass bind='tcp://<an address of this machine that {host} can reach>:0' (a token is added), "
+        "or serve it with rs_spark.net yourself and use option endpoint")
 
 
 def _is_local(spark: SparkSession) -> bool:
