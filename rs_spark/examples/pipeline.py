@@ -1,12 +1,16 @@
-"""The spark-submit example: the bursty sensor Publisher -> Spark -> Parquet, on any cluster.
+"""The spark-submit example: the bursty sensor Publisher -> Spark -> Parquet -> a Subscriber.
 
     spark-submit --master spark://host:7077 --conf spark.pyspark.python=$(which python3) \\
         "$(python3 -c 'import rs_spark.examples.pipeline as m; print(m.__file__)')" \\
         --output /data/out --checkpoint /data/ckpt --log-path /data/replay --total 20000
 
-Runs with Trigger.AvailableNow until the feed has sent ``--total`` readings, writing them to
-Parquet; then prints per-sensor counts. ``--log-path`` must be readable by every executor
-(a shared filesystem, or any pyarrow URI such as s3://); executors read micro-batches from it.
+Two queries, both with Trigger.AvailableNow. The first reads the sensor Publisher
+(``format("reactive")``) until it has sent ``--total`` readings and writes them to Parquet;
+``--log-path`` must be readable by every executor (a shared filesystem, or any pyarrow URI
+such as s3://): executors read micro-batches from it. The second streams the Parquet files'
+readings at or above ``--hot`` degrees into a Reactive Streams Subscriber in this driver
+process (``format("reactive")`` sink through :func:`rs_spark.write_stream`), which checks it
+got them once each. Prints per-sensor counts; exits non-zero if anything is missing.
 """
 from __future__ import annotations
 
@@ -14,7 +18,8 @@ import argparse
 import sys
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The job's command line (also checked against docker/compose.yaml by the tests)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--output", required=True, help="Parquet output directory")
     ap.add_argument("--checkpoint", required=True, help="streaming checkpoint directory")
@@ -24,7 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--burst", type=int, default=3000)
     ap.add_argument("--max-records-per-trigger", type=int, default=5000)
     ap.add_argument("--partitions", type=int, default=2, help="partitions per micro-batch")
-    args = ap.parse_args(argv)
+    ap.add_argument("--hot", type=float, default=28.0, help="readings at or above this go to the Subscriber")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
 
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
@@ -52,8 +62,40 @@ def main(argv: list[str] | None = None) -> int:
           f"of at most {max(batches) if batches else 0} records")
     out.groupBy("sensor").agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp")) \
         .orderBy("sensor").show(truncate=False)
+
+    hot_seqs = _hot_readings_to_a_subscriber(spark, out.schema, args)
+    expected = out.where(F.col("temperature") >= args.hot).count()
+    print(f"rs_spark pipeline: the Subscriber received {len(hot_seqs)} hot readings ({len(set(hot_seqs))} "
+          f"distinct; Parquet has {expected} at >= {args.hot})")
     spark.stop()
-    return 0 if total == distinct == args.total else 1
+    return 0 if total == distinct == args.total and len(hot_seqs) == len(set(hot_seqs)) == expected else 1
+
+
+def _hot_readings_to_a_subscriber(spark, schema, args) -> list:
+    """Stream the hot readings into a Subscriber living in this process; return their seqs."""
+    import threading
+
+    from pyspark.sql import functions as F
+
+    import rs_spark
+    from rs_spark.streams import CallbackSubscriber
+
+    seqs: list = []
+    ended = threading.Event()
+    failure: list = []
+    # A slow-ish consumer with bounded demand: it requests 256 readings at a time, and the
+    # query's commits wait for it (backpressure from a Subscriber into Spark).
+    sub = CallbackSubscriber(lambda r: seqs.append(r["seq"]), on_error=lambda e: (failure.append(e), ended.set()),
+                             on_complete=ended.set, request_size=256)
+    hot = spark.readStream.schema(schema).parquet(args.output).where(F.col("temperature") >= args.hot)
+    query = rs_spark.write_stream(hot, sub, checkpoint=args.checkpoint.rstrip("/") + "-hot",
+                                  trigger={"availableNow": True}, query_name="hot_readings")
+    query.awaitTermination()
+    if not ended.wait(60):
+        raise RuntimeError("the Subscriber got no on_complete within 60 s of the query's end")
+    if failure:
+        raise RuntimeError(f"the Subscriber got on_error: {failure[0]}")
+    return seqs
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ flow docker/compose.yaml runs in containers.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -97,6 +98,8 @@ def test_spark_submit_example_pipeline_on_a_standalone_cluster(cluster):
     tail = (r.stdout + r.stderr)[-4000:]
     assert r.returncode == 0, tail
     assert "rs_spark pipeline: 12000 readings (12000 distinct)" in r.stdout, tail
+    m = re.search(r"Subscriber received (\d+) hot readings \((\d+) distinct; Parquet has (\d+)", r.stdout)
+    assert m and int(m.group(1)) == int(m.group(2)) == int(m.group(3)) > 0, tail
     # executors in separate JVMs ran the tasks
     apps = list((base / "work0").glob("app-*")) + list((base / "work1").glob("app-*"))
     assert apps, "no executor ran on the workers"
