@@ -322,6 +322,14 @@ class DeliveryHub:
                 batch_id = ch.assigned
                 batch = tag_batch(batch, batch_id, start, total)
             if batch_id < led.batch_id or (batch_id == led.batch_id and led.complete and not self._queue):
+                if batch_id < led.batch_id:
+                    # A restart re-runs only the last batch; an older one is a late task attempt or a
+                    # query whose checkpoint is behind this sink's ledger: say so, its rows are dropped.
+                    log.warning("sink '%s': micro-batch %d is older than micro-batch %d, the last this sink "
+                                "delivered; not delivering it. If this query started from a new or different "
+                                "checkpointLocation than the one that wrote this sink's ledger, its first %d "
+                                "micro-batches are skipped: use that checkpoint, or a new ledger/endpoint",
+                                self.name, batch_id, led.batch_id, led.batch_id + 1)
                 self._active = None
                 self._idle.notify_all()
                 return "duplicate"

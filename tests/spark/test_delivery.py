@@ -59,16 +59,20 @@ def test_a_batch_cut_off_mid_way_resumes_at_the_first_row_not_delivered():
         ep.stop()
 
 
-def test_a_delivered_batch_is_acknowledged_as_duplicate_and_not_delivered_again():
+def test_a_delivered_batch_is_acknowledged_as_duplicate_and_not_delivered_again(caplog):
     rec = Recorder()
     ep = serve_sink(rec)
     try:
         commit(ep.address, 0, [rows(0, 10)])
         commit(ep.address, 1, [rows(10, 20)])
-        ack = commit(ep.address, 1, [rows(10, 20)])
+        with caplog.at_level("WARNING", logger="rs_spark.spark.sink"):
+            ack = commit(ep.address, 1, [rows(10, 20)])  # the restart case: the last batch again
         assert ack[0].to_pylist()[0]["status"] == "duplicate"
-        ack = commit(ep.address, 0, [rows(0, 10)])
+        assert "older than" not in caplog.text
+        with caplog.at_level("WARNING", logger="rs_spark.spark.sink"):
+            ack = commit(ep.address, 0, [rows(0, 10)])  # behind the ledger: dropped, but said loudly
         assert ack[0].to_pylist()[0]["status"] == "duplicate"
+        assert "micro-batch 0 is older than micro-batch 1" in caplog.text and "checkpointLocation" in caplog.text
         assert ids(rec) == list(range(20))
     finally:
         ep.stop()
