@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 
 import pytest
 
@@ -17,12 +16,10 @@ from rsocket.extensions.helpers import authenticate_bearer, composite, route  # 
 from rsocket.extensions.mimetypes import WellKnownMimeTypes  # noqa: E402
 from rsocket.helpers import single_transport_provider  # noqa: E402
 from rsocket.payload import Payload  # noqa: E402
-from rsocket.routing.request_router import RequestRouter  # noqa: E402
-from rsocket.routing.routing_request_handler import RoutingRequestHandler  # noqa: E402
 from rsocket.rsocket_client import RSocketClient  # noqa: E402
-from rsocket.rsocket_server import RSocketServer  # noqa: E402
-from rsocket.streams.stream_from_generator import StreamFromGenerator  # noqa: E402
 from rsocket.transports.tcp import TransportTCP  # noqa: E402
+
+from ._rsocket_py import RsocketPyServer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,55 +57,8 @@ def test_rsocket_py_client_with_wrong_token_is_refused():
         server.stop()
 
 
-class _RsocketPyServer:
-    """An rsocket-py server on its own event loop thread serving route 'numbers' (ints as JSON)
-    and route 'fails' (an error after 2 elements)."""
-
-    def __init__(self, count):
-        self.port = None
-        self.requested = []
-        ready = threading.Event()
-        router = RequestRouter()
-        outer = self
-
-        @router.stream("numbers")
-        async def numbers():
-            def gen():
-                for i in range(count):
-                    yield Payload(json.dumps(i).encode()), i == count - 1
-            return StreamFromGenerator(gen)
-
-        @router.stream("fails")
-        async def fails():
-            def gen():
-                yield Payload(b"1"), False
-                yield Payload(b"2"), False
-                raise RuntimeError("rsocket-py side failed")
-            return StreamFromGenerator(gen)
-
-        async def main():
-            async def session(reader, writer):
-                RSocketServer(TransportTCP(reader, writer), handler_factory=lambda: RoutingRequestHandler(router))
-
-            srv = await asyncio.start_server(session, "127.0.0.1", 0)
-            outer.port = srv.sockets[0].getsockname()[1]
-            outer._stop = asyncio.Event()
-            outer._loop = asyncio.get_running_loop()
-            ready.set()
-            async with srv:
-                await outer._stop.wait()
-
-        self._thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-        self._thread.start()
-        assert ready.wait(10)
-
-    def stop(self):
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(5)
-
-
 def test_our_client_reads_from_an_rsocket_py_server():
-    srv = _RsocketPyServer(500)
+    srv = RsocketPyServer(500)
     try:
         got = rs.to_list(net.connect(f"tcp://127.0.0.1:{srv.port}/numbers"), timeout=30, request_size=32)
         assert got == list(range(500))
@@ -117,7 +67,7 @@ def test_our_client_reads_from_an_rsocket_py_server():
 
 
 def test_an_rsocket_py_error_arrives_as_remote_error():
-    srv = _RsocketPyServer(1)
+    srv = RsocketPyServer(1)
     try:
         got = []
         with pytest.raises(net.RemoteError, match="rsocket-py side failed") as ei:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 
 import pytest
 
@@ -20,14 +19,11 @@ from rsocket.extensions.helpers import composite, route  # noqa: E402
 from rsocket.extensions.mimetypes import WellKnownMimeTypes  # noqa: E402
 from rsocket.helpers import single_transport_provider  # noqa: E402
 from rsocket.payload import Payload  # noqa: E402
-from rsocket.routing.request_router import RequestRouter  # noqa: E402
-from rsocket.routing.routing_request_handler import RoutingRequestHandler  # noqa: E402
 from rsocket.rsocket_client import RSocketClient  # noqa: E402
-from rsocket.rsocket_server import RSocketServer  # noqa: E402
-from rsocket.streams.stream_from_generator import StreamFromGenerator  # noqa: E402
 from rsocket.transports.websockets_transport import WebsocketsTransport  # noqa: E402
 from websockets.asyncio.client import connect as ws_connect  # noqa: E402
-from websockets.asyncio.server import serve as ws_serve  # noqa: E402
+
+from ._rsocket_py import RsocketPyServer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,46 +53,8 @@ def test_websockets_and_rsocket_py_client_reads_our_ws_served_publisher():
         server.stop()
 
 
-class _WsRsocketPyServer:
-    """rsocket-py on a ``websockets`` server, on its own event loop thread; route 'numbers'."""
-
-    def __init__(self, count):
-        self.port = None
-        ready = threading.Event()
-        router = RequestRouter()
-        outer = self
-
-        @router.stream("numbers")
-        async def numbers():
-            def gen():
-                for i in range(count):
-                    yield Payload(json.dumps(i).encode()), i == count - 1
-            return StreamFromGenerator(gen)
-
-        async def session(ws):
-            transport = WebsocketsTransport()
-            RSocketServer(transport, handler_factory=lambda: RoutingRequestHandler(router))
-            await transport.handler(ws)
-
-        async def main():
-            async with ws_serve(session, "127.0.0.1", 0) as srv:
-                outer.port = next(iter(srv.sockets)).getsockname()[1]
-                outer._stop = asyncio.Event()
-                outer._loop = asyncio.get_running_loop()
-                ready.set()
-                await outer._stop.wait()
-
-        self._thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
-        self._thread.start()
-        assert ready.wait(10)
-
-    def stop(self):
-        self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(5)
-
-
 def test_our_ws_client_reads_from_rsocket_py_on_a_websockets_server():
-    srv = _WsRsocketPyServer(500)
+    srv = RsocketPyServer(500, websocket=True)
     try:
         got = rs.to_list(net.connect(f"ws://127.0.0.1:{srv.port}/numbers"), timeout=30, request_size=32)
         assert got == list(range(500))
