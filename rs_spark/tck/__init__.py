@@ -11,7 +11,8 @@
             return my_publisher_of(elements)
 
 Or without pytest: ``rs_spark.tck.run(verification) -> {test: (pass|fail|skip, message)}``,
-or from a shell: ``python -m rs_spark.tck package.module:factory``. Timeouts: class attributes
+or from a shell: ``python -m rs_spark.tck package.module:factory``. A test that does not apply
+raises :class:`TckSkipped` (a ``unittest.SkipTest``: pytest and unittest report it as a skip). Timeouts: class attributes
 ``default_timeout_ms`` etc., or the RS_TCK_*_TIMEOUT_MS environment variables.
 """
 from .env import Latch, ManualSubscriber, Promise, Receptacle, TCKFailure, TestEnvironment, Timeouts
@@ -21,8 +22,9 @@ from .publisher import PublisherVerification
 from .subscriber import (BLACKBOX_RULES, WHITEBOX_RULES, SubscriberBlackboxVerification, SubscriberPuppet,
                          SubscriberWhiteboxVerification, WhiteboxSubscriberProbe)
 from .runner import run
+from .skip import TckSkipped, skip
 
 __all__ = ["IdentityProcessorVerification", "PROCESSOR_RULES", "PublisherVerification", "PUBLISHER_RULES", "SubscriberBlackboxVerification",
            "SubscriberWhiteboxVerification", "WhiteboxSubscriberProbe", "SubscriberPuppet", "BLACKBOX_RULES",
            "WHITEBOX_RULES", "Timeouts", "TestEnvironment", "ManualSubscriber",
-           "TCKFailure", "Latch", "Promise", "Receptacle", "run"]
+           "TCKFailure", "TckSkipped", "skip", "Latch", "Promise", "Receptacle", "run"]

@@ -13,14 +13,9 @@ from typing import Any, Dict, Tuple
 from .env import ManualSubscriber, TCKFailure, Verification
 from .publisher import RULES as PUBLISHER_RULES
 from .publisher import PublisherVerification
+from .skip import skip
 from .subscriber import (WHITEBOX_RULES, Stage, SubscriberPuppet, SubscriberWhiteboxVerification, TCKTestError,
                          WhiteboxSubscriberProbe)
-
-
-def _skip(reason: str) -> None:
-    import pytest
-
-    pytest.skip(reason)
 
 
 class _Downstream:
@@ -145,7 +140,7 @@ class IdentityProcessorVerification(Verification):
     def test_required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error(
             self) -> None:
         if self.max_supported_subscribers() < 2:
-            _skip("needs a processor that supports 2 subscribers; max_supported_subscribers() is "
+            skip("needs a processor that supports 2 subscribers; max_supported_subscribers() is "
                   f"{self.max_supported_subscribers()}")
         env = self._env()
         proc = self.create_identity_processor(self.processor_buffer_size)
@@ -184,7 +179,7 @@ class IdentityProcessorVerification(Verification):
 
     def test_required_must_request_from_upstream_for_elements_that_have_been_requested_long_ago(self) -> None:
         if self.max_supported_subscribers() < 2:
-            _skip("needs a processor that supports 2 subscribers; max_supported_subscribers() is "
+            skip("needs a processor that supports 2 subscribers; max_supported_subscribers() is "
                   f"{self.max_supported_subscribers()}")
         env = self._env()
         proc = self.create_identity_processor(self.processor_buffer_size)

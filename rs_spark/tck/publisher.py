@@ -16,6 +16,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .env import END, ManualSubscriber, TCKFailure, TestEnvironment, Verification
+from .skip import TckSkipped, skip
 
 MAX = 2**63 - 1
 
@@ -108,11 +109,6 @@ RULES: Dict[str, Tuple[str, str, str]] = {
 }
 
 
-def _skip(reason: str) -> None:
-    import pytest
-
-    pytest.skip(reason)
-
 
 class PublisherVerification(Verification):
     """Base class: subclass, implement :meth:`create_publisher`, and pytest runs every rule."""
@@ -145,17 +141,19 @@ class PublisherVerification(Verification):
                 optional: bool = False) -> None:
         """The JVM's activePublisherTest / optionalActivePublisherTest."""
         if elements > self.max_elements_from_publisher():
-            _skip(f"needs a publisher of {elements} elements; max_elements_from_publisher() is "
+            skip(f"needs a publisher of {elements} elements; max_elements_from_publisher() is "
                   f"{self.max_elements_from_publisher()}")
         if completion and self.max_elements_from_publisher() == MAX:
-            _skip("needs a publisher that completes; max_elements_from_publisher() is MAX (never completes)")
+            skip("needs a publisher that completes; max_elements_from_publisher() is MAX (never completes)")
         env = self._env()
         pub = self.create_publisher(elements)
         if optional:
             try:
                 body(pub, env)
+            except TckSkipped:
+                raise
             except (AssertionError, Exception) as exc:
-                _skip(f"the publisher does NOT implement this OPTIONAL requirement: {exc}")
+                skip(f"the publisher does NOT implement this OPTIONAL requirement: {exc}")
             return
         body(pub, env)
         env.verify_no_async_errors(delay=False)
@@ -170,7 +168,7 @@ class PublisherVerification(Verification):
     def _failed(self) -> Any:
         pub = self.create_failed_publisher()
         if pub is None:
-            _skip("create_failed_publisher() returned None: no failed publisher to test")
+            skip("create_failed_publisher() returned None: no failed publisher to test")
         return pub
 
     # -- the 38 tests -----------------------------------------------------------------------
@@ -229,7 +227,7 @@ class PublisherVerification(Verification):
 
     def test_stochastic_spec103_must_signal_on_methods_sequentially(self) -> None:
         if self.skip_stochastic_tests():
-            _skip("stochastic tests are turned off by skip_stochastic_tests()")
+            skip("stochastic tests are turned off by skip_stochastic_tests()")
 
         def body(pub: Any, env: TestEnvironment) -> None:
             _SequentialCheck(env, pub, 10).run()
@@ -288,7 +286,7 @@ class PublisherVerification(Verification):
 
     def test_untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called(
             self) -> None:
-        _skip("untested: rule 1.6 is not verified by this TCK (it cannot be observed from outside)")
+        skip("untested: rule 1.6 is not verified by this TCK (it cannot be observed from outside)")
 
     def test_required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled(self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
@@ -301,14 +299,14 @@ class PublisherVerification(Verification):
         self._active(1, True, body)
 
     def test_untested_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled(self) -> None:
-        _skip("untested: rule 1.7 after on_error is not verified by this TCK")
+        skip("untested: rule 1.7 after on_error is not verified by this TCK")
 
     def test_untested_spec108_possibly_canceled_subscription_should_not_receive_on_error_or_on_complete_signals(
             self) -> None:
-        _skip("untested: rule 1.8 is not verified by this TCK")
+        skip("untested: rule 1.8 is not verified by this TCK")
 
     def test_untested_spec109_subscribe_should_not_throw_non_fatal_throwable(self) -> None:
-        _skip("untested: rule 1.9 (subscribe must return normally) is not verified by this TCK")
+        skip("untested: rule 1.9 (subscribe must return normally) is not verified by this TCK")
 
     def test_required_spec109_subscribe_throw_type_error_on_none_subscriber(self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
@@ -388,7 +386,7 @@ class PublisherVerification(Verification):
         env.verify_no_async_errors(delay=False)
 
     def test_untested_spec110_reject_a_subscription_request_if_the_same_subscriber_subscribes_twice(self) -> None:
-        _skip("untested: rule 1.10 is not verified by this TCK")
+        skip("untested: rule 1.10 is not verified by this TCK")
 
     def test_optional_spec111_may_support_multi_subscribe(self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
@@ -530,10 +528,10 @@ class PublisherVerification(Verification):
         self._active(bound + 1, False, body)
 
     def test_untested_spec304_request_should_not_perform_heavy_computations(self) -> None:
-        _skip("untested: rule 3.4 is not verified by this TCK (no test can tell heavy from light)")
+        skip("untested: rule 3.4 is not verified by this TCK (no test can tell heavy from light)")
 
     def test_untested_spec305_cancel_must_not_synchronously_perform_heavy_computation(self) -> None:
-        _skip("untested: rule 3.5 (responsiveness of cancel) is not verified by this TCK")
+        skip("untested: rule 3.5 (responsiveness of cancel) is not verified by this TCK")
 
     def test_required_spec306_after_subscription_is_cancelled_request_must_be_nops(self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:

@@ -5,6 +5,8 @@ import dataclasses
 import inspect
 from typing import Any, Dict, List, Tuple
 
+from .skip import skip_reason
+
 
 @dataclasses.dataclass
 class Outcome:
@@ -22,22 +24,24 @@ def run_verification(verification: Any, rules: Dict[str, Tuple[str, str, str]]) 
     methods = dict(inspect.getmembers(verification, inspect.ismethod))
     for name, (jvm, rule, status) in rules.items():
         method = methods[name]
-        try:
-            method()
-        except AssertionError as exc:
-            out.append(Outcome(name, jvm, rule, status, "fail", str(exc)))
-        except Exception as exc:  # an error in the implementation under test is a failure too
-            out.append(Outcome(name, jvm, rule, status, "fail", f"{type(exc).__name__}: {exc}"))
-        except BaseException as exc:  # pytest.skip raises an OutcomeException (a BaseException)
-            if type(exc).__name__ in ("Skipped", "SkipTest"):
-                out.append(Outcome(name, jvm, rule, status, "skip", str(getattr(exc, "msg", exc))))
-            else:
-                raise
-        else:
-            out.append(Outcome(name, jvm, rule, status, "pass"))
+        out.append(_outcome(method, name, jvm, rule, status))
     return out
 
 
+def _outcome(method: Any, name: str, jvm: str, rule: str, status: str) -> Outcome:
+    """Run one test: a skip (ours, unittest's, pytest's) is a skip; fatal errors propagate."""
+    try:
+        method()
+    except BaseException as exc:
+        reason = skip_reason(exc)
+        if reason is not None:
+            return Outcome(name, jvm, rule, status, "skip", reason)
+        if isinstance(exc, AssertionError):
+            return Outcome(name, jvm, rule, status, "fail", str(exc))
+        if isinstance(exc, Exception):  # an error in the implementation under test is a failure too
+            return Outcome(name, jvm, rule, status, "fail", f"{type(exc).__name__}: {exc}")
+        raise  # KeyboardInterrupt, SystemExit: the run stops
+    return Outcome(name, jvm, rule, status, "pass")
 
 
 def rules_of(verification: Any) -> Dict[str, Tuple[str, str, str]]:

@@ -18,12 +18,8 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from .env import TCKFailure, TestEnvironment, Verification
+from .skip import skip
 
-
-def _skip(reason: str) -> None:
-    import pytest
-
-    pytest.skip(reason)
 
 
 class TCKTestError(RuntimeError):
@@ -211,7 +207,7 @@ def _untested(table: Dict[str, Tuple[str, str, str]], name: str, jvm: str, rule:
     table[name] = (jvm, rule, "untested")
 
     def test(self: Any) -> None:
-        _skip(f"untested: rule {rule} is not verified by this TCK ({why})")
+        skip(f"untested: rule {rule} is not verified by this TCK ({why})")
     test.__name__ = name
     return test
 

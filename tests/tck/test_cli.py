@@ -46,3 +46,64 @@ def test_cli_reads_timeouts_from_the_environment_and_reports_a_bad_factory():
 def failed_publisher():
     from rs_spark import streams as rs
     return rs.error(RuntimeError("failed publisher"))
+
+
+_WITHOUT_PYTEST = """
+import sys
+sys.modules["pytest"] = None  # any `import pytest` now raises ImportError
+from rs_spark import streams
+from rs_spark.tck import PublisherVerification, run
+
+class V(PublisherVerification):
+    default_timeout_ms = 300
+    no_signals_timeout_ms = 30
+    def create_publisher(self, elements):
+        return streams.range_(elements)
+    def max_elements_from_publisher(self):
+        return 10  # below what the spec317 tests need: they skip for this reason
+    def skip_stochastic_tests(self):
+        return True
+
+results = run(V())
+skipped = {name: why for name, (res, why) in results.items() if res == "skip"}
+failed = {name: why for name, (res, why) in results.items() if res == "fail"}
+print(len(skipped), len(failed))
+print(skipped["test_untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called"])
+print(skipped["test_stochastic_spec103_must_signal_on_methods_sequentially"])
+"""
+
+
+def test_tck_skips_work_without_pytest_installed():
+    """The kit's skips are its own (a unittest.SkipTest), so `run` works where pytest cannot be imported."""
+    r = subprocess.run([sys.executable, "-c", _WITHOUT_PYTEST], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    counts, untested, stochastic = r.stdout.splitlines()
+    skipped, failed = map(int, counts.split())
+    assert failed == 0 and skipped >= 8, r.stdout
+    assert untested.startswith("untested: rule 1.6")
+    assert stochastic.startswith("stochastic tests are turned off")
+
+
+_UNDER_UNITTEST = """
+import unittest
+from rs_spark import streams
+from rs_spark.tck import PublisherVerification
+
+class V(PublisherVerification):
+    def create_publisher(self, elements):
+        return streams.range_(elements)
+
+class Case(unittest.TestCase):
+    def test_untested_rule(self):
+        V().test_untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called()
+
+unittest.main(argv=["x", "-v"])
+"""
+
+
+def test_tck_skip_is_reported_as_a_skip_by_unittest():
+    r = subprocess.run([sys.executable, "-c", _UNDER_UNITTEST], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "skipped 'untested: rule 1.6" in r.stderr and "OK (skipped=1)" in r.stderr
