@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
-import signal
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -36,6 +34,7 @@ from .intake import Chunk, Intake, PublisherFailed
 from .options import SourceOptions
 from .replay_log import MissingData, ReplayLog, read_segment_slice
 from .resolve import make_publisher
+from .sigterm import SigtermStop
 
 log = logging.getLogger("rs_spark.source")
 
@@ -112,13 +111,14 @@ class _Live:
         self.subscribe_error: Optional[BaseException] = None
         self._noted = -1
         self._stopped = False
+        self._stop_lock = threading.Lock()
 
     def subscribe(self) -> None:
         if self._subscribed:
             return
         self._subscribed = True
         self.subscribed_at = time.monotonic()
-        self._cancel_on_sigterm()
+        SigtermStop(self.stop).install()  # Spark ends this process with SIGTERM: stop() first
         if self.log is not None:
             threading.Thread(target=self._note_loop, name="rs-reactive-received", daemon=True).start()
         publisher = make_publisher(self.opts, self.schema)
@@ -187,25 +187,6 @@ class _Live:
                               "the reader process (it was committed, or the driver restarted)")
         return self.schema, planned.table.slice(lo, hi - lo).to_batches()
 
-    def _cancel_on_sigterm(self) -> None:
-        """When a query stops, Spark ends this process with SIGTERM, whose default action skips
-        ``stop()``: cancel the subscription first, then terminate as SIGTERM would."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        previous = signal.getsignal(signal.SIGTERM)
-
-        def on_sigterm(signum: int, frame: Any) -> None:
-            try:
-                self.stop()
-            finally:
-                signal.signal(signal.SIGTERM, previous if callable(previous) else signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
-
-        try:
-            signal.signal(signal.SIGTERM, on_sigterm)
-        except ValueError:  # not the main thread of the interpreter after all
-            pass
-
     def report_in_flight_loss(self, logged_end: int) -> None:
         """Records the previous reader process received but had not logged died with it."""
         assert self.log is not None
@@ -238,7 +219,14 @@ class _Live:
                 self.log.note_received(now)
 
     def stop(self) -> None:
-        self._stopped = True
+        """Cancel once; a second caller (Spark's stop() and SIGTERM) waits for the first."""
+        with self._stop_lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._stop_once()
+
+    def _stop_once(self) -> None:
         if self.log is not None:
             dropped = self.intake.buffered_rows
             if dropped:

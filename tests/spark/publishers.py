@@ -254,3 +254,25 @@ def many_malformed(options):
     n = _int(options, "count", 5000)
     bad = {int(x) for x in str(options.get("publisher.bad", "")).split(",") if x}
     return rs.range_(n).pipe(rs.map(lambda i: {"id": i, "name": f"m{i}", "price": "bad" if i in bad else i * 0.5}))
+
+
+def cancel_recording(options):
+    """An endless publisher that appends ``created PID`` / ``subscribed PID`` / ``cancelled PID`` lines
+    to ``publisher.events``: the SIGTERM tests find the reader process and count its cancels there."""
+    path = options["publisher.events"]
+
+    def note(what):
+        with open(path, "a") as f:
+            f.write(f"{what} {os.getpid()}\n")
+
+    def gen():
+        note("subscribed")
+        try:
+            for i in itertools.count():
+                yield (i, f"c-{i}", 1.0)
+        except GeneratorExit:  # from_iterable closes the generator on cancel (rule 3.13)
+            note("cancelled")
+            raise
+
+    note("created")
+    return rs.defer(gen)
