@@ -1,0 +1,3 @@
+"""Session-wide checks for the whole suite."""
+
+pytest_plugins = ["tests.leakcheck"]
