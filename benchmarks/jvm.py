@@ -84,7 +84,8 @@ def main() -> None:
     ap.add_argument("--batch-rows", type=int, default=65536)
     ap.add_argument("--repeat", type=int, default=1, help="measure each cell this many times, print the median")
     a = ap.parse_args()
-    subprocess.run(["bash", os.path.join(ROOT, "jvm-shim", "build")], check=True)  # no-op when built
+    subprocess.run(["bash", os.path.join(ROOT, "jvm-shim", "build")], check=True,
+                   env=dict(os.environ, PYTHON=sys.executable))  # no-op when built
     from rs_spark.jvm import launch
 
     with launch() as g:

@@ -12,6 +12,7 @@ per micro-batch (``--chart``; needs matplotlib, the ``demo`` extra).
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 import threading
@@ -58,14 +59,24 @@ class SlowDashboard:
 
 
 def run_demo(args: Any) -> int:
-    from pyspark.sql import functions as F
-
-    from .examples.sensors import SCHEMA
     from .spark import local_session
-    from .spark.notebook import write_stream
 
     spark = local_session("rs_spark-demo", master=args.master, **{"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
+    checkpoint = tempfile.mkdtemp(prefix="rs-demo-ck-")
+    try:
+        return _run(spark, args, checkpoint)
+    finally:  # also on Ctrl-C: leave nothing behind in the temp directory
+        spark.stop()
+        shutil.rmtree(checkpoint, ignore_errors=True)
+
+
+def _run(spark: Any, args: Any, checkpoint: str) -> int:
+    from pyspark.sql import functions as F
+
+    from .examples.sensors import SCHEMA
+    from .spark.notebook import write_stream
+
     reader = (spark.readStream.format("reactive").schema(SCHEMA)
               .option("maxRecordsPerTrigger", args.max_records_per_trigger)
               .option("pollTimeout", "200ms")
@@ -78,7 +89,6 @@ def run_demo(args: Any) -> int:
                 .groupBy(F.window("ts", "1 second"), "sensor")
                 .agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp")))
     dashboard = SlowDashboard(args.subscriber_ms / 1000.0)
-    checkpoint = tempfile.mkdtemp(prefix="rs-demo-ck-")
     query = write_stream(averages, dashboard, checkpoint=checkpoint, trigger={"processingTime": args.trigger},
                          output_mode="append")
     hub = query.rs_sink
@@ -109,7 +119,6 @@ def run_demo(args: Any) -> int:
     print()
     if failed:
         print(f"query failed: {failed}", file=sys.stderr)
-        spark.stop()
         return 1
     print(f"{'batch':>5} {'rows':>7} {'rows/s':>10} {'outstanding':>12} {'buffered':>9} {'ms':>6} {'delivered':>10}")
     for r in rows:
@@ -121,7 +130,6 @@ def run_demo(args: Any) -> int:
           f"Subscriber signalled: {'on_complete' if dashboard.done.is_set() and dashboard.error is None else dashboard.error}")
     if args.chart:
         print(chart(rows, args.chart))
-    spark.stop()
     return 0
 
 
@@ -133,8 +141,8 @@ def chart(rows: List[Dict[str, Any]], path: str) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return (f"chart skipped: matplotlib is not installed (pip install 'rs-spark[demo]'); "
-                f"the table above has the same numbers")
+        return ("chart skipped: matplotlib is not installed (pip install 'rs-spark[demo]'); "
+                "the table above has the same numbers")
     batches = [r["batch"] for r in rows]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     top.bar(batches, [r["rows"] for r in rows], color="#4c72b0", label="records read (demand met)")

@@ -97,6 +97,7 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
         _check_reachable(df.sparkSession, bind, "write_stream")
         endpoint = hub.serve(bind)
     staging: Optional[str] = None
+    temporary: Optional[str] = None  # a throw-away checkpoint of ours, removed when the query ends
     if not any(k.lower() == "staginglocation" for k in options) and _is_local(df.sparkSession):
         # Executors share this machine's disk in local mode: staging files beat carrying the
         # batch inside commit messages through the driver JVM (measured: benchmarks/sink.py).
@@ -107,7 +108,7 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
         w = w.option(k, str(v))
     if not checkpoint and not df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None):
         # Like Spark's memory sink: a throw-away checkpoint, so a quick notebook query just runs.
-        checkpoint = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
+        checkpoint = temporary = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
         log.warning("write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
                     "over. Pass checkpoint= for exactly-once delivery across restarts", checkpoint)
     if checkpoint:
@@ -127,8 +128,9 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
         raise
 
     def ended(error: Optional[str]) -> None:
-        if staging:
-            shutil.rmtree(staging, ignore_errors=True)
+        for folder in (staging, temporary):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
         err = QueryFailed(f"the query failed: {_cause(error)}") if error else None
         if hub is not None:
             hub.finish(err)

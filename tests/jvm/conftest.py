@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -12,7 +13,8 @@ FIXTURES = os.path.join(ROOT, "jvm-shim", "target", "rs-spark-jvm-fixtures.jar")
 
 def build() -> None:
     """Build the jars when a source is newer (the script is a no-op otherwise)."""
-    r = subprocess.run(["bash", os.path.join(ROOT, "jvm-shim", "build")], capture_output=True, text=True)
+    r = subprocess.run(["bash", os.path.join(ROOT, "jvm-shim", "build")], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHON=sys.executable))
     if r.returncode != 0:
         pytest.fail(f"bash jvm-shim/build failed:\n{r.stdout}\n{r.stderr}")
 
