@@ -80,6 +80,10 @@ class Gateway:
         self.jvm = gateway.jvm
         self._proc = proc
 
+    def gateway_process_exited(self) -> bool:
+        """Whether the JVM process has ended (True for a JVM this object did not start)."""
+        return self._proc is None or self._proc.poll() is not None
+
     def close(self) -> None:
         try:
             self.gateway.shutdown()
@@ -126,9 +130,18 @@ def shared(extra_jars: Sequence[str] = ()) -> Gateway:
     key = tuple(os.path.abspath(j) for j in extra_jars)
     with _shared_lock:
         g = _shared.get(key)
-        if g is None or (g._proc is not None and g._proc.poll() is not None):
+        if g is None or g.gateway_process_exited():
             g = _shared[key] = launch(key)
         return g
+
+
+def close_shared() -> None:
+    """Close every gateway :func:`shared` started (they also end when this process does)."""
+    with _shared_lock:
+        gateways = list(_shared.values())
+        _shared.clear()
+    for g in gateways:
+        g.close()
 
 
 def shim(jvm: Any) -> Any:
@@ -145,5 +158,5 @@ def shim(jvm: Any) -> Any:
     return cls
 
 
-__all__ = ["JAR_NAME", "JAVA_OPTS", "Gateway", "ShimNotFound", "jar_path", "launch", "shared", "shim",
+__all__ = ["JAR_NAME", "JAVA_OPTS", "Gateway", "ShimNotFound", "close_shared", "jar_path", "launch", "shared", "shim",
            "spark_jars_dir", "debian_jar", "standalone_classpath"]

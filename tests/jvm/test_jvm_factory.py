@@ -13,7 +13,11 @@ from .conftest import FIXTURES, build
 
 @pytest.fixture(scope="module", autouse=True)
 def _jars():
+    from rs_spark.jvm import close_shared
+
     build()
+    yield
+    close_shared()  # the per-process JVMs this module started end with it, not with pytest
 
 
 def _values(pub):
@@ -40,6 +44,16 @@ def test_the_jvm_is_shared_per_process_and_set_of_jars():
     assert g is shared([FIXTURES]) and g is not shared([])
     open_publisher("rsspark.fixtures.Feeds#ten", FIXTURES)  # the same jars as text: the same JVM
     assert shared([FIXTURES]) is g
+
+
+def test_close_shared_ends_the_shared_jvms_and_the_next_use_starts_a_new_one():
+    from rs_spark.jvm import close_shared, shared
+
+    g = shared([FIXTURES])
+    close_shared()
+    assert g.gateway_process_exited()
+    h = shared([FIXTURES])
+    assert h is not g and _values(open_publisher("rsspark.fixtures.Feeds#ten", [FIXTURES])) == list(range(10))
 
 
 @pytest.mark.parametrize("spec, jars, words", [

@@ -37,6 +37,7 @@ public final class CollectingSubscriber implements Flow.Subscriber<Object> {
 
     @Override
     public synchronized void onSubscribe(Flow.Subscription s) {
+        if (s == null) throw new NullPointerException("onSubscribe(null) (rule 2.13)");
         subscriptions++;
         if (subscription != null) {
             s.cancel(); // rule 2.5
@@ -67,6 +68,7 @@ public final class CollectingSubscriber implements Flow.Subscriber<Object> {
 
     @Override
     public void onError(Throwable t) {
+        if (t == null) throw new NullPointerException("onError(null) (rule 2.13)");
         error = t;
         done.countDown();
     }
@@ -74,6 +76,12 @@ public final class CollectingSubscriber implements Flow.Subscriber<Object> {
     @Override
     public void onComplete() {
         complete = true;
+        done.countDown();
+    }
+
+    /** Stops collecting: cancels the subscription (rules 3.5, 3.7: idempotent) and ends {@link #await}. */
+    public synchronized void cancel() {
+        if (subscription != null) subscription.cancel();
         done.countDown();
     }
 

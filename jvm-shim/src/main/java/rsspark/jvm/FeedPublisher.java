@@ -65,12 +65,14 @@ public final class FeedPublisher implements Flow.Publisher<Object>, AutoCloseabl
             sub.onError(new IllegalStateException("this rs_spark FeedPublisher is unicast and already has a subscriber"));
             return;
         }
-        subscriber = sub;
+        // The drain sees the subscriber only once onSubscribe has returned (rule 1.3): a request(n)
+        // made inside onSubscribe wakes the feeder, whose offer() drains at once on its own thread.
         try {
             sub.onSubscribe(subscription);
         } catch (Throwable t) { // rule 2.13: consider the subscription cancelled
             cancelled = true;
         }
+        subscriber = sub;
         synchronized (lock) {
             lock.notifyAll();
         }
