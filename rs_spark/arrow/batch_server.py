@@ -25,6 +25,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
+from .validate import read_stream
+
 _SECRET_LEN = 32
 _LEN = struct.Struct(">I")
 
@@ -186,7 +188,7 @@ def fetch(address: Address, key: int, lo: int, hi: int, connect_timeout: float =
             except (OSError, ValueError) as exc:
                 raise FetchError(f"fetching rows [{lo}, {hi}) of {key} from {host}:{address.port} failed: "
                                  f"{type(exc).__name__}: {exc}") from None
-        return list(pa.ipc.open_stream(pa.py_buffer(body)))
+        return read_stream(pa.py_buffer(body), f"the batch server at {host}:{address.port} (rows [{lo}, {hi}) of {key})")
     raise FetchError(f"cannot connect to {address!r} from {socket.gethostname()}: {errors}")
 
 

@@ -5,6 +5,8 @@ from typing import Iterable, List
 
 import pyarrow as pa
 
+from .validate import read_stream
+
 
 def to_ipc(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> bytes:
     """Serialize ``batches`` (all of ``schema``) as one Arrow IPC stream."""
@@ -15,10 +17,9 @@ def to_ipc(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def from_ipc(data: bytes | pa.Buffer) -> List[pa.RecordBatch]:
-    """Read every batch of one Arrow IPC stream."""
-    reader = pa.ipc.open_stream(pa.py_buffer(data) if isinstance(data, (bytes, bytearray, memoryview)) else data)
-    return list(reader)
+def from_ipc(data: bytes | pa.Buffer, source: str = "an Arrow IPC stream") -> List[pa.RecordBatch]:
+    """Every batch of one Arrow IPC stream, validated (see :mod:`rs_spark.arrow.validate`)."""
+    return read_stream(pa.py_buffer(data) if isinstance(data, (bytes, bytearray, memoryview)) else data, source)
 
 
 __all__ = ["to_ipc", "from_ipc"]

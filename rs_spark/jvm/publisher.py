@@ -14,6 +14,7 @@ from typing import Any, List, Optional
 
 import pyarrow as pa
 
+from ..arrow.validate import MalformedArrow, read_stream
 from ..streams.demand import MAX_DEMAND, add_cap
 from ..streams.drain import QueueSubscription, check_subscriber, subscribe_with
 from ..streams.errors import report_dropped
@@ -186,7 +187,7 @@ class _PullSubscription(QueueSubscription):
                     elif state == "complete":
                         self.offer_complete()
                     break
-                batch = pa.ipc.open_stream(data).read_next_batch()
+                batch = _one_batch(data, self._received)
                 if self._schema is None:
                     self._schema = batch.schema
                 self._received += batch.num_rows
@@ -261,6 +262,14 @@ class _Closed:
 
     def close(self) -> None:
         pass
+
+
+def _one_batch(data: Any, received: int) -> pa.RecordBatch:
+    """The one batch of a hand-off from the JVM, validated like any bytes from outside the process."""
+    batches = read_stream(data, f"the JVM's hand-off after {received} rows")
+    if len(batches) != 1:
+        raise MalformedArrow(f"the JVM's hand-off after {received} rows", f"{len(batches)} record batches, not one")
+    return batches[0]
 
 
 __all__ = ["JvmPublisher", "JvmError", "ELEMENTS"]

@@ -17,6 +17,7 @@ MIMES = {"json": "application/json", "text": "text/plain", "bytes": "application
          "arrow": ARROW_MIME}
 _BY_MIME = {v: k for k, v in MIMES.items()}
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+_PEER = "an rs_spark.net peer's payload"
 
 
 class EncodeError(TypeError):
@@ -79,7 +80,10 @@ class ArrowCodec(Codec):
     def __init__(self) -> None:
         import pyarrow as pa  # only streams that use Arrow need pyarrow
 
+        from ..arrow import validate
+
         self._pa = pa
+        self._validate = validate
         self._schema: Any = None
         self._schema_bytes: Any = None
         self._has_dicts = False
@@ -104,22 +108,38 @@ class ArrowCodec(Codec):
     def decode(self, data: Buffer) -> Any:
         # Zero-copy: the batch's columns point into ``data``. A payload is schema + batch + EOS;
         # the schema message is parsed once and reused while its bytes repeat (they do per stream).
-        pa = self._pa
+        # Bytes from a peer are hostile until validated: compressed bodies are refused before they
+        # are decompressed, and every batch is validated in full before it reaches user code.
+        pa, v = self._pa, self._validate
         buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
         try:
-            reader = pa.BufferReader(buf)
-            msg = pa.ipc.read_message(reader)
-            if msg.type != "schema":
-                raise ValueError(f"the payload starts with an Arrow {msg.type} message, not a schema")
-            end = reader.tell()
-            head = buf.slice(0, end)
-            if self._in_schema_bytes is None or not head.equals(self._in_schema_bytes):
-                self._in_schema = pa.ipc.read_schema(head)
-                self._in_schema_bytes = head
-            return pa.ipc.read_record_batch(pa.ipc.read_message(reader), self._in_schema)
-        except (pa.lib.ArrowException, OSError, ValueError, TypeError, KeyError):
+            batch = self._decode_fast(buf)
+        except v.MalformedArrow:
+            raise
+        except (pa.lib.ArrowException, OSError, EOFError, ValueError, TypeError, KeyError, IndexError):
             # Anything unusual (dictionaries, several batches, other writers): the general reader.
-            return pa.ipc.open_stream(buf).read_next_batch()
+            batches = v.read_stream(buf, _PEER)
+            if len(batches) != 1:
+                raise v.MalformedArrow(_PEER, f"a payload carries {len(batches)} record batches, not one") from None
+            return batches[0]
+        return v.checked(batch, _PEER)
+
+    def _decode_fast(self, buf: Any) -> Any:
+        pa, v = self._pa, self._validate
+        reader = pa.BufferReader(buf)
+        msg = pa.ipc.read_message(reader)
+        if msg.type != "schema":
+            raise ValueError(f"the payload starts with an Arrow {msg.type} message, not a schema")
+        end = reader.tell()
+        head = buf.slice(0, end)
+        if self._in_schema_bytes is None or not head.equals(self._in_schema_bytes):
+            self._in_schema = pa.ipc.read_schema(head)
+            self._in_schema_bytes = head
+        body = pa.ipc.read_message(reader)
+        if v.is_compressed(body.metadata.to_pybytes()):
+            raise v.MalformedArrow(_PEER, "the record batch has a compressed body; rs_spark accepts uncompressed "
+                                          "Arrow only (a compressed body can expand without bound)")
+        return pa.ipc.read_record_batch(body, self._in_schema)
 
     def count(self, item: Any) -> int:
         return int(item.num_rows)

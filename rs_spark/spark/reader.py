@@ -437,7 +437,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, InlinePartition):
-            yield from from_ipc(partition.ipc)
+            yield from from_ipc(partition.ipc, f"the inline partition from offset {partition.value}")
         elif isinstance(partition, FetchPartition):
             try:
                 yield from fetch(partition.address, partition.key, partition.lo, partition.hi)

@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
+from ..arrow.validate import MalformedArrow, checked, refuse_compressed
+
 _WIDTH = 20
 _SUFFIX = ".arrow"
 
@@ -138,21 +140,51 @@ def read_segment_slice(uri: str, name: str, lo: int, hi: int) -> List[pa.RecordB
     """Rows ``[lo, hi)`` of one segment (used on executors)."""
     fs, root = _open_fs(uri)
     path = f"{root.rstrip('/')}/{name}"
-    with fs.open_input_file(path) as f:
-        reader = ipc.open_file(f)
-        out: List[pa.RecordBatch] = []
-        pos = 0
-        for i in range(reader.num_record_batches):
-            b = reader.get_batch(i)
-            n = b.num_rows
-            if pos + n > lo and pos < hi:
-                a = max(lo - pos, 0)
-                z = min(hi - pos, n)
-                out.append(b.slice(a, z - a))
-            pos += n
-            if pos >= hi:
-                break
-        return [b for b in out if b.num_rows]
+    source = f"the replay-log segment {path}"
+    reader = _open_segment(fs, path, source)
+    out: List[pa.RecordBatch] = []
+    pos = 0
+    for i in range(reader.num_record_batches):
+        b = _checked_batch(reader, i, source)
+        n = b.num_rows
+        if pos + n > lo and pos < hi:
+            a = max(lo - pos, 0)
+            z = min(hi - pos, n)
+            out.append(b.slice(a, z - a))
+        pos += n
+        if pos >= hi:
+            break
+    return [b for b in out if b.num_rows]
+
+
+def _open_segment(fs: pafs.FileSystem, path: str, source: str) -> ipc.RecordBatchFileReader:
+    """A segment's reader, after refusing compressed bodies (before anything is decompressed)."""
+    try:
+        if isinstance(fs, pafs.LocalFileSystem):
+            buf = pa.memory_map(path).read_buffer()  # zero-copy: only the pages read are touched
+        else:
+            with fs.open_input_file(path) as f:
+                buf = f.read_buffer()
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:
+        raise MalformedArrow(source, f"cannot be read ({type(exc).__name__}: {exc})") from exc
+    if buf.size < 8 or buf.slice(0, 6).to_pybytes() != b"ARROW1":
+        raise MalformedArrow(source, "it is not an Arrow IPC file (no ARROW1 magic)")
+    refuse_compressed(buf.slice(8), source)
+    try:
+        return ipc.open_file(buf)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise MalformedArrow(source, f"not a readable Arrow file ({type(exc).__name__}: {exc})") from exc
+
+
+def _checked_batch(reader: ipc.RecordBatchFileReader, i: int, source: str) -> pa.RecordBatch:
+    """Batch ``i``, validated in full before any row of it is read (files can be tampered with)."""
+    try:
+        batch = reader.get_batch(i)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise MalformedArrow(source, f"batch {i} cannot be read ({type(exc).__name__}: {exc})") from exc
+    return checked(batch, source)
 
 
 __all__ = ["ReplayLog", "Segment", "MissingData", "read_segment_slice"]

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from ..arrow.validate import iter_stream
 from .delivery import SinkError, batch_meta, send_control, tag_batch
 from .options import OptionError
 from .replay_log import _open_fs
@@ -77,7 +78,7 @@ def stage(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartiti
 
 def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatch]:
     if m.inline is not None:
-        yield from ipc.open_stream(pa.py_buffer(m.inline))
+        yield from iter_stream(pa.py_buffer(m.inline), f"the inline staged partition ({m.rows} rows)")
     elif m.path is not None:
         fs, _ = _open_fs(opts.staging_location or "/")
         try:
@@ -86,7 +87,8 @@ def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatc
             raise SinkError(f"staged partition {m.path} ({m.rows} rows) cannot be read at commit: {exc}; the "
                             "driver must reach option stagingLocation") from None
         with f:
-            yield from ipc.open_stream(f)
+            data = f.read_buffer()
+        yield from iter_stream(data, f"the staged partition {m.path} ({m.rows} rows)")
 
 
 def remove_staged(messages: List[Any], opts: SinkOptions) -> None:

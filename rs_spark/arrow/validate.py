@@ -1,0 +1,128 @@
+"""Arrow IPC from outside (a socket, a file, the JVM) is checked before any element reaches user code.
+
+pyarrow decodes what a message declares: string offsets pointing outside their data buffer pass
+decoding, and the first ``to_pylist()`` then reads neighbouring memory or crashes the process. So
+every decoded batch is validated in full (``RecordBatch.validate(full=True)``: offsets, lengths,
+dictionary indices, UTF-8) and any message whose body is compressed is refused *before* it is
+decompressed: rs_spark never compresses what it sends, and a 33 KB compressed message can declare
+a 1 GiB body. A refusal is a :class:`MalformedArrow` that names where the bytes came from.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, List
+
+import pyarrow as pa
+
+
+class MalformedArrow(ValueError):
+    """Arrow IPC bytes from ``source`` failed validation; nothing of them reached user code."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        super().__init__(f"malformed Arrow IPC from {source}: {problem}; the data was refused (nothing of it was "
+                         "delivered). Check that the peer or file writes uncompressed Arrow IPC streams of the "
+                         "agreed schema")
+        self.source = source
+        self.problem = problem
+
+
+_RECORD_BATCH, _DICTIONARY_BATCH = 3, 4  # MessageHeader union tags (Message.fbs)
+
+
+class _Table:
+    """Just enough of a flatbuffer table to read one field's presence; every read bounds-checked."""
+
+    def __init__(self, buf: bytes, pos: int) -> None:
+        self.buf, self.pos = buf, pos
+        vt = pos - self._i32(pos)
+        self.vtable, self.vtable_size = vt, self._u16(vt)
+
+    def _read(self, fmt: str, at: int) -> int:
+        size = struct.calcsize(fmt)
+        if at < 0 or at + size > len(self.buf):
+            raise ValueError("a flatbuffer offset points outside the message metadata")
+        return int(struct.unpack_from(fmt, self.buf, at)[0])
+
+    def _u16(self, at: int) -> int:
+        return self._read("<H", at)
+
+    def _i32(self, at: int) -> int:
+        return self._read("<i", at)
+
+    def field(self, index: int) -> int:
+        """The field's absolute position, or 0 when absent."""
+        entry = 4 + 2 * index
+        if entry + 2 > self.vtable_size:
+            return 0
+        off = self._u16(self.vtable + entry)
+        return self.pos + off if off else 0
+
+    def u8(self, index: int) -> int:
+        at = self.field(index)
+        return self._read("<B", at) if at else 0
+
+    def table(self, index: int) -> "_Table | None":
+        at = self.field(index)
+        return _Table(self.buf, at + self._read("<I", at)) if at else None
+
+
+def is_compressed(metadata: bytes) -> bool:
+    """Whether a message's flatbuffer metadata declares body compression (record or dictionary batch)."""
+    message = _Table(metadata, struct.unpack_from("<I", metadata, 0)[0] if len(metadata) >= 4 else -1)
+    kind = message.u8(1)  # Message.header_type
+    header = message.table(2)  # Message.header
+    if header is None or kind not in (_RECORD_BATCH, _DICTIONARY_BATCH):
+        return False
+    batch = header.table(1) if kind == _DICTIONARY_BATCH else header  # DictionaryBatch.data
+    return batch is not None and batch.field(3) != 0  # RecordBatch.compression
+
+
+def refuse_compressed(data: pa.Buffer, source: str) -> None:
+    """Walk the messages of an IPC stream (no body is decoded) and refuse any compressed one."""
+    try:
+        for i, message in enumerate(pa.ipc.MessageReader.open_stream(data)):
+            if is_compressed(message.metadata.to_pybytes()):
+                raise MalformedArrow(source, f"message {i} ({message.type}) has a compressed body; rs_spark accepts "
+                                             "uncompressed Arrow only (a compressed body can expand without bound)")
+    except MalformedArrow:
+        raise
+    except (pa.ArrowException, ValueError, struct.error, OSError, EOFError) as exc:
+        raise MalformedArrow(source, f"unreadable message framing ({type(exc).__name__}: {exc})") from exc
+
+
+def checked(batch: pa.RecordBatch, source: str) -> pa.RecordBatch:
+    """``batch`` after full validation (offsets, lengths, dictionary indices, UTF-8)."""
+    try:
+        batch.validate(full=True)
+        for field in batch.schema:
+            _check_names(field)
+    except (pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise MalformedArrow(source, f"a record batch failed validation ({exc})") from exc
+    return batch
+
+
+def _check_names(field: pa.Field) -> None:
+    """Field names, nested ones too, must be UTF-8: reading one raises otherwise (fuzzing found it)."""
+    field.name  # noqa: B018 - the attribute read is the check
+    for i in range(field.type.num_fields):
+        _check_names(field.type.field(i))
+
+
+def read_stream(data: pa.Buffer | bytes, source: str) -> List[pa.RecordBatch]:
+    """Every batch of one IPC stream, refused if compressed or invalid (see the module docstring)."""
+    return list(iter_stream(data, source))
+
+
+def iter_stream(data: pa.Buffer | bytes, source: str) -> Iterator[pa.RecordBatch]:
+    buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+    refuse_compressed(buf, source)
+    try:
+        reader = pa.ipc.open_stream(buf)
+        batches = list(reader)
+    except (pa.ArrowException, ValueError, OSError, EOFError) as exc:
+        raise MalformedArrow(source, f"the stream cannot be decoded ({type(exc).__name__}: {exc})") from exc
+    for b in batches:
+        yield checked(b, source)
+
+
+__all__ = ["MalformedArrow", "checked", "is_compressed", "read_stream", "iter_stream", "refuse_compressed"]
