@@ -105,6 +105,16 @@ def _shut_down_own_spark_jvm():
             proc.kill()
 
 
+def _stop_own_resource_tracker():
+    """multiprocessing's spawn context starts a resource tracker that exits only with this process:
+    stop it now (a private method, but the stdlib's own way to end it) so it is not reported."""
+    from multiprocessing import resource_tracker
+
+    stop = getattr(resource_tracker._resource_tracker, "_stop", None)
+    if stop is not None:
+        stop()
+
+
 def leftovers(token, grace_s):
     deadline = time.monotonic() + grace_s
     while True:
@@ -120,6 +130,7 @@ def pytest_sessionfinish(session, exitstatus):
     if not token:
         return
     _shut_down_own_spark_jvm()
+    _stop_own_resource_tracker()
     pids = leftovers(token, GRACE_S)
     if not pids:
         return
