@@ -82,25 +82,25 @@ def parse(address: str, *, need_name: bool = True) -> Address:
     params = dict(parse_qsl(query, keep_blank_values=True))
     unknown = sorted(set(params) - set(_KNOWN_QUERY))
     if unknown:
-        raise ValueError(f"address {_redact(address)!r} has unknown query parameter(s) {unknown}: {hint}")
+        raise ValueError(f"address {redact(address)!r} has unknown query parameter(s) {unknown}: {hint}")
     token = params.get("token") or None
     codec = params.get("codec") or None
     if scheme == "unix":
         if not rest.startswith("/"):
-            raise ValueError(f"address {_redact(address)!r}: a unix socket path must be absolute: {hint}")
+            raise ValueError(f"address {redact(address)!r}: a unix socket path must be absolute: {hint}")
         path, name = rest, None
         if need_name:
             path, _, raw = rest.rpartition("/")
             if not raw or not path:
-                raise ValueError(f"address {_redact(address)!r} names no endpoint after the socket path: {hint}")
+                raise ValueError(f"address {redact(address)!r} names no endpoint after the socket path: {hint}")
             name = unquote(raw)
         return Address("unix", path=path, name=name, token=token, codec=codec)
     hostport, slash, raw = rest.partition("/")
     name = unquote(raw) if slash and raw else None
     if need_name and not name:
-        raise ValueError(f"address {_redact(address)!r} names no endpoint: {hint}")
+        raise ValueError(f"address {redact(address)!r} names no endpoint: {hint}")
     if name and "/" in raw:
-        raise ValueError(f"address {_redact(address)!r}: the endpoint name must be one path segment "
+        raise ValueError(f"address {redact(address)!r}: the endpoint name must be one path segment "
                          f"(quote '/' as %2F): {hint}")
     if hostport.startswith("["):
         host, _, port_s = hostport[1:].partition("]:")
@@ -111,13 +111,14 @@ def parse(address: str, *, need_name: bool = True) -> Address:
         if not 0 <= port <= 65535:
             raise ValueError
     except ValueError:
-        raise ValueError(f"address {_redact(address)!r} has no valid port: {hint}") from None
+        raise ValueError(f"address {redact(address)!r} has no valid port: {hint}") from None
     if not host:
-        raise ValueError(f"address {_redact(address)!r} has no host: {hint}")
+        raise ValueError(f"address {redact(address)!r} has no host: {hint}")
     return Address(scheme, host=host, port=port, name=name, token=token, codec=codec)
 
 
-def _redact(address: str) -> str:
+def redact(address: str) -> str:
+    """``address`` with any ``token=`` value replaced by ``***``: the form for logs and errors."""
     base, sep, query = address.partition("?")
     if not sep:
         return address
@@ -125,4 +126,4 @@ def _redact(address: str) -> str:
     return base + "?" + urlencode(params)
 
 
-__all__ = ["Address", "parse", "SCHEMES"]
+__all__ = ["Address", "parse", "redact", "SCHEMES"]

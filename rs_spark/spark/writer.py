@@ -25,6 +25,7 @@ import pyarrow.ipc as ipc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from ..arrow.validate import iter_stream
+from ..net.address import redact
 from .delivery import SinkError, batch_meta, send_control, tag_batch
 from .options import OptionError
 from .replay_log import _open_fs
@@ -272,14 +273,19 @@ class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
                 send_control(self._control_address(), {"op": "abort", "batch_id": batchId,
                                                        "reason": "a task of the batch failed"})
             except Exception as exc:  # the query fails anyway; the hub learns at query end
-                log.warning("sink: could not tell %s that micro-batch %d was aborted: %s", self.opts.endpoint,
-                            batchId, exc)
+                log.warning("sink: could not tell %s that micro-batch %d was aborted: %s",
+                            redact(self.opts.endpoint), batchId, _without_token(str(exc), self.opts.token))
 
     def _control_address(self) -> str:
         ep = self.opts.endpoint or ""
         if self.opts.token and "token=" not in ep:
             ep += ("&" if "?" in ep else "?") + f"token={self.opts.token}"
         return ep
+
+
+def _without_token(text: str, token: Optional[str]) -> str:
+    """``text`` with the token's value masked: errors from below may quote an address in full."""
+    return text.replace(token, "***") if token else text
 
 
 class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):

@@ -1,0 +1,42 @@
+"""No token reaches a log line or an error message on the failure paths a user meets."""
+from __future__ import annotations
+
+import logging
+import socket
+
+import pytest
+
+from rs_spark.net.address import parse, redact
+
+SECRET = "s3cr3t-token-value-4711"
+
+
+def _closed_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens there once the socket closes
+
+
+@pytest.mark.parametrize("in_address", [True, False], ids=["token-in-address", "token-option"])
+def test_the_sink_abort_warning_for_an_unreachable_hub_names_no_token(caplog, in_address):
+    from rs_spark.spark.sink_options import SinkOptions
+    from rs_spark.spark.writer import ReactiveStreamWriter
+
+    port = _closed_port()
+    options = {"endpoint": f"tcp://127.0.0.1:{port}/sink" + (f"?token={SECRET}" if in_address else "")}
+    if not in_address:
+        options["token"] = SECRET
+    writer = ReactiveStreamWriter(SinkOptions.parse(options))
+    with caplog.at_level(logging.DEBUG):
+        writer.abort([], 7)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "micro-batch 7 was aborted" in text  # the warning is there, naming the endpoint...
+    assert f"127.0.0.1:{port}/sink" in text
+    assert SECRET not in text  # ...but never its token
+
+
+def test_address_errors_mask_the_token():
+    with pytest.raises(ValueError) as err:
+        parse(f"tcp://127.0.0.1:1/x?token={SECRET}&bogus=1")
+    assert SECRET not in str(err.value) and "token=%2A%2A%2A" in str(err.value)
+    assert redact(f"tcp://h:1/x?codec=arrow&token={SECRET}") == "tcp://h:1/x?codec=arrow&token=%2A%2A%2A"
