@@ -8,6 +8,7 @@ hands over what arrives as one Arrow IPC batch per py4j call (through a memory-m
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import threading
 from typing import Any, List, Optional
@@ -179,7 +180,7 @@ class _PullSubscription(QueueSubscription):
                     n = bridge.pollInto(path, self._rows, 200, self._linger, self._max_linger)
                     if n < 0:
                         continue
-                    data = _map(path) if n else b""
+                    data = _map(path) if n else _discard(path)
                 if len(data) == 0:
                     state = bridge.state()
                     if state == "error":
@@ -199,10 +200,7 @@ class _PullSubscription(QueueSubscription):
             self._ended.set()
             self._close_bridge()
             if self._file is not None:
-                try:
-                    os.unlink(self._file)
-                except OSError:
-                    pass
+                _remove_transfer_file(self._file)
 
     def _offer_batch(self, batch: pa.RecordBatch) -> None:
         if self._elements == "batches":
@@ -237,8 +235,16 @@ class _PullSubscription(QueueSubscription):
 def _map(path: str) -> Any:
     """The batch file the JVM just wrote, memory-mapped (zero-copy: the batch's buffers point into
     the mapping). The name is unlinked at once, so the JVM writes its next batch into a new file
-    while this one's pages live as long as the batch does."""
-    mm = pa.memory_map(path)
+    while this one's pages live as long as the batch does. The file must be a regular file of this
+    user's (it is, in a 0700 folder of ours; checked all the same, without following links)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            raise MalformedArrow(f"the JVM's hand-off file {path}", "it is not a regular file of this user's")
+        mm = pa.memory_map(f"/proc/self/fd/{fd}" if os.path.isdir("/proc/self/fd") else path)
+    finally:
+        os.close(fd)
     try:
         os.unlink(path)
         return mm.read_buffer()
@@ -246,11 +252,29 @@ def _map(path: str) -> Any:
         mm.close()  # the fd; the mapping stays while buffers point into it
 
 
+def _discard(path: str) -> bytes:
+    """An empty hand-off (the stream ended, or a bad element cut the batch): no batch in it."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return b""
+
+
 def _transfer_file() -> str:
+    """Where the JVM writes batches: a name in a private folder (0700, random name) on /dev/shm,
+    so no other local user can read a batch or plant a link the JVM would follow. The file itself
+    does not exist yet: the JVM creates each batch's file exclusively (0600, no links followed)."""
     d = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
-    fd, path = tempfile.mkstemp(prefix="rs-spark-jvm-", suffix=".arrow", dir=d)
-    os.close(fd)
-    return path
+    return os.path.join(tempfile.mkdtemp(prefix="rs-spark-jvm-", dir=d), "batch.arrow")
+
+
+def _remove_transfer_file(path: str) -> None:
+    _discard(path)
+    try:
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass
 
 
 class _Closed:

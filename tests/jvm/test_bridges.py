@@ -121,8 +121,7 @@ def test_batches_demand_bounds_what_the_bridge_requests_and_buffers(jvm):
     assert bridge.received() == 2000 and bridge.outstanding() == 0 and bridge.buffered() == 0
     m.s.request(1)
     assert _wait(lambda: len(m.items) == 3)
-    time.sleep(0.1)
-    assert bridge.received() == 3000
+    assert _wait(lambda: bridge.received() == 3000)
     assert pa.Table.from_batches(m.items).column("value").to_pylist() == list(range(3000))
     m.s.cancel()
     assert _wait(lambda: m.s._ended.is_set())

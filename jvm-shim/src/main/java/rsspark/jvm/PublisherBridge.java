@@ -2,11 +2,15 @@ package rsspark.jvm;
 
 import java.io.IOException;
 import java.nio.channels.FileChannel;
+import java.nio.file.LinkOption;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.Flow;
 
 import org.apache.arrow.memory.BufferAllocator;
@@ -159,8 +163,7 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
         Taken t = take(maxRows, timeoutMs, lingerMs, maxLingerMs);
         if (t == null) return -1;
         if (t == Taken.END) return 0;
-        try (FileChannel ch = FileChannel.open(Path.of(path), StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
+        try (FileChannel ch = openExclusive(Path.of(path))) {
             if (t.longs != null) {
                 encoder.encodeLongs(t.longs, t.n, ch);
                 giveBack(t.longs);
@@ -172,6 +175,20 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
                 }
             }
             return ch.position();
+        }
+    }
+
+    /**
+     * A new file, created exclusively (an existing file or link at the path is an error, links are
+     * not followed) and private (0600 where the file system has POSIX permissions).
+     */
+    private static FileChannel openExclusive(Path path) throws IOException {
+        Set<OpenOption> options = Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                LinkOption.NOFOLLOW_LINKS);
+        try {
+            return FileChannel.open(path, options, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+        } catch (UnsupportedOperationException e) { // no POSIX permissions here: the folder is the protection
+            return FileChannel.open(path, options);
         }
     }
 
