@@ -32,7 +32,7 @@ import tempfile
 import threading
 import uuid
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
@@ -66,6 +66,21 @@ class QueryFailed(RuntimeError):
     """The streaming query writing into the Subscriber failed."""
 
 
+def _read_ledger(path: str) -> Tuple[int, int, int]:
+    """(batch_id, rows, total) from a ledger file, checked: it decides what is never delivered again."""
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            d = json.loads(f.read(64 * 1024))
+        values = (d["batch_id"], d["rows"], d["total"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SinkError(f"the sink ledger {path} cannot be read ({type(exc).__name__}: {exc}); restore it or remove "
+                        "it (then every micro-batch the query replays is delivered again)") from exc
+    if not all(type(v) is int for v in values) or values[0] < -1 or not 0 <= values[1] <= values[2]:
+        raise SinkError(f"the sink ledger {path} holds {d!r}, not batch_id >= -1 and 0 <= rows <= total: it was "
+                        "not written by rs_spark; restore it or remove it")
+    return values
+
+
 class Ledger:
     """What reached the Subscriber: the last batch started, its rows delivered and expected."""
 
@@ -77,9 +92,7 @@ class Ledger:
         self.total = 0
         self.path = path
         if path and os.path.exists(path):
-            with open(path, "r", encoding="utf-8") as f:
-                d = json.load(f)
-            self.batch_id, self.rows, self.total = int(d["batch_id"]), int(d["rows"]), int(d["total"])
+            self.batch_id, self.rows, self.total = _read_ledger(path)
 
     @property
     def complete(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import uuid
 from typing import List, Optional, Sequence, Tuple
@@ -18,6 +19,9 @@ import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
 from ..arrow.validate import MalformedArrow, checked, refuse_compressed
+from .private_files import make_dirs, open_new
+
+log = logging.getLogger(__name__)
 
 _WIDTH = 20
 _SUFFIX = ".arrow"
@@ -45,7 +49,7 @@ class ReplayLog:
     def __init__(self, uri: str) -> None:
         self.uri = uri
         self._fs, self._root = _open_fs(uri)
-        self._fs.create_dir(self._root, recursive=True)
+        make_dirs(self._fs, self._root)
 
     def _path(self, name: str) -> str:
         return f"{self._root.rstrip('/')}/{name}"
@@ -76,24 +80,29 @@ class ReplayLog:
     def note_received(self, offset: int) -> None:
         """Record that records up to ``offset`` reached this reader (logged or not yet)."""
         tmp = self._path(f".tmp-{uuid.uuid4().hex}")
-        with self._fs.open_output_stream(tmp) as out:
+        with open_new(self._fs, tmp) as out:
             out.write(json.dumps({"received": int(offset)}).encode())
         self._fs.move(tmp, self._path(self._RECEIVED))
 
     def received(self) -> Optional[int]:
         """The last offset :meth:`note_received` recorded (None if never)."""
+        path = self._path(self._RECEIVED)
         try:
-            with self._fs.open_input_stream(self._path(self._RECEIVED)) as f:
-                return int(json.loads(f.read().decode())["received"])
-        except (OSError, FileNotFoundError, ValueError, KeyError):
+            with self._fs.open_input_stream(path) as f:
+                value = json.loads(f.read(64 * 1024).decode())["received"]
+        except (OSError, FileNotFoundError, ValueError, KeyError, TypeError):
             return None
+        if type(value) is not int or value < 0:  # written by us as a non-negative int: anything else is not ours
+            log.warning("replay log: %s holds %r, not a record count; ignoring it", path, value)
+            return None
+        return value
 
     def append(self, start: int, end: int, batches: Sequence[pa.RecordBatch], schema: pa.Schema) -> Segment:
         """Durably write ``batches`` as the rows of offsets ``[start, end)``."""
         rows = sum(b.num_rows for b in batches)
         name = f"{start:0{_WIDTH}d}-{end:0{_WIDTH}d}-{rows:0{_WIDTH}d}{_SUFFIX}"
         tmp = self._path(f".tmp-{uuid.uuid4().hex}")
-        with self._fs.open_output_stream(tmp) as out:
+        with open_new(self._fs, tmp) as out:
             with ipc.new_file(out, schema) as writer:
                 for b in batches:
                     writer.write_batch(b)

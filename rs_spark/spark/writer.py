@@ -28,6 +28,7 @@ from ..arrow.validate import iter_stream
 from ..net.address import redact
 from .delivery import SinkError, batch_meta, send_control, tag_batch
 from .options import OptionError
+from .private_files import make_dirs, open_new
 from .replay_log import _open_fs
 from .resolve import load_factory
 from .sink_options import SinkOptions
@@ -70,9 +71,9 @@ def stage(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartiti
             "every executor and the driver can reach: local path in local mode, s3://, hdfs://, ...) or raise "
             "inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix")
     fs, root = _open_fs(opts.staging_location)
-    fs.create_dir(root, recursive=True)
+    make_dirs(fs, root)
     path = f"{root.rstrip('/')}/part-{uuid.uuid4().hex}.arrow"
-    with fs.open_output_stream(path) as f:
+    with open_new(fs, path) as f:
         f.write(buf)
     return StagedPartition(rows, path=path)
 

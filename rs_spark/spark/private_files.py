@@ -1,0 +1,54 @@
+"""Files the connector writes on local disk are private and created exclusively.
+
+Replay-log segments, the received-records note and staged sink partitions hold the stream's data,
+so on a local file system every folder rs_spark creates for them is 0700 and every file 0600,
+created with ``O_EXCL | O_NOFOLLOW`` (an existing file or a planted link is an error, never
+overwritten), whatever the process's umask. Folders that already exist keep their mode: they are
+the user's. On remote file systems (``s3://``, ``hdfs://``, ...) permissions are the store's.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def is_local(fs: pafs.FileSystem) -> bool:
+    return isinstance(fs, pafs.LocalFileSystem)
+
+
+def make_dirs(fs: pafs.FileSystem, path: str) -> None:
+    """Create ``path`` and missing parents; on local disk the ones created here are 0700."""
+    if not is_local(fs):
+        fs.create_dir(path, recursive=True)
+        return
+    missing = []
+    p = os.path.abspath(path)
+    while not os.path.isdir(p):
+        missing.append(p)
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:  # created meanwhile by another task: leave its mode alone
+            continue
+        os.chmod(d, 0o700)  # the umask may have taken bits away, never added: make it exact
+
+
+def open_new(fs: pafs.FileSystem, path: str) -> Any:
+    """A new file for writing (pyarrow output stream): on local disk 0600, created exclusively."""
+    if not is_local(fs):
+        return fs.open_output_stream(path)
+    fd = os.open(path, _NEW_FILE, 0o600)
+    os.fchmod(fd, 0o600)
+    return pa.PythonFile(os.fdopen(fd, "wb"), mode="w")
+
+
+__all__ = ["is_local", "make_dirs", "open_new"]
