@@ -174,11 +174,11 @@ class _Live:
         else:
             self.memory[start] = _Planned(end, pa.Table.from_batches(batches, schema=self.schema))
 
-    def server(self) -> Address:
+    def server(self) -> BatchServer:
         """Start (once) the server executors fetch planned micro-batches from."""
         if self._server is None:
             self._server = BatchServer(self._lookup)
-        return self._server.address
+        return self._server
 
     def _lookup(self, key: int, lo: int, hi: int) -> Tuple[pa.Schema, List[pa.RecordBatch]]:
         planned = self.memory.get(key)  # dict reads are atomic; commit() only removes entries
@@ -417,14 +417,14 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         step = math.ceil(rows / n)
         inline = self._opts.batch_transport == "inline" or (
             self._opts.batch_transport == "auto" and table.nbytes <= _INLINE_MAX_BYTES * n)
-        address = None if inline else live.server()
+        server = None if inline else live.server()
         for lo in range(0, rows, step):
             hi = min(lo + step, rows)
-            if address is None:
+            if server is None:
                 piece = table.slice(lo, hi - lo).combine_chunks().to_batches()
                 parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
             else:
-                parts.append(FetchPartition(address, s, lo, hi))
+                parts.append(FetchPartition(server.grant(s, lo, hi), s, lo, hi))  # this range's credential only
         return parts
 
     def _lost(self, s: int, e: int, why: str) -> List[InputPartition]:

@@ -25,19 +25,20 @@ def server():
 
 
 def test_fetch_returns_exactly_the_requested_rows(server):
-    address = pickle.loads(pickle.dumps(server.address))  # as it travels inside a partition
+    address = pickle.loads(pickle.dumps(server.grant(7, 1234, 5678)))  # as it travels inside a partition
     got = pa.Table.from_batches(fetch(address, 7, 1234, 5678))
     assert got.equals(TABLE.slice(1234, 5678 - 1234))
 
 
 def test_fetch_reports_the_servers_error(server):
     with pytest.raises(FetchError, match="LookupError: nothing planned at 8"):
-        fetch(server.address, 8, 0, 1)
+        fetch(server.grant(8, 0, 1), 8, 0, 1)
 
 
-def test_a_wrong_secret_gets_nothing(server):
+def test_a_wrong_credential_gets_nothing(server):
     with socket.create_connection(("127.0.0.1", server.address.port), timeout=5) as c:
-        c.sendall(b"x" * 32)
+        req = b'{"key": 7, "lo": 0, "hi": 10, "mac": "' + b"00" * 32 + b'"}'
+        c.sendall(len(req).to_bytes(4, "big") + req)
         c.settimeout(5)
         try:
             answer = c.recv(10)
@@ -46,12 +47,13 @@ def test_a_wrong_secret_gets_nothing(server):
         assert answer == b""  # closed without an answer
 
 
-def test_address_repr_hides_the_secret(server):
-    assert server.address.secret.hex() not in repr(server.address)
+def test_address_repr_hides_the_credential(server):
+    granted = server.grant(7, 0, 10)
+    assert granted.secret.hex() not in repr(granted)
 
 
 def test_fetch_from_a_closed_server_says_it_cannot_connect(server):
-    address = server.address
+    address = server.grant(7, 0, 1)
     server.close()
     with pytest.raises(FetchError, match="cannot connect"):
         fetch(address, 7, 0, 1, connect_timeout=2)
