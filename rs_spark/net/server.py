@@ -252,13 +252,13 @@ class Server:
             same = [(n, e) for n, e in eps.items() if e.kind == kind]
             if len(same) == 1:
                 return same[0]  # a request without a route reaches the only endpoint of its kind
-            raise Rejected(F.REJECTED, f"the request names no {kind} (routing metadata) and "
-                                       f"{self._addr.base} serves {len(same)} {kind}s: {sorted(n for n, _ in same)}; "
-                                       "put the name in the address")
+            # The error lists no names: what a server serves is not for whoever can connect to tell.
+            raise Rejected(F.REJECTED, f"the request names no {kind} (routing metadata) and {self._addr.base} "
+                                       f"serves {len(same)} {kind}s; put the endpoint's name in the address")
         ep = eps.get(name)
         if ep is None:
-            raise Rejected(F.REJECTED, f"{self._addr.base} serves no {kind} named {name!r}; it serves "
-                                       f"{sorted(eps) or 'nothing'}")
+            raise Rejected(F.REJECTED, f"{self._addr.base} serves no {kind} named {name!r}; check the name in the "
+                                       "address (the server's own log and server.address name its endpoints)")
         if ep.kind != kind and not (kind == "subscriber" and ep.kind == "processor"):
             fix = {"subscriber": "connect_subscriber()", "processor": "connect_processor()"}.get(ep.kind, "connect()")
             raise Rejected(F.REJECTED, f"{name!r} on {self._addr.base} is a {ep.kind}, not a {kind}; use {fix}")
@@ -343,7 +343,11 @@ def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0"
           ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None) -> Server:
     """Serve one Publisher (or Subscriber, or factory of Subscribers) as ``name``; returns the
     running :class:`Server`, whose ``address`` is the string to give :func:`connect` and whose
-    ``stop()`` ends it. Add more endpoints with ``add_publisher``/``add_subscriber``."""
+    ``stop()`` ends it. Add more endpoints with ``add_publisher``/``add_subscriber``.
+
+    Without ``token`` anyone who can reach ``bind`` may subscribe: on 127.0.0.1 that is every local
+    user (the port is listed in /proc/net/tcp). Pass a token (``secrets.token_urlsafe()``) unless
+    every local user may read the stream; ``rs_spark.read_stream`` always does."""
     server = Server(bind, token=token, ssl=ssl, limits=limits)
     try:
         if hasattr(target, "subscribe"):

@@ -52,8 +52,8 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, *, bind
         declared = from_arrow_schema(declared)
     codec = options.pop("codec", "json")
     _check_reachable(spark, bind, "read_stream")
-    loopback = parse(bind, need_name=False).is_loopback
-    token = None if loopback else secrets.token_urlsafe(24)
+    # A token even on loopback: any local user can connect to 127.0.0.1 (the port is in /proc/net/tcp).
+    token = secrets.token_urlsafe(24)
     server = serve(publisher, name=f"rs-{uuid.uuid4().hex[:12]}", bind=bind, token=token)
     with _lock:
         _served.append(server)

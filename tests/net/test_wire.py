@@ -177,9 +177,10 @@ def test_binding_beyond_loopback_requires_a_token():
         net.Server("tcp://0.0.0.0:0")
 
 
-def test_unknown_name_and_wrong_kind_say_what_is_served(server):
-    with pytest.raises(net.Refused, match=r"serves no publisher named 'nope'.*\['numbers'\]"):
+def test_unknown_name_is_refused_without_listing_what_is_served_and_wrong_kind_says_the_kind(server):
+    with pytest.raises(net.Refused, match=r"serves no publisher named 'nope'; check the name") as err:
         rs.to_list(net.connect(server.base_address + "/nope"), timeout=10)
+    assert "numbers" not in str(err.value)  # the names served are not told to whoever connects
     with pytest.raises(net.Refused, match="is a publisher, not a subscriber"):
         sub = net.connect_subscriber(server.address)
         rs.just(1).subscribe(sub)
