@@ -7,7 +7,7 @@ import os
 import socket
 import ssl as _ssl
 import threading
-from typing import Any, Callable, Dict, Optional, Set, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple, Union
 
 from ..streams.drain import subscribe_with
 from ..streams.types import Publisher, Subscriber
@@ -43,10 +43,14 @@ class Server:
     ``bind`` is an address without a name (``tcp://HOST:PORT``, ``tls://HOST:PORT``,
     ``ws://HOST:PORT``, ``wss://HOST:PORT``, ``unix:///path.sock``; port 0 picks a free one). Binding anything but loopback or a Unix
     socket requires ``token``; ``ssl`` (a server ``ssl.SSLContext``) turns on TLS.
+    ``allowed_origins``: web origins (``"https://app.example"``) whose pages may open a ``ws://`` or
+    ``wss://`` connection; a browser's upgrade from any other origin is refused with 403.
     """
 
     def __init__(self, bind: str = "tcp://127.0.0.1:0", *, token: Optional[str] = None,
-                 ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None) -> None:
+                 ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None,
+                 allowed_origins: Sequence[str] = ()) -> None:
+        self.allowed_origins = tuple(allowed_origins)
         addr = parse(bind, need_name=False)
         if addr.name:
             raise ValueError(f"bind address {bind!r} must not name an endpoint; names are given to "
@@ -211,7 +215,8 @@ class Server:
                     log.warning("rs_spark.net: TLS for %s could not start: %s", label, exc)
                     continue
             if self._addr.scheme in ("ws", "wss"):  # the upgrade runs on the pump thread, within setup_timeout
-                sock = ws_server(sock, label, self.limits.setup_timeout, self.limits.max_frame_bytes)
+                sock = ws_server(sock, label, self.limits.setup_timeout, self.limits.max_frame_bytes,
+                                 self.allowed_origins)
             conn = Connection(sock, client=False, label=label, limits=self.limits, handler=self,
                               keepalive=self.limits.max_lifetime, lifetime=self.limits.max_lifetime,
                               on_closed=self._forget)
@@ -340,7 +345,8 @@ class Server:
 
 
 def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0", token: Optional[str] = None,
-          ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None) -> Server:
+          ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None,
+          allowed_origins: Sequence[str] = ()) -> Server:
     """Serve one Publisher (or Subscriber, or factory of Subscribers) as ``name``; returns the
     running :class:`Server`, whose ``address`` is the string to give :func:`connect` and whose
     ``stop()`` ends it. Add more endpoints with ``add_publisher``/``add_subscriber``.
@@ -348,7 +354,7 @@ def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0"
     Without ``token`` anyone who can reach ``bind`` may subscribe: on 127.0.0.1 that is every local
     user (the port is listed in /proc/net/tcp). Pass a token (``secrets.token_urlsafe()``) unless
     every local user may read the stream; ``rs_spark.read_stream`` always does."""
-    server = Server(bind, token=token, ssl=ssl, limits=limits)
+    server = Server(bind, token=token, ssl=ssl, limits=limits, allowed_origins=allowed_origins)
     try:
         if hasattr(target, "subscribe"):
             server.add_publisher(name, target)

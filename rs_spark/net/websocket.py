@@ -21,7 +21,7 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 log = logging.getLogger("rs_spark.net")
 
@@ -95,12 +95,22 @@ def client_handshake(sock: socket.socket, host: str, path: str, timeout: float) 
     return rest
 
 
-def server_handshake(sock: socket.socket, timeout: float) -> bytes:
+def server_handshake(sock: socket.socket, timeout: float, allowed_origins: Sequence[str] = ()) -> bytes:
     """Answer a client's WebSocket upgrade; returns bytes read past the request. A request
-    that is not an upgrade gets ``400`` with the reason and :class:`HandshakeError`."""
+    that is not an upgrade gets ``400`` with the reason and :class:`HandshakeError`; one from a
+    web page whose ``Origin`` is not in ``allowed_origins`` gets ``403``."""
     head, rest = _read_head(sock, time.monotonic() + timeout)
     lines = head.decode("latin-1").split("\r\n")
     h = _headers(lines[1:])
+    origin = h.get("origin")
+    if origin is not None and origin not in allowed_origins:
+        # Browsers send Origin on every WebSocket upgrade and other clients do not: without this any
+        # page the user visits could read or feed a ws://127.0.0.1 endpoint (WebSockets ignore CORS).
+        body = (f"WebSocket upgrades from web pages are refused unless their origin is allowed; {origin!r} is "
+                "not (Server(..., allowed_origins=[...]))").encode()
+        sock.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        raise HandshakeError(f"refused a WebSocket upgrade from origin {origin!r} (not in allowed_origins)")
     why = ""
     if not lines[0].startswith("GET "):
         why = "a WebSocket upgrade starts with GET"
@@ -178,8 +188,9 @@ class WsPump:
     """WebSocket for one connection; :attr:`app` is the plain socket carrying prefixed frames."""
 
     def __init__(self, raw: socket.socket, *, client: bool, label: str, max_message: int,
-                 handshake_timeout: float = 0.0, leftover: bytes = b"") -> None:
+                 handshake_timeout: float = 0.0, leftover: bytes = b"", allowed_origins: Sequence[str] = ()) -> None:
         self.label = label
+        self._allowed_origins = tuple(allowed_origins)
         self._raw = raw
         self._client = client
         self._max = min(max_message, _FRAME_MAX)
@@ -217,7 +228,7 @@ class WsPump:
         try:
             if self._timeout:
                 try:
-                    self._pending = server_handshake(self._raw, self._timeout) + self._pending
+                    self._pending = server_handshake(self._raw, self._timeout, self._allowed_origins) + self._pending
                 except (OSError, UnicodeError) as exc:
                     log.warning("rs_spark.net: WebSocket handshake with %s failed: %s", self.label, exc)
                     return
@@ -358,11 +369,13 @@ def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: flo
         raise
 
 
-def ws_server(raw: socket.socket, label: str, timeout: float, max_message: int) -> socket.socket:
+def ws_server(raw: socket.socket, label: str, timeout: float, max_message: int,
+              allowed_origins: Sequence[str] = ()) -> socket.socket:
     """WebSocket on an accepted socket: returns the plain socket at once; the handshake runs on
     the pump thread within ``timeout`` (a bad or slow one closes that socket, logged)."""
     try:
-        return WsPump(raw, client=False, label=label, max_message=max_message, handshake_timeout=timeout).app
+        return WsPump(raw, client=False, label=label, max_message=max_message, handshake_timeout=timeout,
+                      allowed_origins=allowed_origins).app
     except BaseException:
         raw.close()
         raise
