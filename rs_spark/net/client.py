@@ -1,10 +1,11 @@
 """Reach served Publishers and Subscribers: :func:`connect`, :func:`connect_subscriber`, :class:`Client`."""
 from __future__ import annotations
 
+import logging
 import socket
 import ssl as _ssl
 import threading
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Set
 
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
@@ -18,6 +19,8 @@ from .connection import Connection, Limits
 from .errors import ConnectionLost, NetError, Refused
 from .metadata import COMPOSITE, request_metadata
 from .transport import dial
+
+log = logging.getLogger(__name__)
 
 
 class Options:
@@ -40,6 +43,25 @@ class Options:
         self.connect_timeout = connect_timeout
         self.limits = limits or Limits()
         self.batch_rows = batch_rows
+
+
+_warned: Set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn_if_token_in_clear_text(address: Address, token: Optional[str]) -> bool:
+    """Warn once per address when ``token`` would cross a network unencrypted (``tcp://`` or
+    ``ws://`` to a host that is not loopback); returns whether it warned now."""
+    if not token or address.scheme not in ("tcp", "ws") or address.is_loopback:
+        return False
+    with _warned_lock:
+        if address.base in _warned:
+            return False
+        _warned.add(address.base)
+    log.warning("rs_spark.net: sending a token to %s over %s:// without TLS: anyone on the network path can "
+                "read it and the data; use %s:// with ssl= on untrusted networks", address.base, address.scheme,
+                "tls" if address.scheme == "tcp" else "wss")
+    return True
 
 
 class Client:
@@ -76,6 +98,7 @@ class Client:
 
     def _open(self) -> Connection:
         a, o = self._addr, self._opts
+        warn_if_token_in_clear_text(a, self._token)
         try:
             sock = dial(a, o.connect_timeout, o.ssl, o.limits.max_frame_bytes)
         except (socket.timeout, TimeoutError) as exc:

@@ -40,3 +40,19 @@ def test_address_errors_mask_the_token():
         parse(f"tcp://127.0.0.1:1/x?token={SECRET}&bogus=1")
     assert SECRET not in str(err.value) and "token=%2A%2A%2A" in str(err.value)
     assert redact(f"tcp://h:1/x?codec=arrow&token={SECRET}") == "tcp://h:1/x?codec=arrow&token=%2A%2A%2A"
+
+
+def test_a_token_sent_in_clear_text_beyond_loopback_is_warned_about_once_per_address(caplog):
+    from rs_spark.net.client import warn_if_token_in_clear_text
+
+    far = parse("tcp://feeds.example.internal:7000/x", need_name=False)
+    with caplog.at_level(logging.WARNING):
+        assert warn_if_token_in_clear_text(far, SECRET) is True
+        assert warn_if_token_in_clear_text(far, SECRET) is False  # once per address
+        assert warn_if_token_in_clear_text(parse("ws://10.1.2.3:80/x", need_name=False), SECRET) is True
+        assert not warn_if_token_in_clear_text(parse("tcp://127.0.0.1:7000/x", need_name=False), SECRET)
+        assert not warn_if_token_in_clear_text(parse("tls://feeds.example.internal:7000/x", need_name=False), SECRET)
+        assert not warn_if_token_in_clear_text(parse("tcp://other.example:7000/x", need_name=False), None)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert text.count("without TLS") == 2 and "use tls://" in text and "use wss://" in text
+    assert SECRET not in text
