@@ -37,6 +37,8 @@ log = logging.getLogger("rs_spark.net")
 
 
 SETUP_MAX_BYTES = 64 * 1024
+KEEPALIVE_ECHO_MAX = 1024
+"""The most KEEPALIVE data echoed back (the spec lets a responder return it; larger data is cut)."""
 """Largest frame a server reads before it has accepted a SETUP frame (token checked)."""
 
 
@@ -56,12 +58,16 @@ class Limits:
     """Server side: the longest a client may stay silent, whatever its SETUP asks for."""
     high_water_bytes: int = 8 * 1024 * 1024
     """Queued outgoing bytes above which outbound streams pause their publisher."""
+    max_backlog_bytes: int = 32 * 1024 * 1024
+    """Queued outgoing bytes above which the peer is taken to have stopped reading: the connection is
+    closed (streams pause at ``high_water_bytes``, so only a peer that never reads gets here). Never
+    below ``high_water_bytes + 2 * max_frame_bytes``, which paused streams may still have queued."""
 
     def __post_init__(self) -> None:
         if not 64 <= self.max_frame_bytes <= F.MAX_FRAME_LENGTH:
             raise ValueError(f"Limits.max_frame_bytes must be within 64..{F.MAX_FRAME_LENGTH}, "
                              f"got {self.max_frame_bytes}")
-        for f in ("max_streams", "max_connections", "high_water_bytes"):
+        for f in ("max_streams", "max_connections", "high_water_bytes", "max_backlog_bytes"):
             if getattr(self, f) < 1:
                 raise ValueError(f"Limits.{f} must be >= 1, got {getattr(self, f)}")
         for f in ("setup_timeout", "max_lifetime"):
@@ -117,6 +123,7 @@ class Connection:
         self.client = client
         self.label = label
         self.limits = limits
+        self._backlog_cap = max(limits.max_backlog_bytes, limits.high_water_bytes + 2 * limits.max_frame_bytes)
         self.handler = handler
         self.keepalive = keepalive
         self.lifetime = lifetime
@@ -188,6 +195,11 @@ class Connection:
         if final is None or not self._writer.is_alive():
             self._shutdown(socket.SHUT_RDWR)
         self.worker.stop()
+        if not self._reader.is_alive():  # never started: nothing will close the socket later
+            self._forget()
+
+    def _forget(self) -> None:
+        """Tell the owner (the server's connection count) once the socket itself is closed."""
         cb, self._on_closed = self._on_closed, None
         if cb is not None:
             cb(self)
@@ -249,6 +261,10 @@ class Connection:
             self._out_bytes += n
             if len(self._out) == 1:
                 self._cond.notify()
+            backlog = self._out_bytes
+        if backlog > self._backlog_cap:
+            self.close(ProtocolError(f"{self.label} stopped reading: {backlog} bytes queued for it, more than "
+                                     f"Limits.max_backlog_bytes ({self._backlog_cap}); closed", self.label))
         return True
 
     @property
@@ -351,12 +367,16 @@ class Connection:
     def _drain_after_close(self) -> None:
         """After sending a connection ERROR, read (and drop) until the peer closes or 2 s pass, so
         unread bytes do not turn our FIN into a reset that would lose the ERROR frame."""
+        scratch = bytearray(SETUP_MAX_BYTES)  # bytes are dropped, not framed: a fixed, small buffer per peer
         try:
-            reader = FrameReader(self.sock, F.MAX_FRAME_LENGTH)
-            for buf in reader.frames(0.1):
-                if time.monotonic() > self._close_deadline:
-                    return
-        except (OSError, F.FrameError):
+            self.sock.settimeout(0.1)
+            while time.monotonic() <= self._close_deadline:
+                try:
+                    if self.sock.recv_into(scratch) == 0:
+                        return
+                except (socket.timeout, BlockingIOError):
+                    continue
+        except OSError:
             return
 
     def _finish(self) -> None:
@@ -369,6 +389,7 @@ class Connection:
             self.sock.close()
         except OSError:
             pass
+        self._forget()  # only now: a closing peer still holds a socket and counts against max_connections
 
     def _on_tick(self, now: float) -> bool:
         """Timers; True when the reader should stop."""
@@ -443,8 +464,8 @@ class Connection:
                     self.send(F.encode_error(sid, r.code, r.message))
             return
         if t == F.KEEPALIVE:
-            if f.has(F.FLAG_RESPOND):
-                self.send(F.encode_keepalive(False, 0, bytes(f.data)))
+            if f.has(F.FLAG_RESPOND):  # echo at most a little data: a peer may not grow our queue with it
+                self.send(F.encode_keepalive(False, 0, bytes(f.data[:KEEPALIVE_ECHO_MAX])))
         elif t == F.ERROR:
             text = bytes(f.data).decode("utf-8", "replace")
             code = F.ERROR_NAMES.get(f.error_code, hex(f.error_code))

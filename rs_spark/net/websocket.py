@@ -23,6 +23,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+SETUP_MAX_BYTES = 64 * 1024
+"""The largest message a server accepts before the first (SETUP) one: as ``connection.SETUP_MAX_BYTES``."""
+
 log = logging.getLogger("rs_spark.net")
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -191,6 +194,7 @@ class WsPump:
                  handshake_timeout: float = 0.0, leftover: bytes = b"", allowed_origins: Sequence[str] = ()) -> None:
         self.label = label
         self._allowed_origins = tuple(allowed_origins)
+        self._setup_seen = False
         self._raw = raw
         self._client = client
         self._max = min(max_message, _FRAME_MAX)
@@ -264,8 +268,11 @@ class WsPump:
             control = op >= 0x8
             if control and (n > 125 or not fin):
                 raise _Closed(1002, "a control frame above 125 bytes or fragmented")
-            if not control and len(message) + n > self._max:
-                raise _Closed(1009, f"a message above {self._max} bytes (the frame size limit)")
+            limit = self._max if self._client or self._setup_seen else min(self._max, SETUP_MAX_BYTES)
+            if not control and len(message) + n > limit:
+                # Checked before reading: before its SETUP a peer may not make us allocate more than a SETUP needs.
+                raise _Closed(1009, f"a message above {limit} bytes (" + (
+                    "the frame size limit)" if limit == self._max else "before SETUP; a SETUP frame is small)"))
             key = self._recv_exact(4) if masked else b""
             payload = self._recv_exact(n)
             if masked:
@@ -296,6 +303,7 @@ class WsPump:
             if fin:
                 if message:  # an empty message carries no frame
                     _send_all(self._pair, [len(message).to_bytes(3, "big"), message])
+                    self._setup_seen = True  # the connection checks the first frame is a valid SETUP
                 message = bytearray()
                 in_message = False
 
