@@ -178,7 +178,8 @@ def test_file_hand_off_maps_each_batch_and_leaves_no_file_behind(jvm):
     # every batch still holds its own values after the JVM wrote later batches (one mapping each)
     assert pa.Table.from_batches(batches).column("value").to_pylist() == list(range(50_000))
     assert len(batches) >= 50_000 // 4096
-    assert set(glob.glob("/dev/shm/rs-spark-jvm-*")) - before == set()
+    # the pump removes its private hand-off folder once the stream has ended (on its own thread)
+    assert _wait(lambda: set(glob.glob("/dev/shm/rs-spark-jvm-*")) - before == set())
 
 
 def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):

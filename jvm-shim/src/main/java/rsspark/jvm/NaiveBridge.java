@@ -51,17 +51,24 @@ public final class NaiveBridge implements Flow.Subscriber<Object> {
 
     @Override
     public void onSubscribe(Flow.Subscription s) {
+        if (s == null) throw new NullPointerException("onSubscribe(null) (rule 2.13)");
+        if (upstream != null) {
+            s.cancel(); // rule 2.5
+            return;
+        }
         upstream = s;
         s.request(prefetch);
     }
 
     @Override
     public void onNext(Object item) {
+        if (item == null) throw new NullPointerException("onNext(null) (rule 2.13)");
         queue.offer(item);
     }
 
     @Override
     public void onError(Throwable t) {
+        if (t == null) throw new NullPointerException("onError(null) (rule 2.13)");
         error = t;
         queue.offer(DONE);
     }

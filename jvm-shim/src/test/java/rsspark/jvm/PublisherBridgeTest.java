@@ -311,7 +311,9 @@ class PublisherBridgeTest {
 
     @Test
     void pollIntoWritesTheIpcStreamIntoTheFile() throws Exception {
-        java.nio.file.Path f = java.nio.file.Files.createTempFile("rs-spark-test-", ".arrow");
+        // As Python hands off: a name in a private folder; each batch file is new (the reader unlinks it).
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("rs-spark-test-");
+        java.nio.file.Path f = dir.resolve("batch.arrow");
         try (PublisherBridge b = Shim.pull(Sources.submissionLongs(5000), null)) {
             b.start();
             b.request(5000);
@@ -322,12 +324,33 @@ class PublisherBridgeTest {
                 if (n == 0) break;
                 byte[] d = java.nio.file.Files.readAllBytes(f);
                 assertEquals(n, d.length);
+                assertEquals(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"),
+                        java.nio.file.Files.getPosixFilePermissions(f));
+                java.nio.file.Files.delete(f);
                 got.addAll(Util.column(d));
             }
             assertEquals(5000, got.size());
             for (int i = 0; i < 5000; i++) assertEquals((long) i, got.get(i));
         } finally {
             java.nio.file.Files.deleteIfExists(f);
+            java.nio.file.Files.deleteIfExists(dir);
+        }
+    }
+
+    @Test
+    void pollIntoNeverWritesThroughAnExistingFileOrLink() throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("rs-spark-test-");
+        java.nio.file.Path victim = java.nio.file.Files.write(dir.resolve("victim"), new byte[] {1, 2, 3});
+        java.nio.file.Path f = java.nio.file.Files.createSymbolicLink(dir.resolve("batch.arrow"), victim);
+        try (PublisherBridge b = Shim.pull(Sources.submissionLongs(10), null)) {
+            b.start();
+            b.request(10);
+            assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> b.pollInto(f.toString(), 10, 2000, 2, 50));
+            assertArrayEquals(new byte[] {1, 2, 3}, java.nio.file.Files.readAllBytes(victim));
+        } finally {
+            java.nio.file.Files.deleteIfExists(f);
+            java.nio.file.Files.deleteIfExists(victim);
+            java.nio.file.Files.deleteIfExists(dir);
         }
     }
 }

@@ -6,6 +6,7 @@ import org.junit.jupiter.api.Nested;
 
 import rsspark.jvm.CollectingSubscriber;
 import rsspark.jvm.PublisherBridge;
+import rsspark.jvm.Shim;
 
 /** The shim's Flow.Subscribers against the blackbox and whitebox subscriber rules. */
 class SubscriberSubjectsRulesTest {
@@ -61,6 +62,18 @@ class SubscriberSubjectsRulesTest {
     class PublisherBridgeWhitebox extends SubscriberWhiteboxRules {
         public Flow.Subscriber<Object> createSubscriber(WhiteboxProbe probe) {
             return Subjects.probed(bridge(), probe, SubscriberSubjectsRulesTest::bridgePuppet);
+        }
+
+        public Object createElement(int i) {
+            return (long) i;
+        }
+    }
+
+    @Nested
+    class NaiveBridgeBlackbox extends SubscriberBlackboxRules {
+        public Flow.Subscriber<Object> createSubscriber() {
+            Flow.Publisher<Object> never = s -> { };
+            return Shim.naive(never, 16); // the benchmark's one-element-per-call baseline, shipped in the jar
         }
 
         public Object createElement(int i) {
