@@ -56,28 +56,14 @@ def host_key() -> str:
     return "|".join(parts)
 
 
-def _advertised_addresses() -> List[str]:
-    """Addresses other hosts may reach this one at, most likely first."""
-    out: List[str] = []
-    env = os.environ.get("SPARK_LOCAL_IP")
-    if env:
-        out.append(env)
-    try:  # the interface of the default route (no packet is sent)
+def default_route_address() -> Optional[str]:
+    """The address of the interface of the default route, if there is one (no packet is sent)."""
+    try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect(("10.255.255.255", 1))
-            out.append(s.getsockname()[0])
+            return str(s.getsockname()[0])
     except OSError:
-        pass
-    try:
-        out.append(socket.gethostbyname(socket.gethostname()))
-    except OSError:
-        pass
-    out.append(socket.gethostname())
-    seen: List[str] = []
-    for a in out:
-        if a and a not in seen and not a.startswith("127."):
-            seen.append(a)
-    return seen
+        return None
 
 
 class Address:
@@ -111,31 +97,41 @@ def _mac(key: bytes, k: int, lo: int, hi: int) -> bytes:
 class BatchServer:
     """A daemon-thread TCP server answering fetches with ``lookup(key, lo, hi)``."""
 
-    def __init__(self, lookup: Lookup, bind: Optional[str] = None, max_handlers: int = 8,
+    def __init__(self, lookup: Lookup, binds: Sequence[str] = ("127.0.0.1",), max_handlers: int = 8,
                  auth_timeout: float = 5.0) -> None:
+        """Listen on one port at each address of ``binds`` (loopback only by default).
+
+        Executors on this host connect to 127.0.0.1; executors on other hosts need a
+        non-loopback address in ``binds``, which is also what the server advertises. A
+        wildcard address is refused: it would expose the rows on every interface.
+        """
+        if not binds or any(b in ("0.0.0.0", "::", "") for b in binds):
+            raise ValueError(f"BatchServer binds={list(binds)!r}: name the interfaces to listen on (a wildcard "
+                             "would serve the rows on every interface)")
         self._lookup = lookup
         self._secret = secrets.token_bytes(_SECRET_LEN)
         self._auth_timeout = auth_timeout
         self._slots = threading.BoundedSemaphore(max_handlers)
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((bind or os.environ.get("SPARK_LOCAL_IP") or "0.0.0.0", 0))
-        self._sock.listen(64)
         self._closed = False
-        self.address = Address(host_key(), _advertised_addresses(), self._sock.getsockname()[1], b"")
-        self._thread = threading.Thread(target=self._accept_loop, name="rs-spark-batch-server", daemon=True)
-        self._thread.start()
+        self._socks = _listen_all(binds)
+        port = self._socks[0].getsockname()[1]
+        advertised = [b for b in binds if not b.startswith("127.")]
+        self.address = Address(host_key(), advertised, port, b"")
+        self._threads = [threading.Thread(target=self._accept_loop, args=(s,), name="rs-spark-batch-server",
+                                          daemon=True) for s in self._socks]
+        for t in self._threads:
+            t.start()
 
     def grant(self, key: int, lo: int, hi: int) -> Address:
         """The address with the credential for rows ``[lo, hi)`` of ``key`` (and nothing else)."""
         a = self.address
         return Address(a.host_key, a.hosts, a.port, _mac(self._secret, key, lo, hi))
 
-    def _accept_loop(self) -> None:
+    def _accept_loop(self, sock: socket.socket) -> None:
         while not self._closed:
             self._slots.acquire()  # at most max_handlers at once: the rest wait in the backlog
             try:
-                conn, _ = self._sock.accept()
+                conn, _ = sock.accept()
             except OSError:
                 self._slots.release()
                 return
@@ -182,14 +178,35 @@ class BatchServer:
 
     def close(self) -> None:
         self._closed = True
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() in the server thread
-        except OSError:
-            pass
-        try:
-            self._sock.close()
-        except OSError:
-            pass
+        for sock in self._socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() in the server thread
+            except OSError:
+                pass
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+
+def _listen_all(binds: Sequence[str]) -> List[socket.socket]:
+    """One listening socket per address, all on the same port (chosen by the first bind)."""
+    socks: List[socket.socket] = []
+    port = 0
+    try:
+        for host in dict.fromkeys(binds):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+            s.listen(64)
+            port = s.getsockname()[1]
+    except OSError as exc:
+        for s in socks:
+            s.close()
+        raise OSError(f"the reactive source's batch server cannot listen on {host}:{port} ({exc}); set "
+                      "SPARK_LOCAL_IP or spark.driver.host to an address of this host") from exc
+    return socks
 
 
 def _recv_exact(conn: socket.socket, n: int) -> bytes:

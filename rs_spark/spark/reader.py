@@ -30,6 +30,7 @@ from ..arrow.batch_server import Address, BatchServer, FetchError, fetch
 from ..arrow.convert import ElementConverter
 from ..arrow.ipc import from_ipc, to_ipc
 from ..streams.errors import SpecViolation
+from .bind_address import batch_server_binds
 from .intake import Chunk, Intake, PublisherFailed
 from .options import SourceOptions
 from .replay_log import MissingData, ReplayLog, read_segment_slice
@@ -177,7 +178,7 @@ class _Live:
     def server(self) -> BatchServer:
         """Start (once) the server executors fetch planned micro-batches from."""
         if self._server is None:
-            self._server = BatchServer(self._lookup)
+            self._server = BatchServer(self._lookup, binds=batch_server_binds())
         return self._server
 
     def _lookup(self, key: int, lo: int, hi: int) -> Tuple[pa.Schema, List[pa.RecordBatch]]:

@@ -19,7 +19,7 @@ HANDLERS = 4
 @pytest.fixture
 def server():
     s = BatchServer(lambda k, lo, hi: (TABLE.schema, TABLE.slice(lo, hi - lo).to_batches()),
-                    bind="127.0.0.1", max_handlers=HANDLERS, auth_timeout=0.5)
+                    binds=("127.0.0.1",), max_handlers=HANDLERS, auth_timeout=0.5)
     yield s
     s.close()
 
