@@ -78,6 +78,7 @@ class Server:
         self._lock = threading.Lock()
         self._endpoints: Dict[str, _Endpoint] = {}
         self._conns: Set[Connection] = set()
+        self._open_sockets = 0  # accepted network sockets not yet closed: what max_connections bounds
         self._stopped = False
         self._sock = listen(addr)
         if addr.scheme != "unix":
@@ -196,9 +197,9 @@ class Server:
                 return
             peer_s = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unix peer"
             label = f"{peer_s} on {self._addr.base}"
-            if len(self._conns) >= self.limits.max_connections:
+            if self._open_sockets >= self.limits.max_connections:
                 log.warning("rs_spark.net: refused %s: %d connections open (Limits.max_connections)",
-                            label, len(self._conns))
+                            label, self._open_sockets)
                 if self._ssl is None and self._addr.scheme == "tcp":  # TLS/WebSocket clients could not read it
                     refuse(sock, F.encode_error(0, F.CONNECTION_ERROR,
                                                 f"{self._addr.base} has too many connections "
@@ -206,23 +207,46 @@ class Server:
                 else:
                     sock.close()
                 continue
+            with self._lock:
+                self._open_sockets += 1
+            self._serve_socket(sock, label)
+
+    def _serve_socket(self, sock: socket.socket, label: str) -> None:
+        """Wrap an accepted socket (TLS, WebSocket) and start its Connection."""
+        released = False
+
+        def release() -> None:  # once, when the network socket itself is closed
+            nonlocal released
+            with self._lock:
+                if not released:
+                    released = True
+                    self._open_sockets -= 1
+
+        try:
             if sock.family != socket.AF_UNIX:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._ssl is not None:
-                try:  # the handshake runs on the connection's TLS thread, within Limits.setup_timeout
-                    sock = tls_server(sock, self._ssl, label, self.limits.setup_timeout)
-                except (OSError, ValueError) as exc:
-                    log.warning("rs_spark.net: TLS for %s could not start: %s", label, exc)
-                    continue
-            if self._addr.scheme in ("ws", "wss"):  # the upgrade runs on the pump thread, within setup_timeout
+            if self._ssl is not None:  # the handshake runs on the connection's TLS thread, within setup_timeout
+                sock = tls_server(sock, self._ssl, label, self.limits.setup_timeout)
+            ws = self._addr.scheme in ("ws", "wss")
+            if ws:  # the upgrade runs on the pump thread, within setup_timeout; the pump closes the network socket
                 sock = ws_server(sock, label, self.limits.setup_timeout, self.limits.max_frame_bytes,
-                                 self.allowed_origins)
-            conn = Connection(sock, client=False, label=label, limits=self.limits, handler=self,
-                              keepalive=self.limits.max_lifetime, lifetime=self.limits.max_lifetime,
-                              on_closed=self._forget)
-            with self._lock:
-                self._conns.add(conn)
-            conn.start()
+                                 self.allowed_origins, on_closed=release)
+        except (OSError, ValueError) as exc:
+            log.warning("rs_spark.net: %s for %s could not start: %s", "TLS" if self._ssl else "the connection",
+                        label, exc)
+            release()
+            return
+
+        def closed(conn: Connection) -> None:
+            self._forget(conn)
+            if not ws:
+                release()
+
+        conn = Connection(sock, client=False, label=label, limits=self.limits, handler=self,
+                          keepalive=self.limits.max_lifetime, lifetime=self.limits.max_lifetime, on_closed=closed)
+        with self._lock:
+            self._conns.add(conn)
+        conn.start()
 
     def _forget(self, conn: Connection) -> None:
         with self._lock:

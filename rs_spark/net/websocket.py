@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import logging
 import os
 import socket
 import struct
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 SETUP_MAX_BYTES = 64 * 1024
 """The largest message a server accepts before the first (SETUP) one: as ``connection.SETUP_MAX_BYTES``."""
@@ -191,8 +192,10 @@ class WsPump:
     """WebSocket for one connection; :attr:`app` is the plain socket carrying prefixed frames."""
 
     def __init__(self, raw: socket.socket, *, client: bool, label: str, max_message: int,
-                 handshake_timeout: float = 0.0, leftover: bytes = b"", allowed_origins: Sequence[str] = ()) -> None:
+                 handshake_timeout: float = 0.0, leftover: bytes = b"", allowed_origins: Sequence[str] = (),
+                 on_closed: Optional[Callable[[], None]] = None) -> None:
         self.label = label
+        self._on_closed = on_closed
         self._allowed_origins = tuple(allowed_origins)
         self._setup_seen = False
         self._raw = raw
@@ -322,9 +325,7 @@ class WsPump:
             self._send_close(1000, "")
             _shut(self._raw, socket.SHUT_WR)
             # A peer that never answers our close must not keep the reading thread forever.
-            t = threading.Timer(_LINGER, _shut, (self._raw, socket.SHUT_RDWR))
-            t.daemon = True
-            t.start()
+            _closer.shut_at(time.monotonic() + _LINGER, self._raw)
         except OSError:
             pass
         finally:
@@ -356,6 +357,45 @@ class WsPump:
                     s.close()
                 except OSError:
                     pass
+            if self._on_closed is not None:
+                self._on_closed()
+
+
+class _DeferredShutdown:
+    """One thread for every pump's close deadline (a timer thread each would let a flood of peers
+    that never answer our close hold a thread apiece)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: List[Tuple[float, int, socket.socket]] = []  # a heap; the int breaks ties
+        self._seq = 0
+        self._thread: Optional[threading.Thread] = None
+
+    def shut_at(self, deadline: float, sock: socket.socket) -> None:
+        with self._cond:
+            self._seq += 1
+            heapq.heappush(self._due, (deadline, self._seq, sock))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rs-net-ws-closer", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                if not self._due:
+                    self._thread = None  # started again by the next shut_at
+                    return
+                deadline, _, sock = self._due[0]
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._due)
+            _shut(sock, socket.SHUT_RDWR)  # wakes the pump's reading thread, which then closes it
+
+
+_closer = _DeferredShutdown()
 
 
 def _shut(sock: socket.socket, how: int) -> None:
@@ -378,12 +418,13 @@ def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: flo
 
 
 def ws_server(raw: socket.socket, label: str, timeout: float, max_message: int,
-              allowed_origins: Sequence[str] = ()) -> socket.socket:
+              allowed_origins: Sequence[str] = (), on_closed: Optional[Callable[[], None]] = None) -> socket.socket:
     """WebSocket on an accepted socket: returns the plain socket at once; the handshake runs on
-    the pump thread within ``timeout`` (a bad or slow one closes that socket, logged)."""
+    the pump thread within ``timeout`` (a bad or slow one closes that socket, logged).
+    ``on_closed`` runs once the network socket is closed."""
     try:
         return WsPump(raw, client=False, label=label, max_message=max_message, handshake_timeout=timeout,
-                      allowed_origins=allowed_origins).app
+                      allowed_origins=allowed_origins, on_closed=on_closed).app
     except BaseException:
         raw.close()
         raise

@@ -10,7 +10,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from rs_spark.arrow.batch_server import Address, BatchServer, FetchError, fetch, host_key
+from rs_spark.arrow.batch_server import Address, BatchServer, FetchError, fetch
 
 TABLE = pa.table({"id": pa.array(range(1000), pa.int64())})
 HANDLERS = 4
