@@ -56,3 +56,54 @@ def test_a_token_sent_in_clear_text_beyond_loopback_is_warned_about_once_per_add
     text = "\n".join(r.getMessage() for r in caplog.records)
     assert text.count("without TLS") == 2 and "use tls://" in text and "use wss://" in text
     assert SECRET not in text
+
+
+def _everything_said(caplog, exc):
+    """Every log record (message and traceback) and the whole chain of the error: what a user sees."""
+    parts = [r.getMessage() + (logging.Formatter().formatException(r.exc_info) if r.exc_info else "")
+             for r in caplog.records]
+    while exc is not None:
+        parts += [str(exc), repr(exc), str(getattr(exc, "args", ""))]
+        exc = exc.__cause__ or exc.__context__
+    return "\n".join(parts)
+
+
+def _failure(path, server, port):
+    from rs_spark import net
+    from rs_spark import streams as rs
+
+    secret_address = {
+        "connection refused": f"tcp://127.0.0.1:{port}/numbers?token={SECRET}",
+        "wrong token": f"{server.address}?token={SECRET}",
+        "unknown route": f"{server.address.rsplit('/', 1)[0]}/nope?token={SECRET}-right",
+        "bad option": f"{server.address}?token={SECRET}&codec=pickle",
+    }[path]
+    try:
+        pub = net.connect(secret_address)
+        rs.to_list(pub, timeout=20)
+        sub = net.connect_subscriber(secret_address)
+        rs.from_iterable([1]).subscribe(sub)
+        sub.wait(20)
+    except Exception as exc:  # what the user's code catches
+        return exc
+    raise AssertionError(f"{path}: no error")
+
+
+@pytest.mark.parametrize("path,says", [("connection refused", "could not connect"), ("wrong token", "wrong token"),
+                                       ("unknown route", "no publisher named 'nope'"),
+                                       ("bad option", "unknown codec 'pickle'")])
+def test_no_failure_path_of_a_client_says_its_token(caplog, path, says):
+    """The attacker's view is any log a user shares: run each failure with the token in the address
+    and grep every record (tracebacks included) and the whole exception chain."""
+    from rs_spark import net
+    from rs_spark import streams as rs
+
+    server = net.serve(rs.range_(5), name="numbers", token=SECRET + "-right")
+    try:
+        with caplog.at_level(logging.DEBUG):
+            exc = _failure(path, server, _closed_port())
+        said = _everything_said(caplog, exc)
+        assert says in said, f"{path}: the failure should say what happened:\n{said}"
+        assert SECRET not in said, f"{path}: the token leaked:\n{said}"
+    finally:
+        server.stop()
