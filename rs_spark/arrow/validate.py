@@ -115,14 +115,30 @@ def read_stream(data: pa.Buffer | bytes, source: str) -> List[pa.RecordBatch]:
 
 def iter_stream(data: pa.Buffer | bytes, source: str) -> Iterator[pa.RecordBatch]:
     buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
-    refuse_compressed(buf, source)
     try:
-        reader = pa.ipc.open_stream(buf)
-        batches = list(reader)
-    except (pa.ArrowException, ValueError, OSError, EOFError) as exc:
+        batches = _decode_uncompressed(buf, source)
+    except MalformedArrow:
+        raise
+    except (pa.ArrowException, ValueError, struct.error, OSError, EOFError) as exc:
         raise MalformedArrow(source, f"the stream cannot be decoded ({type(exc).__name__}: {exc})") from exc
     for b in batches:
         yield checked(b, source)
+
+
+def _decode_uncompressed(buf: pa.Buffer, source: str) -> List[pa.RecordBatch]:
+    """One pass over the messages: each batch's metadata is checked for compression before its
+    body is decoded. Streams with dictionaries take Arrow's stream reader after the check."""
+    messages = list(pa.ipc.MessageReader.open_stream(buf))
+    if not messages or messages[0].type != "schema":
+        raise MalformedArrow(source, "the stream does not begin with a schema message")
+    for i, m in enumerate(messages[1:], 1):
+        if m.type != "schema" and is_compressed(m.metadata.to_pybytes()):
+            raise MalformedArrow(source, f"message {i} ({m.type}) has a compressed body; rs_spark accepts "
+                                         "uncompressed Arrow only (a compressed body can expand without bound)")
+    if any(m.type != "record batch" for m in messages[1:]):
+        return list(pa.ipc.open_stream(buf))  # dictionary batches: Arrow's reader keeps the memo
+    schema = pa.ipc.read_schema(messages[0])
+    return [pa.ipc.read_record_batch(m, schema) for m in messages[1:]]
 
 
 __all__ = ["MalformedArrow", "checked", "is_compressed", "read_stream", "iter_stream", "refuse_compressed"]
