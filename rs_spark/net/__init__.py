@@ -19,9 +19,10 @@ from .address import Address, parse as parse_address
 from .client import Client, RemoteProcessor, RemotePublisher, RemoteSubscriber, connect, connect_processor, connect_subscriber
 from .codecs import ARROW_MIME, MIMES
 from .connection import Limits
+from .conventions import ChannelData, ChannelOpen
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError
 from .server import Server, serve
 
-__all__ = ["serve", "Server", "connect", "connect_subscriber", "connect_processor", "RemoteProcessor", "Client", "RemotePublisher", "RemoteSubscriber",
+__all__ = ["ChannelData", "ChannelOpen", "serve", "Server", "connect", "connect_subscriber", "connect_processor", "RemoteProcessor", "Client", "RemotePublisher", "RemoteSubscriber",
            "Limits", "Address", "parse_address", "NetError", "ConnectionLost", "Refused", "ProtocolError",
            "RemoteError", "MIMES", "ARROW_MIME"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable, Deque, Optional
+from typing import Any, Callable, Deque, Optional, Tuple
 
 from ..streams.demand import MAX_DEMAND, add_cap, is_valid_request
 from ..streams.drain import QueueSubscription
@@ -30,6 +30,7 @@ from .codecs import ArrowCodec, Codec
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, error_text, parse_error_text
 
 _COMPLETE = QueueSubscription._COMPLETE
+_UNDECODABLE = object()  # _decoded's answer for data that failed to decode (already reported)
 _CHUNK = 1024  # most elements requested from a local publisher per request() call
 _ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
 
@@ -154,31 +155,9 @@ class InboundSubscription(QueueSubscription):
                                        "does not reassemble fragments: send payloads below the frame size limit")
                 return
             if f.flags & F.FLAG_NEXT:
-                try:
-                    item = self._codec.decode(f.data)
-                except Exception as exc:
-                    self._protocol_failure(f"payload after {self._received} {self._unit} could not be decoded "
-                                           f"as {self._codec.mime}: {type(exc).__name__}: {exc}; check that both "
-                                           "sides use the same codec")
+                item = self._decoded(f.data)
+                if item is _UNDECODABLE or not self._deliver(item):
                     return
-                k = self._codec.count(item)
-                with self._wlock:
-                    self._inflight -= k
-                    self._received += k
-                    over = self._inflight < 0
-                    if not over:
-                        self._top_up_locked()
-                if over:
-                    self._protocol_failure(f"the remote publisher sent more than was requested: {self._received} "
-                                           f"{self._unit} received against the credits granted (rule 1.1)")
-                    return
-                if k:
-                    br = self._batch_rows
-                    if br and k > br:  # deliver at most batch_rows rows per on_next (zero-copy slices)
-                        for off in range(0, k, br):
-                            self._queue.append(item.slice(off, br))
-                    else:
-                        self._queue.append(item)
             if f.flags & F.FLAG_COMPLETE:
                 self._wire_closed()
                 if self._terminal is None:
@@ -190,6 +169,54 @@ class InboundSubscription(QueueSubscription):
                 self._terminal = remote_error(f, self._address, self._where, self._received, self._unit)
             self._kick()
         # REQUEST_N / CANCEL from a channel's requester concern the direction we do not use.
+
+    def accept_first(self, data: Any) -> None:
+        """The element a REQUEST_CHANNEL frame carries (the rsocket-java / rsocket-js convention).
+        It travels on one credit the protocol implies; the first ``request(n)`` uses that credit up,
+        so the peer is then granted ``n - 1`` more, as those implementations do."""
+        item = self._decoded(data)
+        if item is _UNDECODABLE:
+            return
+        k = self._codec.count(item)
+        with self._wlock:
+            self._inflight += k
+            if self._batch_rows:
+                self._granted += k
+            else:
+                self._spare += 1
+        if self._deliver(item):
+            self._kick()
+
+    def _decoded(self, data: Any) -> Any:
+        try:
+            return self._codec.decode(data)
+        except Exception as exc:
+            self._protocol_failure(f"payload after {self._received} {self._unit} could not be decoded "
+                                   f"as {self._codec.mime}: {type(exc).__name__}: {exc}; check that both "
+                                   "sides use the same codec")
+            return _UNDECODABLE
+
+    def _deliver(self, item: Any) -> bool:
+        """Count ``item`` against the credits granted and queue it; False if it broke rule 1.1."""
+        k = self._codec.count(item)
+        with self._wlock:
+            self._inflight -= k
+            self._received += k
+            over = self._inflight < 0
+            if not over:
+                self._top_up_locked()
+        if over:
+            self._protocol_failure(f"the remote publisher sent more than was requested: {self._received} "
+                                   f"{self._unit} received against the credits granted (rule 1.1)")
+            return False
+        if k:
+            br = self._batch_rows
+            if br and k > br:  # deliver at most batch_rows rows per on_next (zero-copy slices)
+                for off in range(0, k, br):
+                    self._queue.append(item.slice(off, br))
+            else:
+                self._queue.append(item)
+        return True
 
     def on_connection_closed(self, error: BaseException) -> None:
         with self._wlock:
@@ -302,13 +329,21 @@ class OutboundStream:
         self._closed = False
         self._cancel_wanted = False
         self._pump_scheduled = False
+        self._opening: Optional[Tuple[Optional[bytes], int]] = None  # (route metadata, n): see attach
         self.sent = 0  # elements (rows for arrow) sent
         self.error: Optional[BaseException] = None
         self.done = threading.Event()
 
     # -- wiring -------------------------------------------------------------------------
-    def attach(self, conn: Any, stream_id: int, credit: int = 0) -> None:
+    def attach(self, conn: Any, stream_id: int, credit: int = 0,
+               opening: Optional[Tuple[Optional[bytes], int]] = None) -> None:
+        """Bind to a stream. With ``opening`` (route metadata, initial n) the stream is not open
+        yet: the first element goes out as the REQUEST_CHANNEL frame itself, on the one credit
+        the protocol implies (rsocket-java / rsocket-js); an empty publisher opens it with COMPLETE."""
         with self._lock:
+            self._opening = opening
+            if opening is not None:
+                credit += 1
             self._conn, self._sid = conn, stream_id
             self._credit = add_cap(self._credit, credit)
             if self._terminal is not None and not self._pending:
@@ -364,7 +399,7 @@ class OutboundStream:
             else:
                 try:
                     data = self._codec.encode(item)
-                    self._conn.send(F.encode_payload(self._sid, data))
+                    self._conn.send(self._payload_frame(data))
                 except (TypeError, ValueError, F.FrameError) as exc:
                     failure = f"encode:{exc}"
                 else:
@@ -472,7 +507,7 @@ class OutboundStream:
             b = pending[0]
             rows = min(self._credit, b.num_rows, codec.rows_for_bytes(b, max_bytes))
             head, rest = codec.split(b, rows)
-            self._conn.send(F.encode_payload(self._sid, codec.encode(head)))
+            self._conn.send(self._payload_frame(codec.encode(head)))
             self.sent += rows
             if self._credit != MAX_DEMAND:
                 self._credit -= rows
@@ -483,13 +518,29 @@ class OutboundStream:
         if not pending and self._terminal is not None:
             self._send_terminal_locked()
 
+    def _payload_frame(self, data: Any, complete: bool = False) -> Any:
+        """A PAYLOAD frame, or the REQUEST_CHANNEL that opens the stream with this element."""
+        opening, self._opening = self._opening, None
+        if opening is None:
+            return F.encode_payload(self._sid, data if data is not None else (), next=data is not None,
+                                    complete=complete)
+        meta, n = opening
+        return F.encode_request(F.REQUEST_CHANNEL, self._sid, n, metadata=meta, data=data or (), complete=complete)
+
+    def _open_empty_locked(self) -> None:
+        # An error before the first element: open the channel without data so the error that
+        # follows reaches the remote subscriber (rs_spark servers read empty data as no element).
+        if self._opening is not None:
+            self._conn.send(self._payload_frame(()))
+
     def _send_terminal_locked(self) -> None:
         t = self._terminal
         conn = self._conn
         if t is _COMPLETE:
-            conn.send(F.encode_payload(self._sid, next=False, complete=True))
+            conn.send(self._payload_frame(None, complete=True))
             err = None
         else:
+            self._open_empty_locked()
             conn.send(F.encode_error(self._sid, F.APPLICATION_ERROR, error_text(t)))
             err = t
         self._closed = True
@@ -537,6 +588,8 @@ class OutboundStream:
         with self._lock:
             was_closed = self._closed
         if not was_closed and conn is not None:
+            with self._lock:
+                self._open_empty_locked()
             conn.send(F.encode_error(self._sid, F.APPLICATION_ERROR, error_text(err)))
         self._end(err)
         self._cancel_upstream()

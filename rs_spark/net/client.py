@@ -5,7 +5,7 @@ import logging
 import socket
 import ssl as _ssl
 import threading
-from typing import Any, Callable, Optional, Set
+from typing import Any, Callable, Optional, Set, Union
 
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
@@ -15,6 +15,7 @@ from .address import Address, parse
 from .auth import setup_metadata
 from .bridge import InboundSubscription, OutboundStream
 from .codecs import MIMES, make_codec
+from .conventions import ChannelOpen
 from .connection import Connection, Limits
 from .errors import ConnectionLost, NetError, Refused
 from .metadata import COMPOSITE, request_metadata
@@ -209,11 +210,13 @@ class RemoteSubscriber:
     raises what ended it abnormally (remote cancel is normal; a connection loss is not).
     """
 
-    def __init__(self, client: Client, name: Optional[str], own: bool) -> None:
+    def __init__(self, client: Client, name: Optional[str], own: bool,
+                 channel_open: Union[str, ChannelOpen] = ChannelOpen.FIRST_ELEMENT) -> None:
         self._client = client
         self._name = name
         self._own = own
         self._where = client.where("subscriber", name)
+        self._open = ChannelOpen.of(channel_open, self._where)
         self._stream = OutboundStream(make_codec(client.codec_name), self._where, address=self.address,
                                       on_end=self._ended)
         self._lock = threading.Lock()
@@ -246,8 +249,11 @@ class RemoteSubscriber:
                 stream.fail(exc)
                 return
             meta = request_metadata(conn.metadata_mime, self._name)
+            if self._open is ChannelOpen.FIRST_ELEMENT:  # the first element opens the channel
+                stream.attach(conn, sid, opening=(meta, 1))
+                return
             # The REQUEST_CHANNEL frame names the endpoint and carries no element: the remote
-            # subscriber asks for elements with REQUEST_N (Protocol.md: no PAYLOAD before credit).
+            # subscriber asks for elements with REQUEST_N.
             conn.send(F.encode_request(F.REQUEST_CHANNEL, sid, 1, metadata=meta))
             stream.attach(conn, sid)
 
@@ -313,11 +319,16 @@ def connect(address: str, **options: Any) -> RemotePublisher:
     return RemotePublisher(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
 
-def connect_subscriber(address: str, **options: Any) -> RemoteSubscriber:
+def connect_subscriber(address: str, *, channel_open: Union[str, ChannelOpen] = "first_element",
+                       **options: Any) -> RemoteSubscriber:
     """The Subscriber served at ``address``: subscribe it to a local Publisher. Same options as
-    :func:`connect`. Single use, like any Subscriber."""
+    :func:`connect`. Single use, like any Subscriber. ``channel_open``
+    (:class:`~rs_spark.net.ChannelOpen`): ``"first_element"`` sends the first element in the
+    REQUEST_CHANNEL frame (rs_spark, rsocket-java, rsocket-js); ``"route_only"`` sends only the
+    route there (responders built on the ``rsocket`` Python package)."""
     addr = parse(address)
-    return RemoteSubscriber(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
+    return RemoteSubscriber(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True,
+                            channel_open=channel_open)
 
 
 def connect_processor(address: str, **options: Any) -> "RemoteProcessor":

@@ -17,6 +17,7 @@ from .auth import check_token
 from .bridge import InboundSubscription, OutboundStream
 from .channel import serve_channel
 from .codecs import make_codec
+from .conventions import ChannelData
 from .connection import Connection, Limits, Rejected
 from .errors import NetError
 from .metadata import MetadataError, route_of
@@ -45,12 +46,15 @@ class Server:
     socket requires ``token``; ``ssl`` (a server ``ssl.SSLContext``) turns on TLS.
     ``allowed_origins``: web origins (``"https://app.example"``) whose pages may open a ``ws://`` or
     ``wss://`` connection; a browser's upgrade from any other origin is refused with 403.
+    ``channel_data``: what a REQUEST_CHANNEL frame's data is (:class:`~rs_spark.net.ChannelData`):
+    by default non-empty data is the channel's first element (rsocket-java, rsocket-js).
     """
 
     def __init__(self, bind: str = "tcp://127.0.0.1:0", *, token: Optional[str] = None,
                  ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None,
-                 allowed_origins: Sequence[str] = ()) -> None:
+                 allowed_origins: Sequence[str] = (), channel_data: Union[str, ChannelData] = "auto") -> None:
         self.allowed_origins = tuple(allowed_origins)
+        self.channel_data = ChannelData.of(channel_data, "Server")
         addr = parse(bind, need_name=False)
         if addr.name:
             raise ValueError(f"bind address {bind!r} must not name an endpoint; names are given to "
@@ -248,6 +252,16 @@ class Server:
             self._conns.add(conn)
         conn.start()
 
+    def _first_element(self, f: F.Frame, inbound: InboundSubscription, where: str) -> None:
+        """Deliver the REQUEST_CHANNEL frame's data as the first element where the convention says
+        so (:class:`~rs_spark.net.conventions.ChannelData`)."""
+        data = f.data
+        if self.channel_data.first_element(data):
+            inbound.accept_first(data)
+        elif len(data):
+            log.debug("rs_spark.net: %s: %d bytes of REQUEST_CHANNEL data taken as request parameters "
+                      "(channel_data=parameters), not as an element", where, len(data))
+
     def _forget(self, conn: Connection) -> None:
         with self._lock:
             self._conns.discard(conn)
@@ -334,6 +348,7 @@ class Server:
                 raise Rejected(F.REJECTED, f"processor '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
             where = where.replace("subscriber '", "processor '", 1)
             ch = serve_channel(conn, sid, proc, codec, where, address, f.request_n, self._register)
+            self._first_element(f, ch.inbound, where)
             if f.flags & F.FLAG_COMPLETE:  # the client has nothing to send
                 ch.inbound.on_frame(F.Frame(sid, F.PAYLOAD, F.FLAG_COMPLETE))
             return
@@ -356,6 +371,7 @@ class Server:
         self._register(conn, inb, sid)
         inb.attach(conn, sid)
         conn.send(F.encode_payload(sid, next=False, complete=True))  # our direction carries no elements
+        self._first_element(f, inb, where)
         if f.flags & F.FLAG_COMPLETE:
             inb.on_frame(F.Frame(sid, F.PAYLOAD, F.FLAG_COMPLETE))
         conn.worker.submit(lambda: subscribe_with(sub, inb, start=True))
@@ -370,7 +386,7 @@ class Server:
 
 def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0", token: Optional[str] = None,
           ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None,
-          allowed_origins: Sequence[str] = ()) -> Server:
+          allowed_origins: Sequence[str] = (), channel_data: Union[str, ChannelData] = "auto") -> Server:
     """Serve one Publisher (or Subscriber, or factory of Subscribers) as ``name``; returns the
     running :class:`Server`, whose ``address`` is the string to give :func:`connect` and whose
     ``stop()`` ends it. Add more endpoints with ``add_publisher``/``add_subscriber``.
@@ -378,7 +394,8 @@ def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0"
     Without ``token`` anyone who can reach ``bind`` may subscribe: on 127.0.0.1 that is every local
     user (the port is listed in /proc/net/tcp). Pass a token (``secrets.token_urlsafe()``) unless
     every local user may read the stream; ``rs_spark.read_stream`` always does."""
-    server = Server(bind, token=token, ssl=ssl, limits=limits, allowed_origins=allowed_origins)
+    server = Server(bind, token=token, ssl=ssl, limits=limits, allowed_origins=allowed_origins,
+                    channel_data=channel_data)
     try:
         if hasattr(target, "subscribe"):
             server.add_publisher(name, target)

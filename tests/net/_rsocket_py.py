@@ -13,11 +13,40 @@ from rsocket.rsocket_server import RSocketServer
 from rsocket.streams.stream_from_generator import StreamFromGenerator
 
 
+class _Sink:
+    """An rsocket-py channel Subscriber: records the request payload's data and every element."""
+
+    def __init__(self, outer: "RsocketPyServer", request_data: bytes) -> None:
+        self.outer = outer
+        outer.request_data.append(request_data)
+
+    def on_subscribe(self, subscription):
+        self.subscription = subscription
+        subscription.request(5)
+
+    def on_next(self, value, is_complete=False):
+        self.outer.received.append(json.loads(value.data) if value.data else None)
+        if len(self.outer.received) % 5 == 0:
+            self.subscription.request(5)
+        if is_complete:
+            self.outer.channel_done.set()
+
+    def on_error(self, exception):
+        self.outer.channel_done.set()
+
+    def on_complete(self):
+        self.outer.channel_done.set()
+
+
 class RsocketPyServer:
-    """Route 'numbers' (``count`` ints as JSON) and route 'fails' (an error after 2 elements)."""
+    """Route 'numbers' (``count`` ints as JSON), route 'fails' (an error after 2 elements) and
+    channel route 'sink' (records into ``received`` / ``request_data``, sets ``channel_done``)."""
 
     def __init__(self, count: int, websocket: bool = False) -> None:
         self.port = None
+        self.received: list = []
+        self.request_data: list = []
+        self.channel_done = threading.Event()
         ready = threading.Event()
         router = RequestRouter()
         outer = self
@@ -36,6 +65,10 @@ class RsocketPyServer:
                 yield Payload(b"2"), False
                 raise RuntimeError("rsocket-py side failed")
             return StreamFromGenerator(gen)
+
+        @router.channel("sink")
+        async def sink(payload):
+            return None, _Sink(outer, bytes(payload.data or b""))
 
         def handler():
             return RoutingRequestHandler(router)

@@ -54,7 +54,11 @@ class TestConnectedSubscriberWhitebox(SubscriberWhiteboxVerification):
         self.server = server
 
     def create_subscriber(self, probe):
-        return net.connect_subscriber(self.server.add_subscriber(f"w{next(_names)}", _Probed(probe)))
+        # route_only: the served Subscriber is subscribed when the channel opens, before any element,
+        # so all demand comes from the puppet as the kit requires. With first_element (the default,
+        # as rsocket-java/-js do) the first element itself opens the channel on an implied credit.
+        return net.connect_subscriber(self.server.add_subscriber(f"w{next(_names)}", _Probed(probe)),
+                                      channel_open="route_only")
 
     def create_element(self, i):
         return i
