@@ -7,9 +7,10 @@
 //   node peer.js client PORT ROUTE N TOKEN
 //                                       feed ROUTE on 127.0.0.1:PORT over request-channel with N
 //                                       JSON ints (0..N-1); prints {"sent": n, "requested": r}
-//   node peer.js stream PORT ROUTE TOKEN CREDITS
-//                                       read ROUTE over request-stream, CREDITS at a time; prints
-//                                       {"received": [...]} or {"error": "..."}
+//   node peer.js stream PORT ROUTE TOKEN CREDITS [CANCEL_AFTER [KEEPALIVE_MS LIFETIME_MS]]
+//                                       read ROUTE over request-stream, CREDITS at a time (cancel
+//                                       after CANCEL_AFTER elements, 0: never); prints
+//                                       {"received": [...], "over": k} and "error" if it failed
 //
 // Elements are JSON text. Every process exits when its standard input closes (the test owns it).
 'use strict';
@@ -103,13 +104,13 @@ function serve(n, step) {
   server.start();
 }
 
-function connect(port, token) {
+function connect(port, token, keepAlive = 60000, lifetime = 180000) {
   const setupMetadata = token ? encodeCompositeMetadata([
     [MESSAGE_RSOCKET_AUTHENTICATION, encodeBearerAuthMetadata(token)],
   ]) : undefined;
   return new RSocketClient({
     setup: {
-      keepAlive: 60000, lifetime: 180000, dataMimeType: 'application/json', metadataMimeType: COMPOSITE,
+      keepAlive, lifetime, dataMimeType: 'application/json', metadataMimeType: COMPOSITE,
       payload: setupMetadata ? {data: null, metadata: setupMetadata} : undefined,
     },
     transport: new RSocketTcpClient({host: '127.0.0.1', port}, BufferEncoders),
@@ -140,20 +141,28 @@ function feed(port, route, n, token) {
   });
 }
 
-function read(port, route, token, credits) {
-  connect(port, token).subscribe({
+function read(port, route, token, credits, cancelAfter, keepAlive, lifetime) {
+  connect(port, token, keepAlive, lifetime).subscribe({
     onComplete: (socket) => {
       const got = [];
       let sub;
       let asked = credits;
+      let over = 0;
       socket.requestStream({data: null, metadata: routeMetadata(route)}).subscribe({
         onSubscribe: (s) => { sub = s; s.request(credits); },
         onNext: (p) => {
           got.push(decode(p.data));
-          if (got.length === asked) { asked += credits; sub.request(credits); }
+          if (got.length > asked) over += 1;
+          if (cancelAfter && got.length === cancelAfter) {
+            sub.cancel();
+            say({received: got, over, cancelled: true});
+          } else if (got.length === asked) {
+            asked += credits;
+            sub.request(credits);
+          }
         },
-        onComplete: () => say({received: got}),
-        onError: (e) => say({received: got, error: e.message}),
+        onComplete: () => say({received: got, over}),
+        onError: (e) => say({received: got, over, error: e.message}),
       });
     },
     onError: (e) => say({error: e.message}),
@@ -163,5 +172,8 @@ function read(port, route, token, credits) {
 const [mode, ...args] = process.argv.slice(2);
 if (mode === 'server') serve(Number(args[0]), Number(args[1]));
 else if (mode === 'client') feed(Number(args[0]), args[1], Number(args[2]), args[3]);
-else if (mode === 'stream') read(Number(args[0]), args[1], args[2], Number(args[3]));
+else if (mode === 'stream') {
+  read(Number(args[0]), args[1], args[2], Number(args[3]), Number(args[4] || 0), Number(args[5] || 60000),
+    Number(args[6] || 180000));
+}
 else { process.stderr.write(`unknown mode ${mode}\n`); process.exit(2); }

@@ -183,3 +183,50 @@ def test_a_js_error_reaches_the_rs_spark_reader(js_server):
     _, port = js_server
     with pytest.raises(net.RemoteError, match="no stream named other"):
         rs.to_list(net.connect(f"tcp://127.0.0.1:{port}/other"), timeout=60)
+
+
+def test_a_js_cancel_stops_the_served_publisher_within_its_credits():
+    produced, closed = [], threading.Event()
+
+    def endless():
+        try:
+            i = 0
+            while True:
+                produced.append(i)
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    server = net.serve(rs.defer(endless), name="endless", token=TOKEN)
+    port = server.address.rsplit(":", 1)[1].split("/")[0]
+    peer = JsPeer("stream", port, "endless", TOKEN, 10, 25)
+    try:
+        got = peer.next()
+        assert got["cancelled"] and got["received"] == list(range(25)) and got["over"] == 0
+        assert closed.wait(30), "the served publisher was not cancelled"
+        assert len(produced) <= 30  # never more than the credits granted (3 x 10)
+    finally:
+        peer.close()
+        server.stop()
+
+
+def test_js_keepalives_hold_an_idle_stream_open_past_the_lifetime():
+    """rsocket-js sends KEEPALIVE every 200 ms with a 1 s lifetime; the stream stays idle for 3 s
+    (the silence is what is tested) and neither side drops the connection."""
+    release = threading.Event()
+
+    def idle_then_more():
+        yield 0
+        release.wait(3.0)  # not synchronisation: three lifetimes without a data frame
+        yield from range(1, 5)
+
+    server = net.serve(rs.defer(idle_then_more), name="idle", token=TOKEN)
+    port = server.address.rsplit(":", 1)[1].split("/")[0]
+    peer = JsPeer("stream", port, "idle", TOKEN, 10, 0, 200, 1000)
+    try:
+        got = peer.next(timeout=60)
+        assert got.get("error") is None and got["received"] == list(range(5))
+    finally:
+        peer.close()
+        server.stop()
