@@ -379,41 +379,39 @@ class OutboundStream:
         if item is None:
             self._publisher_broke("2.13", "the publisher signalled on_next(None)")
             raise TypeError("on_next(None) is illegal (rule 2.13)")
-        more = False
-        failure: Optional[str] = None
+        more = overflow = False
+        unencodable: Optional[Exception] = None
         with self._lock:
             if self._closed:
                 return  # late elements after cancel are allowed (rule 2.8) and dropped
             self._asked -= 1
-            if self._asked < 0:
-                failure = "1.1"
-            elif self._arrow:
+            overflow = self._asked < 0
+            if not overflow:
                 try:
-                    pieces = self._codec.pieces(item)  # type: ignore[attr-defined]
-                    self._el_rows = sum(p.num_rows for p in pieces)
-                    self._pending.extend(pieces)
-                    self._send_pending_locked()
+                    more = self._send_element_locked(item)
                 except (TypeError, ValueError, F.FrameError) as exc:
-                    failure = f"encode:{exc}"
-                more = not self._closed and not self._pending and self._credit > 0 and self._asked == 0
-            else:
-                try:
-                    data = self._codec.encode(item)
-                    self._conn.send(self._payload_frame(data))
-                except (TypeError, ValueError, F.FrameError) as exc:
-                    failure = f"encode:{exc}"
-                else:
-                    self.sent += 1
-                    if self._credit != MAX_DEMAND:
-                        self._credit -= 1
-                    more = self._asked <= _CHUNK // 2 and self._credit > self._asked
-        if failure == "1.1":
+                    unencodable = exc
+        if overflow:
             self._publisher_broke("1.1", "the publisher signalled more on_next than were requested")
-        elif failure is not None:
-            self._fail_both(f"{failure[7:]} (element after {self.sent} {self._unit} sent); serve elements the "
+        elif unencodable is not None:
+            self._fail_both(f"{unencodable} (element after {self.sent} {self._unit} sent); serve elements the "
                             f"codec '{self._codec.name}' can encode, or connect with another codec")
         elif more:
             self._schedule_pump()
+
+    def _send_element_locked(self, item: Any) -> bool:
+        """Encode and send ``item`` as far as credit allows; True if the publisher should be asked for more."""
+        if self._arrow:
+            pieces = self._codec.pieces(item)  # type: ignore[attr-defined]
+            self._el_rows = sum(p.num_rows for p in pieces)
+            self._pending.extend(pieces)
+            self._send_pending_locked()
+            return not self._closed and not self._pending and self._credit > 0 and self._asked == 0
+        self._conn.send(self._payload_frame(self._codec.encode(item)))
+        self.sent += 1
+        if self._credit != MAX_DEMAND:
+            self._credit -= 1
+        return self._asked <= _CHUNK // 2 and self._credit > self._asked
 
     def on_error(self, error: BaseException) -> None:
         with self._lock:
@@ -461,43 +459,42 @@ class OutboundStream:
 
     def _pump(self) -> None:
         self._pump_scheduled = False
+        failure: Optional[str] = None
         with self._lock:
             if self._closed:
                 return
-            if self._pending:
-                try:
+            try:
+                if self._pending:
                     self._send_pending_locked()
-                except (TypeError, ValueError, F.FrameError) as exc:
-                    failure: Optional[str] = str(exc)
-                else:
-                    failure = None
-                if failure is not None:
-                    pass
-                elif self._pending or self._closed:
-                    return
-            else:
-                failure = None
+                    if self._pending or self._closed:
+                        return  # more credit is needed first, or the stream just ended
+            except (TypeError, ValueError, F.FrameError) as exc:
+                failure = str(exc)
+            k = 0 if failure is not None else self._next_ask_locked()
             s = self._sub
-            k = 0
-            if failure is None and s is not None and self._terminal is None:
-                if self._arrow:
-                    # Ask for as many elements as the peer's credit (in rows) covers at the last
-                    # element's size, 1..16: one request, and one pump hand-off, per several
-                    # batches. What arrives beyond the credit waits in _pending: at most that many.
-                    k = 0
-                    if self._asked == 0 and self._credit > 0:
-                        k = 1 if self._el_rows <= 0 else max(1, min(_ARROW_ASK, self._credit // self._el_rows))
-                elif self._asked <= _CHUNK // 2:
-                    k = min(self._credit, _CHUNK) - self._asked
-                if k > 0 and self._conn.wait_drain(self._sid, self._pump):
-                    k = 0  # the socket is behind: resume when the writer has drained
-                if k > 0:
-                    self._asked += k
         if failure is not None:
             self._fail_both(failure)
-            return
-        if k > 0:
+        elif k > 0:
             s.request(k)  # type: ignore[union-attr]  # only here, on the signal thread: serial (rule 2.7)
+
+    def _next_ask_locked(self) -> int:
+        """How many elements to request from the local publisher now (0: none)."""
+        if self._sub is None or self._terminal is not None:
+            return 0
+        k = 0
+        if self._arrow:
+            # Ask for as many elements as the peer's credit (in rows) covers at the last element's
+            # size, 1..16: one request, and one pump hand-off, per several batches. What arrives
+            # beyond the credit waits in _pending: at most that many.
+            if self._asked == 0 and self._credit > 0:
+                k = 1 if self._el_rows <= 0 else max(1, min(_ARROW_ASK, self._credit // self._el_rows))
+        elif self._asked <= _CHUNK // 2:
+            k = min(self._credit, _CHUNK) - self._asked
+        if k > 0 and self._conn.wait_drain(self._sid, self._pump):
+            return 0  # the socket is behind: resume when the writer has drained
+        if k > 0:
+            self._asked += k
+        return max(k, 0)
 
     def _send_pending_locked(self) -> None:
         codec: ArrowCodec = self._codec  # type: ignore[assignment]

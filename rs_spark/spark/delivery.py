@@ -32,10 +32,11 @@ import tempfile
 import threading
 import uuid
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from ..streams.demand import MAX_DEMAND
 from ..streams.drain import DrainSubscription, QueueSubscription, subscribe_with
 from ..streams.errors import report_dropped
 from ..streams.types import Subscriber, Subscription
@@ -590,7 +591,7 @@ class _ControlSubscriber:
         self._hub = hub
 
     def on_subscribe(self, s: Subscription) -> None:
-        s.request(2**63 - 1)
+        s.request(MAX_DEMAND)
 
     def on_next(self, msg: Any) -> None:
         try:

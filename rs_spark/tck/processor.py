@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Tuple
 
+from ..streams.demand import MAX_DEMAND
 from .env import ManualSubscriber, TCKFailure, Verification
 from .publisher import RULES as PUBLISHER_RULES
 from .publisher import PublisherVerification
@@ -63,7 +64,7 @@ class IdentityProcessorVerification(Verification):
     def create_helper_publisher(self, elements: int) -> Any:
         """The upstream of the processor in the publisher tests (default: ``range_``)."""
         from ..streams import defer, range_
-        if elements >= 2**63 - 1:
+        if elements >= MAX_DEMAND:
             return defer(lambda: iter(int, 1))  # never ends
         return range_(elements)
 

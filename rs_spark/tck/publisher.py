@@ -15,10 +15,11 @@ import time
 import weakref
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..streams.demand import MAX_DEMAND
 from .env import END, ManualSubscriber, TCKFailure, TestEnvironment, Verification
 from .skip import TckSkipped, skip
 
-MAX = 2**63 - 1
+MAX = MAX_DEMAND
 
 # Python test name -> (JVM test name, rule, status). Status: required / optional / stochastic / untested.
 RULES: Dict[str, Tuple[str, str, str]] = {
