@@ -51,7 +51,10 @@ def test_rsocket_py_client_with_wrong_token_is_refused():
     server = net.serve(rs.range_(3), name="numbers", token="right")
     try:
         a = net.parse_address(server.address)
-        with pytest.raises(Exception):
+        from rsocket.exceptions import RSocketError
+
+        # An RSocket error, not a timeout: a server that hung instead of refusing fails here.
+        with pytest.raises(RSocketError):
             asyncio.run(asyncio.wait_for(_read_with_rsocket_py(a.host, a.port, "numbers", "wrong", 16), 10))
     finally:
         server.stop()

@@ -126,8 +126,22 @@ def test_create_with_concurrent_producers_and_requesters_loses_only_counted_drop
 def test_serial_signals_when_requests_come_from_on_next_and_other_threads_at_once():
     s = StrictSubscriber(initial_request=1, request_on_next=1)
     rs.range_(20_000).pipe(rs.map(lambda x: x * 2)).subscribe(s)
-    s.await_done()
-    s.assert_clean()
+    start = threading.Barrier(3)
+
+    def requester():
+        start.wait(10)
+        for _ in range(2_000):
+            s.request(3)  # while on_next requests from the signalling thread (rule 2.7 / 1.3)
+
+    threads = [threading.Thread(target=requester) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    s.await_done(30)
+    s.assert_clean()  # no overlapping signals, nothing beyond demand
+    assert s.completed and s.error is None
+    assert s.items == [x * 2 for x in range(20_000)]
 
 
 # -- demand arithmetic: properties --------------------------------------------------------
