@@ -48,6 +48,14 @@ class DataLossError(RuntimeError):
     """Planned records cannot be replayed and ``failOnDataLoss`` is true."""
 
 
+def report_data_loss(opts: SourceOptions, message: str, fix: str, continuing: str) -> None:
+    """The one place data loss is reported (as Kafka's ``reportDataLoss``): with failOnDataLoss
+    the query fails saying how to avoid it (``fix``), else a warning says what happens instead."""
+    if opts.fail_on_data_loss:
+        raise DataLossError(f"{message}. {fix}Set failOnDataLoss=false to {continuing}.")
+    log.warning("%s; %s (failOnDataLoss=false)", message, continuing)
+
+
 class InlinePartition(InputPartition):
     """Rows carried inside the partition as Arrow IPC bytes (no replay log)."""
 
@@ -199,9 +207,7 @@ class _Live:
                f"{received - 1}) that were not yet in the replay log at {self.opts.log_path} when it stopped; the "
                "publisher cannot replay them (a new subscription starts after them)")
         self.log.note_received(logged_end)  # reported once
-        if self.opts.fail_on_data_loss:
-            raise DataLossError(msg + ". Set failOnDataLoss=false to continue without them.")
-        log.warning("%s; continuing (failOnDataLoss=false)", msg)
+        report_data_loss(self.opts, msg, "", "continue without them")
 
     def _note_loop(self) -> None:
         # Records prefetched between micro-batches are noted too, so a crash's loss is counted.
@@ -287,23 +293,36 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return {"offset": planned}
         if s != live.next_offset:
             s = self._realign(live, s)
-        intake = live.intake
         live.check_subscribed()
         live.note_received()  # includes what prefetch received while Spark ran the last batch
-        o = self._opts
-
-        max_rows: Optional[int] = None
-        min_rows: Optional[int] = None
-        if isinstance(limit, ReadMaxRows):
-            max_rows = limit.max_rows
-            min_rows = o.min_records_per_trigger
-        elif isinstance(limit, ReadMinRows):
-            min_rows = limit.min_rows
-            max_rows = o.max_records_per_trigger
+        max_rows, min_rows = self._rate_limit(limit)
         if self._available_now and live.available_now_done:
             return {"offset": s}
+        want = self._request(live.intake, max_rows, min_rows)
+        if self._delay_batch(live, min_rows):
+            return {"offset": s}
+        elements, taken = live.intake.take_rows(max_rows)
+        if not elements:
+            self._nothing_to_plan(live, s)
+            return {"offset": s}
+        end = self._plan(live, s, elements, taken)
+        if self._opts.prefetch:
+            live.intake.demand_up_to(want)
+        live.note_received()  # so a crash's in-flight records are counted at the next start
+        return {"offset": end}
 
-        target_rows = max_rows or min_rows or 1
+    def _rate_limit(self, limit: ReadLimit) -> Tuple[Optional[int], Optional[int]]:
+        """``(max_rows, min_rows)`` of this micro-batch, from Spark's limit and the options."""
+        o = self._opts
+        if isinstance(limit, ReadMaxRows):
+            return limit.max_rows, o.min_records_per_trigger
+        if isinstance(limit, ReadMinRows):
+            return o.max_records_per_trigger, limit.min_rows
+        return None, None
+
+    def _request(self, intake: Intake, max_rows: Optional[int], min_rows: Optional[int]) -> int:
+        """Signal demand for this micro-batch and wait up to pollTimeout for it; the elements wanted."""
+        o = self._opts
         if intake.received_rows == 0 and intake.buffered == 0 and not intake.terminated:
             # Learn how many rows an element carries before asking for many (RecordBatch publishers).
             intake.demand_up_to(1)
@@ -311,47 +330,57 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         want = self._elements_for(intake, max_rows or min_rows)
         intake.chunk = max(1024, min(65_536, want // 4))  # the converter thread's bite: ~4 per micro-batch
         intake.demand_up_to(want)
-        intake.wait(target_rows, o.poll_timeout)
+        intake.wait(max_rows or min_rows or 1, o.poll_timeout)
+        return want
 
-        # A spec violation fails the query, but only after the records received before it (all
-        # within demand, in order) have been delivered, as with on_error.
+    def _delay_batch(self, live: "_Live", min_rows: Optional[int]) -> bool:
+        """True to plan nothing yet: fewer than minRecordsPerTrigger and maxTriggerDelay not reached.
+        A spec violation or a terminal signal never waits (its records are delivered first)."""
+        intake = live.intake
         rows = intake.buffered_rows
-        if min_rows is not None and rows < min_rows and not intake.terminated and not intake.violated:
-            waited = time.monotonic() - live.last_batch_at
-            if rows == 0 or waited < o.max_trigger_delay:
-                return {"offset": s}
-        elements, taken = intake.take_rows(max_rows)
-        if not elements:
-            intake.check()
-            err = intake.failed
-            if err is not None:
-                raise PublisherFailed(err, s)
-            if intake.subscription is None and not intake.terminated:
-                # Rule 1.9: subscribe() must be followed by on_subscribe. Without it no demand can
-                # be signalled, so waiting longer cannot help: fail after a bounded wait.
-                limit = live.on_subscribe_limit()
-                while (intake.subscription is None and live.subscribe_error is None
-                       and time.monotonic() - live.subscribed_at < limit):
-                    time.sleep(0.05)  # Spark (AvailableNow) would take an empty answer as "no more data"
-                live.check_subscribed()
-                waited = time.monotonic() - live.subscribed_at
-                if intake.subscription is None:
-                    raise SpecViolation("1.9", (
-                        f"format('reactive'): the publisher did not call on_subscribe within {waited:.0f} s of "
-                        "subscribe(), so no records can be requested; fix the publisher (or its factory) to "
-                        "call subscriber.on_subscribe(subscription) first"))
-                return {"offset": s}
-            if self._available_now:
-                # The publisher completed, or sent nothing within pollTimeout although records were
-                # requested: what was available has been read, so Trigger.AvailableNow ends here.
-                live.available_now_done = True
-                if not intake.completed:
-                    log.warning(
-                        "format('reactive'): Trigger.AvailableNow ends at offset %d: the publisher sent nothing "
-                        "for pollTimeout=%ss although %d records were requested, and has not completed. If it "
-                        "is slow rather than done, raise option pollTimeout", s, o.poll_timeout, intake.outstanding)
-            return {"offset": s}
+        if min_rows is None or rows >= min_rows or intake.terminated or intake.violated:
+            return False
+        return rows == 0 or time.monotonic() - live.last_batch_at < self._opts.max_trigger_delay
 
+    def _nothing_to_plan(self, live: "_Live", s: int) -> None:
+        """No records to plan: raise what ended the publisher, or what it broke; else note AvailableNow's end."""
+        intake = live.intake
+        intake.check()
+        err = intake.failed
+        if err is not None:
+            raise PublisherFailed(err, s)
+        if intake.subscription is None and not intake.terminated:
+            self._await_on_subscribe(live)
+            return
+        if self._available_now:
+            # The publisher completed, or sent nothing within pollTimeout although records were
+            # requested: what was available has been read, so Trigger.AvailableNow ends here.
+            live.available_now_done = True
+            if not intake.completed:
+                log.warning(
+                    "format('reactive'): Trigger.AvailableNow ends at offset %d: the publisher sent nothing "
+                    "for pollTimeout=%ss although %d records were requested, and has not completed. If it "
+                    "is slow rather than done, raise option pollTimeout", s, self._opts.poll_timeout,
+                    intake.outstanding)
+
+    def _await_on_subscribe(self, live: "_Live") -> None:
+        """Rule 1.9: subscribe() must be followed by on_subscribe; without it no demand can be
+        signalled, so waiting longer cannot help: fail after a bounded wait."""
+        intake = live.intake
+        limit = live.on_subscribe_limit()
+        while (intake.subscription is None and live.subscribe_error is None
+               and time.monotonic() - live.subscribed_at < limit):
+            time.sleep(0.05)  # Spark (AvailableNow) would take an empty answer as "no more data"
+        live.check_subscribed()
+        waited = time.monotonic() - live.subscribed_at
+        if intake.subscription is None:
+            raise SpecViolation("1.9", (
+                f"format('reactive'): the publisher did not call on_subscribe within {waited:.0f} s of "
+                "subscribe(), so no records can be requested; fix the publisher (or its factory) to "
+                "call subscriber.on_subscribe(subscription) first"))
+
+    def _plan(self, live: "_Live", s: int, elements: List[Any], taken: int) -> int:
+        """Convert the records taken into the micro-batch ``[s, s + taken)`` and make it replayable."""
         end = s + taken
         batches, malformed, dropped = _convert(live.converter, elements, s)
         live.malformed += malformed
@@ -362,10 +391,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         live.store(s, end, batches)
         live.next_offset = end
         live.last_batch_at = time.monotonic()
-        if o.prefetch:
-            intake.demand_up_to(want)
-        live.note_received()  # so a crash's in-flight records are counted at the next start
-        return {"offset": end}
+        return end
 
     def _elements_for(self, intake: Intake, rows: Optional[int]) -> int:
         if rows is None:
@@ -380,9 +406,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # s < next_offset: rows [s, next_offset) were planned but their plan is gone.
         msg = (f"format('reactive'): Spark asked for records from offset {s}, but this reader already "
                f"planned up to {live.next_offset} and cannot find the batch starting at {s}")
-        if self._opts.fail_on_data_loss:
-            raise DataLossError(msg + ". Set failOnDataLoss=false to continue from the current offset.")
-        log.warning("%s; continuing (failOnDataLoss=false)", msg)
+        report_data_loss(self._opts, msg, "", "continue from the current offset")
         return s
 
     def reportLatestOffset(self) -> Optional[dict]:
@@ -429,11 +453,8 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return parts
 
     def _lost(self, s: int, e: int, why: str) -> List[InputPartition]:
-        msg = f"format('reactive'): records at offsets [{s}, {e}) cannot be replayed: {why}"
-        if self._opts.fail_on_data_loss:
-            raise DataLossError(msg + ". Set option logPath for durable replay, or failOnDataLoss=false to "
-                                      "skip them (they are lost).")
-        log.warning("%s; skipping %d records (failOnDataLoss=false)", msg, e - s)
+        report_data_loss(self._opts, f"format('reactive'): records at offsets [{s}, {e}) cannot be replayed: {why}",
+                         "Set option logPath for durable replay. ", f"skip these {e - s} records (they are lost)")
         return []
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
