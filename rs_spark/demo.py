@@ -107,7 +107,8 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
                        "received": m.get("receivedElements", 0), "ms": p["durationMs"].get("triggerExecution", 0),
                        "delivered": dashboard.delivered, "sink_demand": hub.outstanding}
                 rows.append(row)
-                sys.stdout.write(f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  {row['rows_per_s']:>8,.0f} rows/s  "
+                sys.stdout.write(f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  "
+                                 f"{row['rows_per_s']:>8,.0f} rows/s  "
                                  f"demand outstanding {row['outstanding']:>6}  buffered {row['buffered']:>6}  "
                                  f"batch {row['ms']:>5} ms  delivered {row['delivered']:>6}   ")
                 sys.stdout.flush()
@@ -125,9 +126,10 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
         print(f"{r['batch']:>5} {r['rows']:>7} {r['rows_per_s']:>10,.0f} {r['outstanding']:>12} "
               f"{r['buffered']:>9} {r['ms']:>6} {r['delivered']:>10}")
     total = sum(r["rows"] for r in rows)
+    ended = "on_complete" if dashboard.done.is_set() and dashboard.error is None else dashboard.error
     print(f"{total} sensor records in {len(rows)} micro-batches (none above {args.max_records_per_trigger}); "
           f"{dashboard.delivered} window averages delivered to a Subscriber taking {args.subscriber_ms} ms per row; "
-          f"Subscriber signalled: {'on_complete' if dashboard.done.is_set() and dashboard.error is None else dashboard.error}")
+          f"Subscriber signalled: {ended}")
     if args.chart:
         print(chart(rows, args.chart))
     return 0
@@ -152,7 +154,7 @@ def chart(rows: List[Dict[str, Any]], path: str) -> str:
     top.set_title("source: publisher -> Spark, per micro-batch")
     top.legend(loc="upper right", fontsize=8)
     delivered = [r["delivered"] for r in rows]
-    per_batch = [b - a for a, b in zip([0] + delivered[:-1], delivered)]
+    per_batch = [b - a for a, b in zip([0] + delivered[:-1], delivered, strict=False)]
     bottom.bar(batches, per_batch, color="#8172b3", label="rows delivered to the Subscriber")
     ax2 = bottom.twinx()
     ax2.plot(batches, [r["ms"] for r in rows], color="#c44e52", marker=".", label="batch time (ms)")

@@ -167,8 +167,9 @@ class BatchServer:
             with pa.ipc.new_stream(sink, schema) as w:
                 for b in batches:
                     w.write_batch(b)
-            body: Optional[pa.Buffer] = sink.getvalue()
-            header: Dict[str, object] = {"ok": True, "bytes": body.size}
+            buf = sink.getvalue()
+            body: Optional[pa.Buffer] = buf
+            header: Dict[str, object] = {"ok": True, "bytes": buf.size}
         except Exception as exc:  # reported to the executor, which fails the task with it
             body, header = None, {"error": f"{type(exc).__name__}: {exc}"}
         h = json.dumps(header).encode()

@@ -16,7 +16,7 @@ import dataclasses
 import enum
 import json
 import operator
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
@@ -156,8 +156,8 @@ class ElementConverter:
             for e in elements:
                 if not isinstance(e, (tuple, list)) or len(e) != width:
                     raise ValueError("not all elements are tuples of the schema's width")
-            columns = list(zip(*elements))
-            arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
+            columns = list(zip(*elements, strict=False))
+            arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=False)]
             self._check_nulls(arrays)
             return pa.RecordBatch.from_arrays(arrays, schema=schema)
         if dataclasses.is_dataclass(first) and not isinstance(first, type):
@@ -168,7 +168,7 @@ class ElementConverter:
         raise TypeError(f"cannot convert {type(first).__name__} elements to a {len(schema)}-column row")
 
     def _check_nulls(self, arrays: List[pa.Array]) -> None:
-        for a, f in zip(arrays, self._data_fields):
+        for a, f in zip(arrays, self._data_fields, strict=False):
             if a.null_count and not f.nullable:
                 raise ValueError(f"nulls in non-nullable field {f.name}")
 
@@ -219,7 +219,7 @@ class ElementConverter:
         elif isinstance(e, (tuple, list)):
             if len(e) != len(fields):
                 return None, None, f"expected {len(fields)} values ({', '.join(self._names)}), got {len(e)}"
-            values = dict(zip(self._names, e))
+            values = dict(zip(self._names, e, strict=False))
         elif dataclasses.is_dataclass(e) and not isinstance(e, type):
             values = self._dataclass_row(e)
         elif len(fields) == 1 and not isinstance(e, (pa.RecordBatch, pa.Table)):
@@ -227,7 +227,7 @@ class ElementConverter:
         else:
             return None, None, (f"a {type(e).__name__} cannot be a row of {len(fields)} columns; send dicts, "
                                 "tuples, dataclasses or RecordBatches")
-        row = {}
+        row: Dict[str, Any] = {}
         for f in fields:
             if f.name not in values:
                 if f.nullable:
@@ -265,7 +265,8 @@ class ElementConverter:
                 malformed += n
                 if self.mode is Mode.FAILFAST:
                     raise MalformedElementError(offset, None, f"a batch of {n} rows does not fit the schema "
-                                                f"{self._data_schema}: {exc}", f"<{type(e).__name__} {e.schema}>") from None
+                                                f"{self._data_schema}: {exc}",
+                                                f"<{type(e).__name__} {e.schema}>") from None
                 if self.mode is Mode.DROPMALFORMED:
                     dropped += n
                 else:

@@ -85,8 +85,11 @@ def _hot_readings_to_a_subscriber(spark, schema, args) -> list:
     failure: list = []
     # A slow-ish consumer with bounded demand: it requests 256 readings at a time, and the
     # query's commits wait for it (backpressure from a Subscriber into Spark).
-    sub = CallbackSubscriber(lambda r: seqs.append(r["seq"]), on_error=lambda e: (failure.append(e), ended.set()),
-                             on_complete=ended.set, request_size=256)
+    def failed(e: BaseException) -> None:
+        failure.append(e)
+        ended.set()
+
+    sub = CallbackSubscriber(lambda r: seqs.append(r["seq"]), on_error=failed, on_complete=ended.set, request_size=256)
     hot = spark.readStream.schema(schema).parquet(args.output).where(F.col("temperature") >= args.hot)
     query = rs_spark.write_stream(hot, sub, checkpoint=args.checkpoint.rstrip("/") + "-hot",
                                   trigger={"availableNow": True}, query_name="hot_readings")

@@ -16,5 +16,6 @@ from .publisher import JvmError, JvmPublisher
 from .schema import parse_spec, to_spec
 from .subscriber import JvmSubscriber
 
-__all__ = ["JvmPublisher", "JvmSubscriber", "JvmError", "open_publisher", "JvmFactoryError", "Gateway", "ShimNotFound", "close_shared", "launch", "shared", "shim",
+__all__ = ["JvmPublisher", "JvmSubscriber", "JvmError", "open_publisher", "JvmFactoryError", "Gateway", "ShimNotFound",
+           "close_shared", "launch", "shared", "shim",
            "jar_path", "debian_jar", "JAR_NAME", "parse_spec", "to_spec"]

@@ -110,8 +110,10 @@ def launch(extra_jars: Sequence[str] = (), java_opts: Sequence[str] = (), java: 
 
     cp = standalone_classpath(extra_jars)
     py4j_jar = next((j for j in cp if os.path.basename(j).startswith("py4j-")), "")
-    java_path = java or (os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else "java")
-    port, proc = launch_gateway(jarpath=py4j_jar, classpath=os.pathsep.join(cp), javaopts=list(JAVA_OPTS) + list(java_opts),
+    java_home = os.environ.get("JAVA_HOME")
+    java_path = java or (os.path.join(java_home, "bin", "java") if java_home else "java")
+    port, proc = launch_gateway(jarpath=py4j_jar, classpath=os.pathsep.join(cp),
+                                javaopts=list(JAVA_OPTS) + list(java_opts),
                                 die_on_exit=True, java_path=java_path, return_proc=True,
                                 redirect_stderr=None)
     gw = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True, auto_field=False))

@@ -11,12 +11,12 @@ import os
 import stat
 import tempfile
 import threading
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import pyarrow as pa
 
 from ..arrow.validate import MalformedArrow, read_stream
-from ..streams.demand import MAX_DEMAND, add_cap
+from ..streams.demand import MAX_DEMAND
 from ..streams.drain import QueueSubscription, check_subscriber, subscribe_with
 from ..streams.errors import report_dropped
 from ..streams.types import Subscriber

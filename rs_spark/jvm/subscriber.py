@@ -186,7 +186,7 @@ class JvmSubscriber:
 
     def _encode(self, items: List[Any]) -> bytes:
         if self._batches or isinstance(items[0], (pa.RecordBatch, pa.Table)):
-            batches = []
+            batches: List[pa.RecordBatch] = []
             for b in items:
                 batches.extend(b.to_batches() if isinstance(b, pa.Table) else [b])
         else:
@@ -208,10 +208,12 @@ class JvmSubscriber:
         if isinstance(first, dict):
             return pa.RecordBatch.from_pylist(items, schema=schema)
         if isinstance(first, (tuple, list)) and (schema is None or len(schema) > 1 or isinstance(first, tuple)):
-            cols = list(zip(*items))
+            cols = list(zip(*items, strict=False))
             if schema is None:
-                return pa.RecordBatch.from_arrays([pa.array(c) for c in cols], names=[f"f{i}" for i in range(len(cols))])
-            return pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(cols, schema)], schema=schema)
+                names = [f"f{i}" for i in range(len(cols))]
+                return pa.RecordBatch.from_arrays([pa.array(c) for c in cols], names=names)
+            arrays = [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=False)]
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
         if hasattr(first, "asDict"):  # a Spark Row, without importing pyspark
             return pa.RecordBatch.from_pylist([r.asDict() for r in items], schema=schema)
         if schema is None:

@@ -6,7 +6,7 @@ from typing import Optional
 
 from . import frames as F
 from .connection import Rejected
-from .metadata import COMPOSITE, AUTHENTICATION, MetadataError, bearer, composite, token_of
+from .metadata import AUTHENTICATION, COMPOSITE, MetadataError, bearer, composite, token_of
 
 
 def setup_metadata(token: Optional[str]) -> Optional[bytes]:
@@ -16,7 +16,8 @@ def setup_metadata(token: Optional[str]) -> Optional[bytes]:
     return composite([(AUTHENTICATION, bearer(token))])
 
 
-def check_token(expected: Optional[str], metadata_mime: str, metadata: Optional[bytes], where: str) -> None:
+def check_token(expected: Optional[str], metadata_mime: str, metadata: "bytes | bytearray | memoryview | None",
+                where: str) -> None:
     """Raise :class:`Rejected` (REJECTED_SETUP) unless the SETUP carries ``expected``."""
     if expected is None:
         return

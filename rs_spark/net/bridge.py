@@ -71,14 +71,14 @@ class InboundSubscription(QueueSubscription):
         self._unsent = 0  # demand not yet sent as credits
         self._inflight = 0  # credits sent and not yet used by the peer
         self._received = 0  # elements (rows for arrow) received
-        self._opener: Optional[Callable[[int], None]] = None
+        self._opener: Optional[Callable[[int], object]] = None
         self._wire_open = False
         self._kicked = False
         self._on_end = on_end
         self._requester = requester
 
     # -- wiring -------------------------------------------------------------------------
-    def attach(self, conn: Any, stream_id: int, opener: Optional[Callable[[int], None]] = None) -> None:
+    def attach(self, conn: Any, stream_id: int, opener: Optional[Callable[[int], object]] = None) -> None:
         """Bind to a connection; ``opener(n)`` sends the request frame with the first credits."""
         with self._wlock:
             self._conn, self._sid, self._opener = conn, stream_id, opener

@@ -5,7 +5,7 @@ import logging
 import socket
 import ssl as _ssl
 import threading
-from typing import Any, Callable, Optional, Set, Union
+from typing import Any, Callable, Dict, Optional, Set, Union
 
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
@@ -15,8 +15,8 @@ from .address import Address, parse
 from .auth import setup_metadata
 from .bridge import InboundSubscription, OutboundStream
 from .codecs import MIMES, make_codec
-from .conventions import ChannelOpen
 from .connection import Connection, Limits
+from .conventions import ChannelOpen
 from .errors import ConnectionLost, NetError, Refused
 from .metadata import COMPOSITE, request_metadata
 from .transport import dial
@@ -294,7 +294,7 @@ class RemoteSubscriber:
 
 def _copy_opts(client: Client, picklable: bool = False) -> dict:
     o = client._opts
-    d = dict(token=client._token, codec=client._codec, keepalive=o.keepalive, lifetime=o.lifetime,
+    d: Dict[str, Any] = dict(token=client._token, codec=client._codec, keepalive=o.keepalive, lifetime=o.lifetime,
              connect_timeout=o.connect_timeout, limits=o.limits, batch_rows=o.batch_rows)
     if not picklable:
         d["ssl"] = o.ssl
@@ -341,4 +341,5 @@ def connect_processor(address: str, **options: Any) -> "RemoteProcessor":
 
 from .channel import RemoteProcessor  # noqa: E402  (channel imports client lazily)
 
-__all__ = ["connect", "connect_subscriber", "connect_processor", "RemoteProcessor", "Client", "RemotePublisher", "RemoteSubscriber", "Options"]
+__all__ = ["connect", "connect_subscriber", "connect_processor", "RemoteProcessor", "Client", "RemotePublisher",
+           "RemoteSubscriber", "Options"]

@@ -246,7 +246,8 @@ class Connection:
                 return False
             if n >= 65536 and self._direct and not self._out and not self._writing:
                 # A big frame and an idle writer: try the send here, without blocking (saves a thread hand-off per
-                # frame; small frames stay with the writer, which coalesces them); what the socket does not take now goes to the writer, in order.
+                # frame; small frames stay with the writer, which coalesces them); what the socket does
+                # not take now goes to the writer, in order.
                 try:
                     sent = self.sock.sendmsg(frame, [], socket.MSG_DONTWAIT) if len(frame) < 512 else 0
                 except (BlockingIOError, InterruptedError):
@@ -469,7 +470,8 @@ class Connection:
         elif t == F.ERROR:
             text = bytes(f.data).decode("utf-8", "replace")
             code = F.ERROR_NAMES.get(f.error_code, hex(f.error_code))
-            cls = Refused if f.error_code in (F.INVALID_SETUP, F.UNSUPPORTED_SETUP, F.REJECTED_SETUP) else ConnectionLost
+            refused = f.error_code in (F.INVALID_SETUP, F.UNSUPPORTED_SETUP, F.REJECTED_SETUP)
+            cls = Refused if refused else ConnectionLost
             self.close(cls(f"{self.label} closed the connection with ERROR[{code}]: {text}", self.label))
         elif t == F.SETUP and not self.client:
             pass  # a second SETUP is ignored

@@ -35,7 +35,7 @@ class ChannelData(enum.Enum):
             raise ValueError(f"{where}: channel_data={value!r} must be one of "
                              f"{[c.value for c in cls]}") from None
 
-    def first_element(self, data: bytes) -> bool:
+    def first_element(self, data: "bytes | bytearray | memoryview") -> bool:
         """Whether ``data`` (a REQUEST_CHANNEL frame's) is the stream's first element."""
         return self is ChannelData.ELEMENT or (self is ChannelData.AUTO and len(data) > 0)
 

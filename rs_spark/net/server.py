@@ -17,8 +17,8 @@ from .auth import check_token
 from .bridge import InboundSubscription, OutboundStream
 from .channel import serve_channel
 from .codecs import make_codec
-from .conventions import ChannelData
 from .connection import Connection, Limits, Rejected
+from .conventions import ChannelData
 from .errors import NetError
 from .metadata import MetadataError, route_of
 from .transport import listen, refuse, tls_server
@@ -42,8 +42,9 @@ class Server:
     """Serve Publishers and Subscribers by name. Binds ``127.0.0.1`` unless told otherwise.
 
     ``bind`` is an address without a name (``tcp://HOST:PORT``, ``tls://HOST:PORT``,
-    ``ws://HOST:PORT``, ``wss://HOST:PORT``, ``unix:///path.sock``; port 0 picks a free one). Binding anything but loopback or a Unix
-    socket requires ``token``; ``ssl`` (a server ``ssl.SSLContext``) turns on TLS.
+    ``ws://HOST:PORT``, ``wss://HOST:PORT``, ``unix:///path.sock``; port 0 picks a free one).
+    Binding anything but loopback or a Unix socket requires ``token``; ``ssl`` (a server
+    ``ssl.SSLContext``) turns on TLS.
     ``allowed_origins``: web origins (``"https://app.example"``) whose pages may open a ``ws://`` or
     ``wss://`` connection; a browser's upgrade from any other origin is refused with 403.
     ``channel_data``: what a REQUEST_CHANNEL frame's data is (:class:`~rs_spark.net.ChannelData`):
@@ -281,7 +282,8 @@ class Server:
         try:
             make_codec(f.data_mime)
         except ValueError as exc:
-            raise Rejected(F.UNSUPPORTED_SETUP, f"{where}: data MIME type {f.data_mime!r} is not supported: {exc}") from None
+            raise Rejected(F.UNSUPPORTED_SETUP,
+                           f"{where}: data MIME type {f.data_mime!r} is not supported: {exc}") from None
         check_token(self._token, f.metadata_mime, f.metadata, where)
         conn.metadata_mime, conn.data_mime = f.metadata_mime, f.data_mime
         ka = f.keepalive_ms / 1000
@@ -345,7 +347,8 @@ class Server:
                 if not (hasattr(proc, "on_subscribe") and hasattr(proc, "subscribe")):
                     raise TypeError(f"the processor factory returned {type(proc).__name__}, not a Processor")
             except Exception as exc:
-                raise Rejected(F.REJECTED, f"processor '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
+                raise Rejected(F.REJECTED,
+                               f"processor '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
             where = where.replace("subscriber '", "processor '", 1)
             ch = serve_channel(conn, sid, proc, codec, where, address, f.request_n, self._register)
             self._first_element(f, ch.inbound, where)
@@ -366,7 +369,8 @@ class Server:
             if sub is None:
                 raise TypeError("the subscriber factory returned None")
         except Exception as exc:
-            raise Rejected(F.REJECTED, f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
+            raise Rejected(F.REJECTED,
+                           f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
         inb = InboundSubscription(sub, codec, where, requester=False, address=address)
         self._register(conn, inb, sid)
         inb.attach(conn, sid)

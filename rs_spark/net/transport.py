@@ -193,7 +193,8 @@ class FrameReader:
                 s = self._start
                 length = (buf[s] << 16) | (buf[s + 1] << 8) | buf[s + 2]
                 if length > self._max:
-                    raise FrameError(f"frame of {length} bytes exceeds this side's limit of {self._max} bytes{self.what}")
+                    raise FrameError(f"frame of {length} bytes exceeds this side's limit of {self._max} "
+                                     f"bytes{self.what}")
                 have = self._end - s - 3
                 if have >= length:
                     self._start = s + 3 + length
@@ -357,7 +358,8 @@ class TlsPump:
                 if pair_registered:
                     poller.unregister(PFD)  # it would report POLLHUP for ever
                     pair_registered = False
-                if (not raw_in and (not raw_out or net_off >= len(to_net))) or time.monotonic() > linger:
+                if (not raw_in and (not raw_out or net_off >= len(to_net))) or (
+                        linger is not None and time.monotonic() > linger):
                     return
             if not raw_in and not raw_out and not app_out:
                 return
@@ -520,7 +522,8 @@ def tls_client(raw: socket.socket, context: _ssl.SSLContext, hostname: Optional[
             raise _ssl.SSLError(0, f"the handshake did not finish within {timeout} s: is {label} serving TLS "
                                 "(a tcp:// server never answers a TLS client), and not overloaded?")
         if isinstance(err, _ssl.SSLCertVerificationError):
-            raise _ssl.SSLError(0, f"{err.verify_message or err}: this client does not trust the certificate of {label}; "
+            raise _ssl.SSLError(0, f"{err.verify_message or err}: this client does not trust the certificate of "
+                                f"{label}; "
                                 "pass ssl=ssl.create_default_context(cafile='server-cert.pem') with the server's "
                                 "certificate or the CA that signed it")
         raise _ssl.SSLError(0, f"{err}: is {label} serving TLS (a tcp:// server cannot answer a TLS client)?")

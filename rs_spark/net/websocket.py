@@ -45,7 +45,7 @@ def accept_value(key: str) -> str:
     return base64.b64encode(hashlib.sha1(key.encode("ascii") + _GUID).digest()).decode("ascii")
 
 
-def mask(data: bytes, key: bytes) -> bytes:
+def mask(data: "bytes | bytearray", key: "bytes | bytearray") -> bytes:
     """XOR ``data`` with the 4-byte ``key`` repeated (masking and unmasking are the same)."""
     n = len(data)
     if not n:
@@ -255,7 +255,7 @@ class WsPump:
             self._finish()
 
     def _read_messages(self) -> None:
-        message = bytearray()
+        message: "bytes | bytearray" = bytearray()
         in_message = False
         while True:
             b0, b1 = self._recv_exact(2)
@@ -277,7 +277,7 @@ class WsPump:
                 raise _Closed(1009, f"a message above {limit} bytes (" + (
                     "the frame size limit)" if limit == self._max else "before SETUP; a SETUP frame is small)"))
             key = self._recv_exact(4) if masked else b""
-            payload = self._recv_exact(n)
+            payload: "bytes | bytearray" = self._recv_exact(n)
             if masked:
                 payload = mask(payload, key)
             if op == _PING:

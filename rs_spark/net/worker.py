@@ -47,7 +47,7 @@ class SerialExecutor:
                         return
                     if fn is not _STOP:
                         self._call(fn)
-            self._call(fn)  # type: ignore[arg-type]
+            self._call(fn)
 
     @staticmethod
     def _call(fn: Callable[[], None]) -> None:

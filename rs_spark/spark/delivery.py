@@ -174,7 +174,7 @@ class _Current:
             self.rows: Optional[List[Any]] = batch.to_pylist()
         elif elements == "tuples":
             cols = [c.to_pylist() for c in batch.columns]
-            self.rows = list(zip(*cols)) if cols else [()] * batch.num_rows
+            self.rows = list(zip(*cols, strict=False)) if cols else [()] * batch.num_rows
         elif elements == "rows":
             from pyspark.sql import Row  # the hub may run without Spark; rows need pyspark
 

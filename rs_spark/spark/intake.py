@@ -10,12 +10,11 @@ naming the rule and the offset).
 from __future__ import annotations
 
 import collections
+import logging
 import queue
 import threading
 import time
 from typing import Any, Callable, Deque, List, Optional, Tuple
-
-import logging
 
 import pyarrow as pa
 
@@ -305,7 +304,8 @@ class Intake:
         with self._cond:
             self._wake_at = self._taken_rows + rows
             try:
-                while (self._received_rows - self._taken_rows < rows and self._terminal is None and self._violation is None
+                while (self._received_rows - self._taken_rows < rows and self._terminal is None
+                       and self._violation is None
                        and (self._requested > self._received or self._subscription is None)):
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -381,8 +381,9 @@ class Intake:
                 moved: List[Any] = []
                 try:
                     run: List[Any] = []
+                    items_left: List[Any]
                     if not _has_arrow(items):
-                        run, items_left = items, ()
+                        run, items_left = items, []
                     else:
                         items_left = items
                     for e in items_left:

@@ -37,7 +37,7 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
             "rs_spark.spark.jvm needs the driver JVM (spark._jvm), and a Spark Connect client has none: the "
             "driver runs in the Connect server. Read a JVM publisher with option jvmPublisher "
             "('com.example.Feeds#quotes', plus jvmJars): the reader process on the server starts its own JVM")
-    j = spark._jvm
+    j: Any = spark._jvm  # a py4j JVMView: untyped
     wanted = jars(extra_jars)
     missing = [p for p in wanted if not _loaded(spark, p)]
     if missing:

@@ -139,8 +139,8 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
             send_control(endpoint, {"op": "end", "error": None if err is None else str(err)})
 
     on_query_end(df.sparkSession, query, ended)
-    query.rs_sink_options = dict(options)
-    query.rs_sink = hub  # the hub (None for a remote Subscriber): outstanding, buffered, delivered, ledger
+    setattr(query, "rs_sink_options", dict(options))  # noqa: B010 - attributes pyspark's class does not declare
+    setattr(query, "rs_sink", hub)  # noqa: B010 - the hub (None for a remote Subscriber): outstanding, buffered, delivered, ledger
     return query
 
 

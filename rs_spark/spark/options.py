@@ -158,8 +158,10 @@ class SourceOptions:
                               "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)")
         if publisher and ":" not in str(publisher):
             raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
-        max_r = _parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
-        min_r = _parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o else None
+        max_r = _parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o \
+            else None
+        min_r = _parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o \
+            else None
         if max_r is not None and min_r is not None and min_r > max_r:
             raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
         max_buffered = _parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)

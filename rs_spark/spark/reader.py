@@ -20,10 +20,15 @@ import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
-from pyspark.sql.datasource import (DataSourceReader, DataSourceStreamReader, InputPartition)
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows,
-                                              SupportsTriggerAvailableNow)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
 from pyspark.sql.types import StructType
 
 from ..arrow.batch_server import Address, BatchServer, FetchError, fetch
@@ -508,7 +513,8 @@ def _convert(converter: ElementConverter, elements: List[Any], first_offset: int
             continue
         arrow = isinstance(e, (pa.RecordBatch, pa.Table))
         j = i + 1
-        while j < n and not isinstance(elements[j], Chunk) and isinstance(elements[j], (pa.RecordBatch, pa.Table)) == arrow:
+        while (j < n and not isinstance(elements[j], Chunk)
+               and isinstance(elements[j], (pa.RecordBatch, pa.Table)) == arrow):
             j += 1
         run = elements[i:j]
         c = converter.convert(run, offset)

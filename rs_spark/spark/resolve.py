@@ -25,7 +25,7 @@ def load_factory(spec: str, option: str = "publisher") -> Callable[..., Any]:
             raise OptionError(f"option {option}={spec!r}: module '{module_name}' has no attribute '{attr}'") from None
     if not callable(obj):
         raise OptionError(f"option {option}={spec!r} names {type(obj).__name__} {obj!r}, not a callable factory")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 class PublisherFactoryError(OptionError):
@@ -62,9 +62,10 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
     try:
         from ..net import connect
     except ImportError as exc:  # pragma: no cover - rs_spark.net ships with the package
-        raise OptionError(f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}")
+        raise OptionError(f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to "
+                          f"import: {exc}") from exc
     kwargs = {"token": opts.token} if opts.token else {}
-    return connect(opts.endpoint, **kwargs)
+    return connect(opts.endpoint or "", **kwargs)
 
 
 def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
@@ -83,7 +84,7 @@ def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
         except ValueError:
             schema = None  # a type the shim does not carry: the element class declares, the reader converts
     try:
-        return open_publisher(opts.jvm_publisher, opts.jvm_jars, dict(opts.raw), schema=schema,
+        return open_publisher(opts.jvm_publisher or "", opts.jvm_jars, dict(opts.raw), schema=schema,
                               elements="batches", batch_rows=max(1, min(65_536, opts.max_buffered)))
     except JvmFactoryError as exc:
         raise PublisherFactoryError(str(exc)) from None

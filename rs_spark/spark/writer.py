@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import threading
 import uuid
 from typing import Any, Iterable, Iterator, List, Optional
@@ -128,7 +127,7 @@ def deliver_in_task(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> Sta
                 continue
             if elements == "tuples":
                 cols = [c.to_pylist() for c in b.columns]
-                rows: List[Any] = list(zip(*cols))
+                rows: List[Any] = list(zip(*cols, strict=False))
             elif elements == "rows":
                 from pyspark.sql import Row
                 rows = [Row(**d) for d in b.to_pylist()]

@@ -15,8 +15,7 @@ from .errors import BufferOverflowError, SpecViolation
 from .operators import batch, filter, map, take
 from .pipeline import PublisherBase, pipe
 from .sources import defer, empty, error, from_iterable, just, range_
-from .subscribers import (BlockingIterator, CallbackSubscriber, iterate, subscribe_callbacks,
-                          to_list)
+from .subscribers import BlockingIterator, CallbackSubscriber, iterate, subscribe_callbacks, to_list
 from .types import Processor, Publisher, Subscriber, Subscription
 
 __all__ = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from typing import Any, AsyncIterable, AsyncIterator, Deque, Optional
+from typing import Any, AsyncIterator, Deque, Optional
 
 from .drain import QueueSubscription, check_subscriber, subscribe_with
 from .errors import null_element_error
@@ -55,14 +55,14 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
         task_box: list[asyncio.Task[None]] = []
 
         def on_demand() -> None:
-            loop.call_soon_threadsafe(wake.set)  # type: ignore[union-attr]
+            loop.call_soon_threadsafe(wake.set)
 
         def on_release() -> None:
             def cancel_task() -> None:
                 if task_box:
                     task_box[0].cancel()
-            if not loop.is_closed():  # type: ignore[union-attr]
-                loop.call_soon_threadsafe(cancel_task)  # type: ignore[union-attr]
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(cancel_task)
 
         sub._on_demand = on_demand
         sub._on_release = on_release
@@ -108,7 +108,7 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
                     private.stop()
 
         def start() -> None:
-            task_box.append(loop.create_task(pump()))  # type: ignore[union-attr]
+            task_box.append(loop.create_task(pump()))
 
         subscribe_with(subscriber, sub)
         loop.call_soon_threadsafe(start)

@@ -15,7 +15,7 @@ import itertools
 import threading
 from typing import Any, Callable, Iterator, List, Optional
 
-from .demand import MAX_DEMAND, add_cap, invalid_request_error, is_valid_request
+from .demand import MAX_DEMAND, add_cap, is_valid_request
 from .drain import QueueSubscription, TerminalSubscription, check_subscriber, subscribe_with
 from .errors import null_element_error, report_dropped
 from .pipeline import PublisherBase

@@ -10,8 +10,7 @@ import builtins
 import threading
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
 
-from .drain import (IteratorSubscription, TerminalSubscription, check_subscriber,
-                    subscribe_with)
+from .drain import IteratorSubscription, TerminalSubscription, check_subscriber, subscribe_with
 from .errors import null_element_error
 from .pipeline import PublisherBase
 from .types import Publisher, Subscriber
@@ -84,7 +83,7 @@ def from_iterable(iterable: Iterable[T]) -> IterablePublisher[T]:
     if iterable is None:
         raise null_element_error("the iterable passed to from_iterable()")
     if iter(iterable) is iterable:  # an iterator: single use
-        return IterablePublisher(_OneShot(iterable), describe=type(iterable).__name__)  # type: ignore[arg-type]
+        return IterablePublisher(_OneShot(iterable), describe=type(iterable).__name__)
     return IterablePublisher(lambda: iter(iterable), describe=type(iterable).__name__)
 
 
@@ -157,7 +156,7 @@ def defer(factory: Callable[[], Any]) -> PublisherBase[T]:
     def make() -> Publisher[T]:
         made = factory()
         if made is None or hasattr(made, "subscribe"):
-            return made  # type: ignore[no-any-return]
+            return made
         return from_iterable(made)
 
     return _Deferred(make)

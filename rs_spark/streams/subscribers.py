@@ -36,7 +36,7 @@ class _SingleSubscription:
         if getattr(self, "_subscription", None) is not None or getattr(self, "_terminal", None) is not None:
             subscription.cancel()  # rule 2.5
             return False
-        self._subscription = subscription  # type: ignore[attr-defined]
+        setattr(self, "_subscription", subscription)  # noqa: B010 - a slot of the subclass, not of this mixin
         return True
 
 

@@ -43,7 +43,7 @@ class Subscriber(Protocol[T_contra]):
 class Publisher(Protocol[R_co]):
     """Produces elements as demanded (spec section 1)."""
 
-    def subscribe(self, subscriber: Subscriber[R_co]) -> None: ...  # type: ignore[misc]
+    def subscribe(self, subscriber: Subscriber[R_co]) -> None: ...
 
 
 @runtime_checkable

@@ -23,7 +23,7 @@ def _load(spec: str) -> Callable[..., Any]:
     obj: Any = importlib.import_module(module)
     for part in attr.split("."):
         obj = getattr(obj, part)
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -15,8 +15,14 @@ from .env import ManualSubscriber, TCKFailure, Verification
 from .publisher import RULES as PUBLISHER_RULES
 from .publisher import PublisherVerification
 from .skip import skip
-from .subscriber import (WHITEBOX_RULES, Stage, SubscriberPuppet, SubscriberWhiteboxVerification, TCKTestError,
-                         WhiteboxSubscriberProbe)
+from .subscriber import (
+    WHITEBOX_RULES,
+    Stage,
+    SubscriberPuppet,
+    SubscriberWhiteboxVerification,
+    TCKTestError,
+    WhiteboxSubscriberProbe,
+)
 
 
 class _Downstream:

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import weakref
+from types import FrameType
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..streams.demand import MAX_DEMAND
@@ -351,7 +352,7 @@ class PublisherVerification(Verification):
                     box[0].cancel()
         self._active(0, False, body)
 
-    def test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe(
+    def test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe(  # noqa: E501 - the JVM TCK\'s method name
             self) -> None:
         pub = self._failed()
         env = self._env()
@@ -409,7 +410,7 @@ class PublisherVerification(Verification):
             s2.cancel()
         self._active(1, False, body, optional=True)
 
-    def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_one_by_one(
+    def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_one_by_one(  # noqa: E501 - the JVM TCK\'s method name
             self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             subs = [self._manual(pub, env) for _ in range(3)]
@@ -426,7 +427,7 @@ class PublisherVerification(Verification):
                 raise TCKFailure(f"subscribers saw different sequences: {seqs}")
         self._active(5, True, body, optional=True)
 
-    def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront(
+    def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront(  # noqa: E501 - the JVM TCK\'s method name
             self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             subs = [self._manual(pub, env) for _ in range(3)]
@@ -438,7 +439,7 @@ class PublisherVerification(Verification):
                 raise TCKFailure(f"subscribers saw different sequences: {seqs}")
         self._active(3, False, body, optional=True)
 
-    def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront_and_complete_as_expected(
+    def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront_and_complete_as_expected(  # noqa: E501 - the JVM TCK\'s method name
             self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             subs = [self._manual(pub, env) for _ in range(3)]
@@ -683,7 +684,7 @@ class PublisherVerification(Verification):
 def _nesting(code: Any) -> Tuple[int, int]:
     """How many frames of ``code`` are on this thread's stack (via ``sys._getframe``), and the frame
     distance from the outermost of them to the caller."""
-    f = sys._getframe(1)
+    f: Optional[FrameType] = sys._getframe(1)
     nested, frames, outer = 0, 0, 0
     while f is not None:
         frames += 1

@@ -48,8 +48,12 @@ def rules_of(verification: Any) -> Dict[str, Tuple[str, str, str]]:
     """The RULES table matching a verification instance."""
     from .processor import PROCESSOR_RULES, IdentityProcessorVerification
     from .publisher import RULES, PublisherVerification
-    from .subscriber import (BLACKBOX_RULES, WHITEBOX_RULES, SubscriberBlackboxVerification,
-                             SubscriberWhiteboxVerification)
+    from .subscriber import (
+        BLACKBOX_RULES,
+        WHITEBOX_RULES,
+        SubscriberBlackboxVerification,
+        SubscriberWhiteboxVerification,
+    )
     for cls, table in ((IdentityProcessorVerification, PROCESSOR_RULES), (PublisherVerification, RULES),
                        (SubscriberWhiteboxVerification, WHITEBOX_RULES),
                        (SubscriberBlackboxVerification, BLACKBOX_RULES)):

@@ -21,7 +21,6 @@ from .env import TCKFailure, TestEnvironment, Verification
 from .skip import skip
 
 
-
 class TCKTestError(RuntimeError):
     """The error the stage sends with on_error."""
 

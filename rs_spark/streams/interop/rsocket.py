@@ -110,7 +110,7 @@ def to_rsocket_publisher(publisher: Publisher[Any]) -> RsocketPublisher:
 def rsocket_subscriber(subscriber: Any) -> Subscriber[Any]:
     """Wrap an rsocket-style Subscriber so any standard Publisher can signal it."""
     check_subscriber(subscriber)
-    return _ToRsocket(subscriber)  # type: ignore[return-value]
+    return _ToRsocket(subscriber)
 
 
 __all__ = ["from_rsocket_publisher", "to_rsocket_publisher", "rsocket_subscriber", "RsocketPublisher"]
