@@ -24,6 +24,7 @@ No pyspark here: this module runs in any Python process.
 """
 from __future__ import annotations
 
+import enum
 import json
 import logging
 import os
@@ -183,6 +184,14 @@ class _Current:
             self.rows = None
 
 
+class Offer(enum.Enum):
+    """What the hub did with a record batch a commit offered it."""
+
+    QUEUED = "queued"  # taken for delivery to the Subscriber
+    SKIP = "skip"  # delivered before, or from a superseded commit: the commit sends its next batch
+    DUPLICATE = "duplicate"  # the whole micro-batch was delivered before: the commit stops
+
+
 class DeliveryHub:
     """Holds one subscription to ``subscriber`` and delivers commits into it (see module doc)."""
 
@@ -201,6 +210,7 @@ class DeliveryHub:
         self._queue: Deque[_Current] = deque()
         self._active: Optional["_CommitChannel"] = None
         self._ended: Optional[str] = None  # why the hub takes no more batches
+        self._cancelled = False  # ended because the Subscriber cancelled
         self._subscriber_raised: Optional[BaseException] = None
         self._violation: Optional[BaseException] = None
         self._pending_terminal: Optional[BaseException] = None
@@ -317,19 +327,18 @@ class DeliveryHub:
             return SinkError(f"sink '{self.name}': the Subscriber broke the Reactive Streams spec after micro-batch "
                              f"{self._sub.batch_id}, row {self._sub.row}: {violation} It got on_error and the query "
                              "stops; fix the Subscriber, then restart the query from its checkpoint")
-        if self._ended == "cancelled":
+        if self._cancelled:
             return SubscriberCancelled(f"sink '{self.name}': the Subscriber cancelled its subscription after "
                                        f"micro-batch {self._sub.batch_id}, row {self._sub.row}; the query stops. "
                                        "Restart it with a new Subscriber to continue from the checkpoint")
         return SinkError(f"sink '{self.name}' takes no more batches: {self._ended}")
 
-    def _offer(self, ch: "_CommitChannel", batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> str:
-        """A record batch from ``ch``: ``"queued"``, ``"skip"`` (already delivered: ask for the
-        next) or ``"duplicate"`` (the whole micro-batch was delivered before)."""
+    def offer(self, ch: "_CommitChannel", batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> "Offer":
+        """A record batch from ``ch``: queued for delivery, skipped, or a duplicate (see :class:`Offer`)."""
         led = self.ledger
         with self._lock:
             if ch is not self._active:
-                return "skip"
+                return Offer.SKIP
             if batch_id == -1:  # a batch write: new data, numbered after what was delivered
                 if ch.assigned is None:
                     ch.assigned = max(led.batch_id + 1, 0)
@@ -346,7 +355,7 @@ class DeliveryHub:
                                 self.name, batch_id, led.batch_id, led.batch_id + 1)
                 self._active = None
                 self._idle.notify_all()
-                return "duplicate"
+                return Offer.DUPLICATE
             if batch_id > led.batch_id:
                 if not led.complete:
                     log.warning("sink '%s': micro-batch %d was cut off after %d of %d rows and Spark moved on to "
@@ -356,7 +365,7 @@ class DeliveryHub:
             expect = (q[-1].start + q[-1].batch.num_rows) if q else led.rows  # the next row not yet taken
             end = start + batch.num_rows
             if end <= expect:
-                return "skip"  # delivered before the commit was cut off and retried
+                return Offer.SKIP  # delivered before the commit was cut off and retried
             if start > expect:
                 raise SinkError(f"sink '{self.name}': micro-batch {batch_id} arrived with a gap (rows {expect}.."
                                 f"{start - 1} missing); the commit sent its record batches out of order")
@@ -365,7 +374,7 @@ class DeliveryHub:
             ch.new_rows = True
             q.append(_Current(batch, batch_id, start, self.elements))
         self._sub._schedule()
-        return "queued"
+        return Offer.QUEUED
 
     def _channel_done(self, ch: "_CommitChannel", error: Optional[BaseException]) -> None:
         with self._lock:
@@ -462,7 +471,7 @@ class DeliveryHub:
         """The Subscriber cancelled, raised, or was terminated: refuse the commit in flight."""
         with self._lock:
             if self._ended is None:
-                self._ended = "cancelled"
+                self._ended, self._cancelled = "the Subscriber cancelled its subscription", True
             active, self._active = self._active, None
             self._queue.clear()
             refusal = self._refusal()
@@ -524,13 +533,13 @@ class _CommitChannel:
             else:
                 self._piece, self._piece_rows = (bid, start), 0
             self._piece_rows += batch.num_rows
-            what = self._hub._offer(self, batch, bid, start, total)
+            what = self._hub.offer(self, batch, bid, start, total)
         except SinkError as exc:
             self.refuse(exc)
             return
-        if what == "skip":
+        if what is Offer.SKIP:
             self.pull()
-        elif what == "duplicate":
+        elif what is Offer.DUPLICATE:
             bid, _, total = batch_meta(batch)
             s = self._in
             if s is not None:

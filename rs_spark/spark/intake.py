@@ -24,7 +24,7 @@ from ..streams.types import Subscription
 
 log = logging.getLogger("rs_spark.source")
 
-_COMPLETE = "complete"
+_COMPLETE = object()  # the terminal signal on_complete (an error is stored as itself)
 _CANCEL = -1
 _ARROW = (pa.RecordBatch, pa.Table)
 
