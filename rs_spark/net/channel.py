@@ -214,7 +214,7 @@ class RemoteProcessor:
 
     def _maybe_close(self) -> None:
         inb = self._inbound
-        if self._own and self._out.done.is_set() and inb is not None and (inb._done or inb.is_cancelled):
+        if self._own and self._out.done.is_set() and inb is not None and (inb.is_done or inb.is_cancelled):
             self._client.close()
 
     @property

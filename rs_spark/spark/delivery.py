@@ -395,7 +395,7 @@ class DeliveryHub:
         q = self._queue
         led = self.ledger
         batches = self.elements == "batches"
-        while not sub._cancelled:
+        while not sub.is_cancelled:
             e, r = sub._emitted, sub._requested
             if not q:
                 self._queue_empty(sub)
@@ -422,7 +422,7 @@ class DeliveryHub:
             stop = min(len(rows), pos + (r - e))
             i = pos
             try:
-                while i < stop and not sub._cancelled:  # cancel (rule 3.6) stops within the batch
+                while i < stop and not sub.is_cancelled:  # cancel (rule 3.6) stops within the batch
                     s.on_next(rows[i])  # type: ignore[union-attr]
                     i += 1
             except BaseException as exc:
@@ -454,7 +454,7 @@ class DeliveryHub:
                 ack = (ch, status, led.batch_id, led.total, led.rows)
                 led.save()
                 self._idle.notify_all()
-            elif ch is None and self._terminal_wanted and not sub._done:
+            elif ch is None and self._terminal_wanted and not sub.is_done:
                 terminal = True
         if ack is not None:
             ack[0].answer(*ack[1:])

@@ -64,8 +64,7 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
             if not loop.is_closed():
                 loop.call_soon_threadsafe(cancel_task)
 
-        sub._on_demand = on_demand
-        sub._on_release = on_release
+        sub.set_hooks(on_release=on_release, on_demand=on_demand)
 
         async def pump() -> None:
             source = self._source
@@ -75,14 +74,14 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
                 it = it.__aiter__()
                 while True:
                     # Pull only what was requested and not yet buffered (rule 1.1).
-                    while sub.outstanding - len(sub._queue) <= 0:
-                        if sub._done:
+                    while sub.outstanding - sub.queued <= 0:
+                        if sub.is_done:
                             return
                         wake.clear()
-                        if sub.outstanding - len(sub._queue) > 0 or sub._done:
+                        if sub.outstanding - sub.queued > 0 or sub.is_done:
                             continue
                         await wake.wait()
-                    if sub._done:
+                    if sub.is_done:
                         return
                     try:
                         item = await it.__anext__()
@@ -99,7 +98,7 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
                 sub.offer_error(exc)
             finally:
                 aclose = getattr(it, "aclose", None)
-                if aclose is not None and sub._done:
+                if aclose is not None and sub.is_done:
                     try:
                         await aclose()
                     except BaseException:

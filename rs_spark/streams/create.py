@@ -42,6 +42,7 @@ class Emitter:
         self._closed = False
         self._dropped = 0
         self._cancel_callbacks: List[Callable[[], None]] = []
+        sub.set_hooks(on_release=self._released)  # the cancel callbacks run when the subscription ends
 
     def next(self, item: Any) -> bool:
         """Push one element. Returns False if it was not kept (dropped, or stream closed)."""
@@ -51,9 +52,9 @@ class Emitter:
         dropped: Any = None
         overflowed = False
         with self._lock:
-            if self._closed or sub._done:
+            if self._closed or sub.is_done:
                 return False
-            q = sub._queue
+            q = sub._queue  # the overflow strategies edit the queue itself (see the issue notes)
             if len(q) >= self._capacity:  # strict bound, whatever the demand
                 policy = self._overflow
                 self._dropped += 1
@@ -85,7 +86,7 @@ class Emitter:
                 "Request more, raise buffer_size, or choose Overflow.DROP_OLDEST / DROP_NEWEST / LATEST."
             ))
         else:
-            sub._schedule()
+            sub.drain()
         if dropped is not None and self._on_drop is not None:
             try:
                 self._on_drop(dropped)
@@ -115,7 +116,7 @@ class Emitter:
         """Run ``callback`` when the subscription ends (cancel or terminal): unhook the source here."""
         run_now = False
         with self._lock:
-            if self._sub._done:
+            if self._sub.is_done:
                 run_now = True
             else:
                 self._cancel_callbacks.append(callback)
@@ -125,12 +126,12 @@ class Emitter:
     @property
     def is_cancelled(self) -> bool:
         """True once the subscriber cancelled or the stream ended."""
-        return self._sub._done or self._sub._cancelled
+        return self._sub.is_done or self._sub.is_cancelled
 
     @property
     def requested(self) -> int:
         """Outstanding demand not yet covered by buffered elements."""
-        return max(0, self._sub.outstanding - len(self._sub._queue))
+        return max(0, self._sub.outstanding - self._sub.queued)
 
     @property
     def dropped(self) -> int:
@@ -162,7 +163,6 @@ class _Create(PublisherBase[Any]):
         check_subscriber(subscriber)  # rule 1.9
         sub = QueueSubscription(subscriber)
         emitter = Emitter(sub, self._capacity, self._overflow, self._on_drop)
-        sub._on_release = emitter._released
         subscribe_with(subscriber, sub)
         try:
             self._fn(emitter)

@@ -60,6 +60,16 @@ class DrainSubscription:
             self._wip = 1
         self._run()
 
+    @property
+    def is_done(self) -> bool:
+        """A terminal signal was sent, or the cancellation was processed."""
+        return self._done
+
+    @property
+    def is_cancelled(self) -> bool:
+        """``cancel()`` was called (it may not be processed yet)."""
+        return self._cancelled
+
     def cancel(self) -> None:
         # Rules 3.5, 3.7: idempotent, thread-safe, returns at once; cleanup is the owner's.
         self._cancelled = True
@@ -138,10 +148,6 @@ class DrainSubscription:
         self._downstream = None
         self._release()
         report_dropped(exc, f"{type(s).__name__}.{signal} raised; subscription cancelled (rule 2.13)")
-
-    @property
-    def is_cancelled(self) -> bool:
-        return self._cancelled
 
     @property
     def outstanding(self) -> int:
@@ -279,6 +285,28 @@ class QueueSubscription(DrainSubscription):
         """Queue one element (never ``None``) and drain."""
         self._queue.append(item)
         self._schedule()
+
+    def enqueue(self, item: Any) -> None:
+        """Queue one element without draining: a producer holding its own lock (to keep its order)
+        calls :meth:`drain` after releasing it."""
+        self._queue.append(item)
+
+    def enqueue_terminal(self, error: Optional[BaseException]) -> None:
+        """Queue ``on_complete`` (``error`` None) or ``on_error(error)`` behind the elements, without draining."""
+        if self._terminal is None:
+            self._terminal = self._COMPLETE if error is None else error
+
+    def drain(self) -> None:
+        """Deliver what is queued, within demand (on this thread, or the one already draining)."""
+        self._schedule()
+
+    def set_hooks(self, on_release: Optional[Callable[[], None]] = None,
+                  on_demand: Optional[Callable[[], None]] = None) -> None:
+        """Callbacks for the producer: ``on_release`` when the subscription ends, ``on_demand`` after a request."""
+        if on_release is not None:
+            self._on_release = on_release
+        if on_demand is not None:
+            self._on_demand = on_demand
 
     def offer_complete(self) -> None:
         if self._terminal is None:

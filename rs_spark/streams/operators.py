@@ -380,8 +380,8 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
         if early is not None:
             error, rest = early
             if rest:
-                sub._queue.append(rest)
-            sub._terminal = error if error is not None else sub._COMPLETE
+                sub.enqueue(rest)
+            sub.enqueue_terminal(error)
         subscribe_with(subscriber, sub, start=True)  # start: deliver a terminal that came first
 
     # -- Subscriber ---------------------------------------------------------------------
@@ -402,7 +402,7 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
             if len(buf) >= self._size:
                 self._buf = []
                 self._cancel_timer()
-                sub._queue.append(buf)  # under the lock, so batches keep their order
+                sub.enqueue(buf)  # under the lock, so batches keep their order
             elif len(buf) == 1 and self._timeout is not None:
                 self._gen += 1
                 gen = self._gen
@@ -410,7 +410,7 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
             else:
                 buf = None  # type: ignore[assignment]
         if buf is not None:
-            sub._schedule()
+            sub.drain()
 
     def on_error(self, error: BaseException) -> None:
         if error is None:
@@ -437,7 +437,7 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
                 self._early = (error, rest if error is None else [])
                 return
             if error is None and rest:
-                sub._queue.append(rest)
+                sub.enqueue(rest)
         if error is None:
             sub.offer_complete()
         else:
@@ -467,9 +467,9 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
         with self._ulock:
             if self._done:
                 return
-            want_batches = sub.outstanding - len(sub._queue)
+            want_batches = sub.outstanding - sub.queued
             if flush_expired and self._expired and self._buf and want_batches > 0:
-                sub._queue.append(self._buf)
+                sub.enqueue(self._buf)
                 self._buf = []
                 self._cancel_timer()
                 want_batches -= 1
@@ -485,7 +485,7 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
             else:
                 more = 0
         if flushed:
-            sub._schedule()
+            sub.drain()
         if more:
             self._request_up(more)
 
