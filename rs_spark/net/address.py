@@ -56,6 +56,12 @@ class Address:
     def with_name(self, name: Optional[str]) -> "Address":
         return replace(self, name=name)
 
+    def with_token(self, token: Optional[str]) -> "Address":
+        return replace(self, token=token)
+
+    def with_codec(self, codec: Optional[str]) -> "Address":
+        return replace(self, codec=codec)
+
     @property
     def is_loopback(self) -> bool:
         if self.scheme == "unix":

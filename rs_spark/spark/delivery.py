@@ -666,7 +666,7 @@ def send_control(endpoint: str, message: Dict[str, Any], timeout: float = 10.0) 
     from ..streams import just
 
     a = parse_address(endpoint)
-    addr = a.with_name(f"{a.name}.control").format() + a.query(with_token=True).replace("codec=arrow", "codec=json")
+    addr = a.with_name(f"{a.name}.control").with_codec("json").format(with_token=True)
     sub = connect_subscriber(addr, codec="json")
     just(message).subscribe(sub)
     sub.wait(timeout)

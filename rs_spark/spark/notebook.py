@@ -14,7 +14,6 @@ import tempfile
 import threading
 import uuid
 from typing import Any, List, Optional
-from urllib.parse import urlencode
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -58,8 +57,8 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, *, bind
     with _lock:
         _served.append(server)
     register(spark)
-    query = {k: v for k, v in (("token", token), ("codec", codec if codec != "json" else None)) if v}
-    address = server.address + ("?" + urlencode(query) if query else "")
+    address = (parse(server.address).with_token(token).with_codec(codec if codec != "json" else None)
+               .format(with_token=True))
     reader = spark.readStream.format("reactive").schema(declared).option("endpoint", address)
     for k, v in options.items():
         reader = reader.option(k, str(v))

@@ -24,6 +24,7 @@ import pyarrow.ipc as ipc
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from ..arrow.validate import iter_stream
+from ..net.address import parse as parse_address
 from ..net.address import redact
 from .delivery import SinkError, batch_meta, send_control, tag_batch
 from .options import OptionError
@@ -277,10 +278,10 @@ class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
                             redact(self.opts.endpoint), batchId, _without_token(str(exc), self.opts.token))
 
     def _control_address(self) -> str:
-        ep = self.opts.endpoint or ""
-        if self.opts.token and "token=" not in ep:
-            ep += ("&" if "?" in ep else "?") + f"token={self.opts.token}"
-        return ep
+        a = parse_address(self.opts.endpoint or "")
+        if self.opts.token and not a.token:
+            a = a.with_token(self.opts.token)
+        return a.format(with_token=True)
 
 
 def _without_token(text: str, token: Optional[str]) -> str:
