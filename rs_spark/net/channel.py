@@ -130,6 +130,10 @@ class RemoteProcessor:
     def address(self) -> str:
         return self._client._addr.with_name(self._name).format()
 
+    def close(self) -> None:
+        """Close the connection (ends the channel if it is still open)."""
+        self._client.close()
+
     # -- Publisher side: the server's responses -----------------------------------------
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9

@@ -37,7 +37,8 @@ class Segment:
     name: str
 
 
-def _open_fs(uri: str) -> Tuple[pafs.FileSystem, str]:
+def open_fs(uri: str) -> Tuple[pafs.FileSystem, str]:
+    """The pyarrow file system of ``uri`` (a local path or any pyarrow URI) and the path within it."""
     if "://" not in uri:
         return pafs.LocalFileSystem(), os.path.abspath(uri)
     return pafs.FileSystem.from_uri(uri)
@@ -48,7 +49,7 @@ class ReplayLog:
 
     def __init__(self, uri: str) -> None:
         self.uri = uri
-        self._fs, self._root = _open_fs(uri)
+        self._fs, self._root = open_fs(uri)
         make_dirs(self._fs, self._root)
 
     def _path(self, name: str) -> str:
@@ -147,7 +148,7 @@ class MissingData(LookupError):
 
 def read_segment_slice(uri: str, name: str, lo: int, hi: int) -> List[pa.RecordBatch]:
     """Rows ``[lo, hi)`` of one segment (used on executors)."""
-    fs, root = _open_fs(uri)
+    fs, root = open_fs(uri)
     path = f"{root.rstrip('/')}/{name}"
     source = f"the replay-log segment {path}"
     reader = _open_segment(fs, path, source)
@@ -196,4 +197,4 @@ def _checked_batch(reader: ipc.RecordBatchFileReader, i: int, source: str) -> pa
     return checked(batch, source)
 
 
-__all__ = ["ReplayLog", "Segment", "MissingData", "read_segment_slice"]
+__all__ = ["ReplayLog", "Segment", "MissingData", "read_segment_slice", "open_fs"]

@@ -29,7 +29,7 @@ from ..net.address import redact
 from .delivery import SinkError, batch_meta, send_control, tag_batch
 from .options import OptionError
 from .private_files import make_dirs, open_new
-from .replay_log import _open_fs
+from .replay_log import open_fs
 from .resolve import load_factory
 from .sink_options import SinkOptions
 
@@ -70,7 +70,7 @@ def stage(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartiti
             f"{opts.inline_max_bytes} allows inside a commit message; set option stagingLocation (a directory "
             "every executor and the driver can reach: local path in local mode, s3://, hdfs://, ...) or raise "
             "inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix")
-    fs, root = _open_fs(opts.staging_location)
+    fs, root = open_fs(opts.staging_location)
     make_dirs(fs, root)
     path = f"{root.rstrip('/')}/part-{uuid.uuid4().hex}.arrow"
     with open_new(fs, path) as f:
@@ -82,7 +82,7 @@ def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatc
     if m.inline is not None:
         yield from iter_stream(pa.py_buffer(m.inline), f"the inline staged partition ({m.rows} rows)")
     elif m.path is not None:
-        fs, _ = _open_fs(opts.staging_location or "/")
+        fs, _ = open_fs(opts.staging_location or "/")
         try:
             f = fs.open_input_stream(m.path)
         except (OSError, FileNotFoundError) as exc:
@@ -97,7 +97,7 @@ def remove_staged(messages: List[Any], opts: SinkOptions) -> None:
     paths = [m.path for m in messages if isinstance(m, StagedPartition) and m.path]
     if not paths:
         return
-    fs, _ = _open_fs(opts.staging_location or "/")
+    fs, _ = open_fs(opts.staging_location or "/")
     for p in paths:
         try:
             fs.delete_file(p)
@@ -235,7 +235,7 @@ def deliver(messages: List[Any], batch_id: int, opts: SinkOptions) -> None:
                         "query from its checkpoint once it is: no row is delivered twice") from None
     finally:
         if proc is not None:
-            proc._client.close()  # Python workers may be reused: leave no channel open behind
+            proc.close()  # Python workers may be reused: leave no channel open behind
     if len(acks) != 1 or acks[0].num_rows != 1:
         raise SinkError(f"delivering {where}: the sink endpoint answered {acks!r}; it is not an rs_spark sink hub")
     ack = acks[0].to_pylist()[0]
