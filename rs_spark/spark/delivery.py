@@ -41,6 +41,7 @@ from ..streams.demand import MAX_DEMAND
 from ..streams.drain import DrainSubscription, QueueSubscription, subscribe_with
 from ..streams.errors import report_dropped
 from ..streams.types import Subscriber, Subscription
+from .elements import batch_elements
 
 log = logging.getLogger("rs_spark.spark.sink")
 
@@ -171,17 +172,7 @@ class _Current:
         self.batch_id = batch_id
         self.start = start
         self.pos = 0
-        if elements == "dicts":
-            self.rows: Optional[List[Any]] = batch.to_pylist()
-        elif elements == "tuples":
-            cols = [c.to_pylist() for c in batch.columns]
-            self.rows = list(zip(*cols, strict=False)) if cols else [()] * batch.num_rows
-        elif elements == "rows":
-            from pyspark.sql import Row  # the hub may run without Spark; rows need pyspark
-
-            self.rows = [Row(**d) for d in batch.to_pylist()]
-        else:
-            self.rows = None
+        self.rows: Optional[List[Any]] = None if elements == "batches" else batch_elements(batch, elements)
 
 
 class Offer(enum.Enum):

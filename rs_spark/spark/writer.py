@@ -27,6 +27,7 @@ from ..arrow.validate import iter_stream
 from ..net.address import parse as parse_address
 from ..net.address import redact
 from .delivery import SinkError, batch_meta, send_control, tag_batch
+from .elements import batch_elements
 from .options import OptionError
 from .private_files import make_dirs, open_new
 from .replay_log import open_fs
@@ -126,15 +127,7 @@ def deliver_in_task(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> Sta
                 counted["n"] += b.num_rows
                 yield b
                 continue
-            if elements == "tuples":
-                cols = [c.to_pylist() for c in b.columns]
-                rows: List[Any] = list(zip(*cols, strict=False))
-            elif elements == "rows":
-                from pyspark.sql import Row
-                rows = [Row(**d) for d in b.to_pylist()]
-            else:
-                rows = b.to_pylist()
-            for r in rows:
+            for r in batch_elements(b, elements):
                 counted["n"] += 1
                 yield r
 
