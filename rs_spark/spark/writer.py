@@ -109,86 +109,109 @@ def remove_staged(messages: List[Any], opts: SinkOptions) -> None:
 def deliver_in_task(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartition:
     """Factory mode: this task's rows into a Subscriber built here, within its demand."""
     from ..streams import from_iterable
-    from ..streams.subscribers import BlockingIterator  # noqa: F401  (documented companion)
 
     factory = load_factory(opts.subscriber or "", option="subscriber")
     sub = factory(dict(opts.raw))
     if sub is None or not callable(getattr(sub, "on_subscribe", None)):
         raise OptionError(f"option subscriber={opts.subscriber!r}: the factory returned {sub!r}, which is not a "
                           "Subscriber (on_subscribe/on_next/on_error/on_complete)")
-    elements = opts.elements
-    counted = {"n": 0}
+    task = _TaskDelivery(sub, batches, opts.elements)
+    from_iterable(task.items()).subscribe(task)
+    if not task.done.wait(opts.commit_timeout):
+        task.cancel_upstream()
+        raise SinkError(f"subscriber factory {opts.subscriber!r}: the Subscriber requested too little to take this "
+                        f"task's rows within commitTimeout={opts.commit_timeout} s ({task.taken} taken)")
+    task.raise_failure(opts.subscriber)
+    return StagedPartition(0, delivered=task.taken)
 
-    def items() -> Iterator[Any]:
-        for b in batches:
+
+class _TaskDelivery:
+    """Feeds one task's rows to the user's Subscriber (standing between it and the source) and
+    records how the stream ended: completed, failed, the Subscriber raised, or it cancelled."""
+
+    def __init__(self, sub: Any, batches: Iterable[pa.RecordBatch], elements: str) -> None:
+        self._sub = sub
+        self._batches = batches
+        self._elements = elements
+        self._upstream: Any = None
+        self.taken = 0  # elements (rows for batches) handed to the source so far
+        self.done = threading.Event()
+        self.raised: Optional[BaseException] = None  # what the Subscriber's on_next raised
+        self.error: Optional[BaseException] = None  # what the source signalled
+        self.cancelled = False  # the Subscriber cancelled
+
+    def items(self) -> Iterator[Any]:
+        for b in self._batches:
             if not b.num_rows:
                 continue
-            if elements == "batches":
-                counted["n"] += b.num_rows
+            if self._elements == "batches":
+                self.taken += b.num_rows
                 yield b
                 continue
-            for r in batch_elements(b, elements):
-                counted["n"] += 1
+            for r in batch_elements(b, self._elements):
+                self.taken += 1
                 yield r
 
-    done = threading.Event()
-    outcome: dict = {}
+    def cancel_upstream(self) -> None:
+        if self._upstream is not None:
+            self._upstream.cancel()
 
-    class _Watch:
-        """Sees how the stream ended, then forwards to the user's Subscriber."""
+    def raise_failure(self, factory: Optional[str]) -> None:
+        """Raise what ended the stream abnormally, if anything, saying where."""
+        if self.raised is not None:
+            exc = self.raised
+            raise SinkError(f"the Subscriber from {factory!r} raised {type(exc).__name__}: {exc} in on_next after "
+                            f"{self.taken - 1} elements of this task (rule 2.13: treated as cancellation)") from exc
+        if self.cancelled:
+            raise SinkError(f"the Subscriber from {factory!r} cancelled its subscription after {self.taken} elements "
+                            "of this task; the query stops")
+        if self.error is not None:
+            raise self.error
 
-        def on_subscribe(self, s: Any) -> None:
-            outcome["s"] = s
-            sub.on_subscribe(_Guard(s))
+    # -- Subscriber of the source, forwarding to the user's --------------------------------
+    def on_subscribe(self, s: Any) -> None:
+        self._upstream = s
+        self._sub.on_subscribe(_WatchedSubscription(s, self._subscriber_cancelled))
 
-        def on_next(self, item: Any) -> None:
-            try:
-                sub.on_next(item)
-            except BaseException as exc:  # rule 2.13: treat as cancellation, fail the task with it
-                outcome["raised"] = exc
-                outcome["s"].cancel()
-                done.set()
+    def on_next(self, item: Any) -> None:
+        try:
+            self._sub.on_next(item)
+        except BaseException as exc:  # rule 2.13: treat as cancellation, fail the task with it
+            self.raised = exc
+            self.cancel_upstream()
+            self.done.set()
 
-        def on_error(self, e: BaseException) -> None:
-            outcome["error"] = e
-            try:
-                sub.on_error(e)
-            finally:
-                done.set()
+    def on_error(self, e: BaseException) -> None:
+        self.error = e
+        try:
+            self._sub.on_error(e)
+        finally:
+            self.done.set()
 
-        def on_complete(self) -> None:
-            try:
-                sub.on_complete()
-            finally:
-                done.set()
+    def on_complete(self) -> None:
+        try:
+            self._sub.on_complete()
+        finally:
+            self.done.set()
 
-    class _Guard:
-        def __init__(self, s: Any) -> None:
-            self._s = s
+    def _subscriber_cancelled(self) -> None:
+        self.cancelled = True
+        self.cancel_upstream()
+        self.done.set()
 
-        def request(self, n: int) -> None:
-            self._s.request(n)
 
-        def cancel(self) -> None:
-            outcome["cancelled"] = True
-            self._s.cancel()
-            done.set()
+class _WatchedSubscription:
+    """The Subscription the user's Subscriber gets: its cancel goes through ``on_cancel``."""
 
-    from_iterable(items()).subscribe(_Watch())
-    if not done.wait(opts.commit_timeout):
-        outcome["s"].cancel()
-        raise SinkError(f"subscriber factory {opts.subscriber!r}: the Subscriber requested too little to take this "
-                        f"task's rows within commitTimeout={opts.commit_timeout} s ({counted['n']} taken)")
-    if "raised" in outcome:
-        exc = outcome["raised"]
-        raise SinkError(f"the Subscriber from {opts.subscriber!r} raised {type(exc).__name__}: {exc} in on_next "
-                        f"after {counted['n'] - 1} elements of this task (rule 2.13: treated as cancellation)") from exc
-    if outcome.get("cancelled"):
-        raise SinkError(f"the Subscriber from {opts.subscriber!r} cancelled its subscription after {counted['n']} "
-                        "elements of this task; the query stops")
-    if "error" in outcome:
-        raise outcome["error"]
-    return StagedPartition(0, delivered=counted["n"])
+    def __init__(self, s: Any, on_cancel: Any) -> None:
+        self._s = s
+        self._on_cancel = on_cancel
+
+    def request(self, n: int) -> None:
+        self._s.request(n)
+
+    def cancel(self) -> None:
+        self._on_cancel()  # records the cancel, then cancels the source
 
 
 # -- commit (driver-side Python worker) --------------------------------------------------------

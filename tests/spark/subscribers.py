@@ -112,3 +112,26 @@ def raising(options):
             pass
 
     return Raising()
+
+
+def cancelling(options):
+    """Factory mode: takes ``subscriber.after`` elements, then cancels."""
+    after = int(options.get("subscriber.after", 3))
+
+    class Cancelling:
+        def on_subscribe(self, s):
+            self.s, self.n = s, 0
+            s.request(after)
+
+        def on_next(self, x):
+            self.n += 1
+            if self.n == after:
+                self.s.cancel()
+
+        def on_error(self, e):
+            pass
+
+        def on_complete(self):
+            pass
+
+    return Cancelling()

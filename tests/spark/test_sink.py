@@ -228,6 +228,14 @@ def test_subscriber_factory_raising_fails_the_query_naming_rule_2_13(spark, tmp_
         q.awaitTermination(120)
 
 
+def test_subscriber_factory_cancelling_fails_the_query_saying_after_how_many(spark, tmp_path):
+    q = (source(spark, count=10).writeStream.format("reactive")
+         .option("subscriber", "tests.spark.subscribers:cancelling").option("subscriber.after", "3")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    with pytest.raises(Exception, match="cancelled its subscription after 3 elements of this task"):
+        q.awaitTermination(120)
+
+
 def test_batch_write_delivers_the_dataframe(spark):
     rec = Recorder()
     ep = rs_spark.serve_sink(rec)
