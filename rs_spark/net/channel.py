@@ -204,8 +204,8 @@ class RemoteProcessor:
                 F.encode_request(F.REQUEST_CHANNEL, sid, n, metadata=meta)))
             out.attach(out_half, sid)
 
-        from .client import _in_background  # at call time: client imports this module
-        _in_background(open_stream, f"rs-net-connect {self._where}")
+        from .client import in_background  # at call time: client imports this module
+        in_background(open_stream, f"rs-net-connect {self._where}")
 
     def _out_ended(self, error: Optional[BaseException]) -> None:
         ch = self._channel

@@ -145,7 +145,8 @@ class Client:
         self.close()
 
 
-def _in_background(target: Callable[[], None], name: str) -> None:
+def in_background(target: Callable[[], None], name: str) -> None:
+    """Run ``target`` on a daemon thread named ``name``."""
     # Opening a connection blocks; subscribe()/on_subscribe() must not (rules 1.9, 2.2).
     threading.Thread(target=target, name=name, daemon=True).start()
 
@@ -192,7 +193,7 @@ class RemotePublisher(PublisherBase[Any]):
             sub.attach(conn, sid, opener=lambda n: conn.send(
                 F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
 
-        _in_background(open_stream, f"rs-net-connect {where}")
+        in_background(open_stream, f"rs-net-connect {where}")
 
     def __reduce__(self) -> Any:
         # Pickles as its address (and picklable options): rebuilt with connect() elsewhere.
@@ -257,7 +258,7 @@ class RemoteSubscriber:
             conn.send(F.encode_request(F.REQUEST_CHANNEL, sid, 1, metadata=meta))
             stream.attach(conn, sid)
 
-        _in_background(open_stream, f"rs-net-connect {self._where}")
+        in_background(open_stream, f"rs-net-connect {self._where}")
 
     def on_next(self, item: Any) -> None:
         self._stream.on_next(item)

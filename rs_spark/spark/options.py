@@ -39,7 +39,7 @@ def parse_duration(name: str, value: Any) -> float:
     return n
 
 
-def _parse_int(name: str, value: Any, minimum: int) -> int:
+def parse_int(name: str, value: Any, minimum: int) -> int:
     try:
         n = int(str(value).strip())
     except ValueError:
@@ -158,13 +158,13 @@ class SourceOptions:
                               "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)")
         if publisher and ":" not in str(publisher):
             raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
-        max_r = _parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o \
+        max_r = parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o \
             else None
-        min_r = _parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o \
+        min_r = parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o \
             else None
         if max_r is not None and min_r is not None and min_r > max_r:
             raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
-        max_buffered = _parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
+        max_buffered = parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
         if max_r is not None and max_r > max_buffered:
             raise OptionError(
                 f"option maxRecordsPerTrigger={max_r} exceeds maxBufferedRecords={max_buffered}: a micro-batch "
@@ -186,7 +186,7 @@ class SourceOptions:
             prefetch=_parse_bool("prefetch", o.get("prefetch", "true")),
             log_path=o.get("logpath") or None,
             fail_on_data_loss=_parse_bool("failOnDataLoss", o.get("failondataloss", "true")),
-            num_partitions=_parse_int("numPartitions", o.get("numpartitions", 1), 1),
+            num_partitions=parse_int("numPartitions", o.get("numpartitions", 1), 1),
             batch_transport=_parse_choice("batchTransport", o.get("batchtransport", "auto"),
                                           ("auto", "inline", "fetch")),
             mode=mode,

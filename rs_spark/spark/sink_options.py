@@ -5,7 +5,7 @@ import dataclasses
 from typing import Any, Dict, Mapping, Optional
 
 from .delivery import ELEMENTS
-from .options import OptionError, _parse_int, check_known, lookup, parse_duration
+from .options import OptionError, check_known, lookup, parse_duration, parse_int
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
@@ -86,4 +86,4 @@ class SinkOptions:
         )
 
 
-__all__ = ["SinkOptions", "SINK_OPTIONS", "SUBSCRIBER_PREFIX", "parse_size", "_parse_int"]
+__all__ = ["SinkOptions", "SINK_OPTIONS", "SUBSCRIBER_PREFIX", "parse_size", "parse_int"]

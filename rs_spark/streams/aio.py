@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator, Deque, Optional
 from .drain import QueueSubscription, check_subscriber, subscribe_with
 from .errors import null_element_error
 from .pipeline import PublisherBase
-from .subscribers import _replenish_limit, _validate_prefetch
+from .subscribers import replenish_limit, validate_prefetch
 from .types import Publisher, Subscriber, Subscription
 
 
@@ -130,8 +130,8 @@ class AsyncIteratorSubscriber(AsyncIterator[Any]):
     """``async for`` over a Publisher, holding at most ``prefetch`` elements."""
 
     def __init__(self, prefetch: int) -> None:
-        self._prefetch = _validate_prefetch(prefetch)
-        self._limit = _replenish_limit(self._prefetch)
+        self._prefetch = validate_prefetch(prefetch)
+        self._limit = replenish_limit(self._prefetch)
         self._queue: Deque[Any] = deque()
         self._subscription: Optional[Subscription] = None
         self._terminal: Any = None

@@ -14,13 +14,14 @@ from .errors import null_element_error, report_dropped
 from .types import Publisher, Subscription
 
 
-def _validate_prefetch(n: int, name: str = "prefetch") -> int:
+def validate_prefetch(n: int, name: str = "prefetch") -> int:
+    """``n`` if it is an int >= 1 (not a bool); ValueError naming ``name`` otherwise."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"{name} must be an int >= 1, got {n!r}")
     return n
 
 
-def _replenish_limit(prefetch: int) -> int:
+def replenish_limit(prefetch: int) -> int:
     """Replenish after this many elements: 3/4 of the prefetch (at least 1)."""
     return max(1, prefetch - (prefetch >> 2))
 
@@ -51,8 +52,8 @@ class BlockingIterator(_SingleSubscription, Iterator[Any]):
                  "_terminal", "_consumed", "_timeout")
 
     def __init__(self, prefetch: int = 256, timeout: Optional[float] = None) -> None:
-        self._prefetch = _validate_prefetch(prefetch)
-        self._limit = _replenish_limit(self._prefetch)
+        self._prefetch = validate_prefetch(prefetch)
+        self._limit = replenish_limit(self._prefetch)
         self._queue: Deque[Any] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._waiting = False
@@ -159,8 +160,8 @@ class CallbackSubscriber(_SingleSubscription):
         self._on_next = on_next
         self._on_error = on_error
         self._on_complete = on_complete
-        self._request_size = _validate_prefetch(request_size, "request_size")
-        self._limit = _replenish_limit(self._request_size)
+        self._request_size = validate_prefetch(request_size, "request_size")
+        self._limit = replenish_limit(self._request_size)
         self._subscription: Optional[Subscription] = None
         self._terminal: Any = None
         self._consumed = 0
