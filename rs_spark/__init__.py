@@ -3,9 +3,13 @@
 ``rs_spark.streams`` is the pure-Python Reactive Streams core; ``rs_spark.tck`` checks any
 Publisher, Subscriber or Processor against the spec rule by rule.
 """
+from importlib import metadata as _metadata
 from typing import Any
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("rs-spark")  # one source of truth: pyproject.toml
+except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 
 def read_stream(spark: Any, publisher: Any, schema: Any = None, **options: Any) -> Any:
