@@ -9,7 +9,19 @@ loses the first element or invents one, so both sides name the convention they u
 from __future__ import annotations
 
 import enum
-from typing import Union
+from typing import Type, TypeVar, Union
+
+_E = TypeVar("_E", bound=enum.Enum)
+
+
+def _choice(cls: Type[_E], value: Union[str, _E], where: str, option: str) -> _E:
+    """``value`` as a member of ``cls``; a ValueError naming ``option`` and the choices otherwise."""
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(value)
+    except ValueError:
+        raise ValueError(f"{where}: {option}={value!r} must be one of {[c.value for c in cls]}") from None
 
 
 class ChannelData(enum.Enum):
@@ -27,13 +39,7 @@ class ChannelData(enum.Enum):
 
     @classmethod
     def of(cls, value: Union[str, "ChannelData"], where: str) -> "ChannelData":
-        if isinstance(value, ChannelData):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"{where}: channel_data={value!r} must be one of "
-                             f"{[c.value for c in cls]}") from None
+        return _choice(cls, value, where, "channel_data")
 
     def first_element(self, data: "bytes | bytearray | memoryview") -> bool:
         """Whether ``data`` (a REQUEST_CHANNEL frame's) is the stream's first element."""
@@ -53,13 +59,7 @@ class ChannelOpen(enum.Enum):
 
     @classmethod
     def of(cls, value: Union[str, "ChannelOpen"], where: str) -> "ChannelOpen":
-        if isinstance(value, ChannelOpen):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"{where}: channel_open={value!r} must be one of "
-                             f"{[c.value for c in cls]}") from None
+        return _choice(cls, value, where, "channel_open")
 
 
 __all__ = ["ChannelData", "ChannelOpen"]
