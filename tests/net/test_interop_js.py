@@ -7,6 +7,7 @@ and hands that frame to its responder as element 0: these tests fail if rs_spark
 that element (before: 999 of 1000 arrived one way, one null element too many the other)."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -66,12 +67,20 @@ class JsPeer:
             f.close()  # type: ignore[union-attr]
 
 
+@contextlib.contextmanager
+def js_server_at(count: int, step: int):
+    """An rsocket-js server with ``count`` numbers and a sink requesting ``step`` at a time: (peer, port)."""
+    peer = JsPeer("server", count, step)
+    try:
+        yield peer, peer.next()["port"]
+    finally:
+        peer.close()
+
+
 @pytest.fixture
 def js_server():
-    peer = JsPeer("server", 500, 7)
-    port = peer.next()["port"]
-    yield peer, port
-    peer.close()
+    with js_server_at(500, 7) as server:
+        yield server
 
 
 class Collecting:

@@ -10,17 +10,15 @@ import pytest
 import rs_spark
 from rs_spark import net
 
-from ..net.test_interop_js import NODE, JsPeer
+from ..net.test_interop_js import NODE, js_server_at
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js is not installed: rsocket-js cannot run")
 
 
 @pytest.fixture
 def js_server():
-    peer = JsPeer("server", 300, 10)
-    port = peer.next()["port"]
-    yield peer, port
-    peer.close()
+    with js_server_at(300, 10) as server:
+        yield server
 
 
 def _source(spark, port):
