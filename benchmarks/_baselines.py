@@ -3,6 +3,7 @@
 The baselines are what a Spark user writes by hand today: a minimal DataSourceStreamReader
 yielding RecordBatches (the ceiling for a Python source) or tuples.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -17,8 +18,13 @@ SCHEMA = "id LONG, price DOUBLE, name STRING"
 def make_batch(b: int, rows: int) -> pa.RecordBatch:
     base = b * rows
     return pa.RecordBatch.from_arrays(
-        [pa.array(range(base, base + rows), pa.int64()), pa.array([0.5] * rows, pa.float64()),
-         pa.array(["x"] * rows, pa.string())], names=["id", "price", "name"])
+        [
+            pa.array(range(base, base + rows), pa.int64()),
+            pa.array([0.5] * rows, pa.float64()),
+            pa.array(["x"] * rows, pa.string()),
+        ],
+        names=["id", "price", "name"],
+    )
 
 
 def make_rows(b: int, rows: int):
@@ -81,4 +87,5 @@ def dict_publisher(options):
     def gen():
         for i in range(n * rows):
             yield {"id": i, "price": 0.5, "name": "x"}
+
     return rs.defer(gen)

@@ -1,5 +1,6 @@
 """The ceiling for a Python sink in benchmarks/sink.py: a bare DataSourceStreamArrowWriter that
 receives the micro-batch's RecordBatches and discards them."""
+
 from __future__ import annotations
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage

@@ -12,6 +12,7 @@ rs_spark.jvm with py4j byte[]; the naive bridge (one py4j call per element). Eve
 up first (class loading, JIT) and measured in this run, on this machine.
 Targets (issue 7): >= 1M Long elements/s, and >= 50x the naive bridge.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,8 +85,9 @@ def main() -> None:
     ap.add_argument("--batch-rows", type=int, default=65536)
     ap.add_argument("--repeat", type=int, default=1, help="measure each cell this many times, print the median")
     a = ap.parse_args()
-    subprocess.run(["bash", os.path.join(ROOT, "jvm-shim", "build")], check=True,
-                   env=dict(os.environ, PYTHON=sys.executable))  # no-op when built
+    subprocess.run(
+        ["bash", os.path.join(ROOT, "jvm-shim", "build")], check=True, env=dict(os.environ, PYTHON=sys.executable)
+    )  # no-op when built
     from rs_spark.jvm import launch
 
     with launch() as g:
@@ -99,22 +101,30 @@ def main() -> None:
             bridged(jvm, make, 300_000, "bytes", a.batch_rows)
             naive(jvm, make, 3000)
         load = os.getloadavg()[0]
-        print(f"cpus={os.cpu_count()} load(1m)={load:.1f} n={a.n:,} naive_n={a.naive_n:,} "
-              f"batch_rows={a.batch_rows:,} repeat={a.repeat}")
-        print(f"{'elements':8} | {'JVM, counting only':>19} | {'arrow batches, file':>20} | {'CPU/el':>8} | "
-              f"{'arrow, py4j bytes':>18} | {'naive, 1 call/el':>17} | {'speed-up':>8}")
+        print(
+            f"cpus={os.cpu_count()} load(1m)={load:.1f} n={a.n:,} naive_n={a.naive_n:,} "
+            f"batch_rows={a.batch_rows:,} repeat={a.repeat}"
+        )
+        print(
+            f"{'elements':8} | {'JVM, counting only':>19} | {'arrow batches, file':>20} | {'CPU/el':>8} | "
+            f"{'arrow, py4j bytes':>18} | {'naive, 1 call/el':>17} | {'speed-up':>8}"
+        )
         print("-" * 118)
         for name, make in kinds.items():
+
             def med(f):
                 return statistics.median(f() for _ in range(a.repeat))
+
             top = med(lambda: ceiling(jvm, make, a.n))
             runs = [bridged(jvm, make, a.n, "file", a.batch_rows, cpu) for _ in range(a.repeat)]
             f = statistics.median(r[0] for r in runs)
             ns = statistics.median(r[1] for r in runs)
             b = med(lambda: bridged(jvm, make, a.n, "bytes", a.batch_rows)[0])
             nv = med(lambda: naive(jvm, make, a.naive_n))
-            print(f"{name:8} | {top:>14,.0f} el/s | {f:>15,.0f} el/s | {ns:>5,.0f} ns | {b:>13,.0f} el/s | "
-                  f"{nv:>12,.0f} el/s | {f / nv:>7,.0f}x")
+            print(
+                f"{name:8} | {top:>14,.0f} el/s | {f:>15,.0f} el/s | {ns:>5,.0f} ns | {b:>13,.0f} el/s | "
+                f"{nv:>12,.0f} el/s | {f / nv:>7,.0f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ now - t per element. One table: p50, p90, p99, max, next to the same Publisher r
 Subscriber in-process (no Spark: the floor). Trigger: as fast as possible (processingTime 0),
 pollTimeout 50ms, local[2]. The first 10 s are warm-up and not counted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,7 @@ def percentiles(xs):
     if not xs:
         return {}
     q = lambda p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
-    return {"n": len(xs), "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": xs[-1],
-            "mean": statistics.fmean(xs)}
+    return {"n": len(xs), "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": xs[-1], "mean": statistics.fmean(xs)}
 
 
 def ticking(rate: float):
@@ -41,6 +41,7 @@ def ticking(rate: float):
                 i += 1
                 nxt += 1.0 / rate
                 time.sleep(max(0.0, nxt - time.time()))
+
         threading.Thread(target=loop, daemon=True).start()
 
     return create(run, Overflow.ERROR, buffer_size=100_000)
@@ -83,8 +84,9 @@ def main() -> None:
     time.sleep(6)
     floor.s.cancel()
 
-    spark = local_session("rs_spark-latency", **{"spark.ui.showConsoleProgress": "false",
-                                                  "spark.sql.streaming.pollingDelay": "5ms"})
+    spark = local_session(
+        "rs_spark-latency", **{"spark.ui.showConsoleProgress": "false", "spark.sql.streaming.pollingDelay": "5ms"}
+    )
     spark.sparkContext.setLogLevel("ERROR")
     t0 = time.time()
     sub = Lat(t0 + 10)
@@ -93,8 +95,10 @@ def main() -> None:
     time.sleep(a.seconds)
     q.stop()
     spark.stop()
-    rows = [("Spark: reactive source -> reactive sink", percentiles(sub.lat)),
-            ("floor: publisher -> subscriber, no Spark", percentiles(floor.lat))]
+    rows = [
+        ("Spark: reactive source -> reactive sink", percentiles(sub.lat)),
+        ("floor: publisher -> subscriber, no Spark", percentiles(floor.lat)),
+    ]
     print(f"end-to-end latency at {a.rate:g} elements/s, local[2], {a.seconds:g} s (first 10 s not counted); ms")
     print(f"{'path':<44} {'n':>6} {'p50':>8} {'p90':>8} {'p99':>8} {'max':>8}")
     print("-" * 86)

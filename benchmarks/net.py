@@ -11,6 +11,7 @@ one run of a few hundred milliseconds on a shared 2-core machine is mostly noise
 * the ``rsocket`` package (rsocket-py) client and server carrying the same per-element JSON and
   the same Arrow IPC bytes, for the own-frames-or-package decision.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -24,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pyarrow as pa  # noqa: E402
-
 import os  # noqa: E402
+
+import pyarrow as pa  # noqa: E402
 
 ROWS = 65536
 BATCHES = int(os.environ.get("RS_NET_BENCH_BATCHES", "1000"))  # 512 KiB each for int64: 0.5 GB per run
@@ -88,6 +89,7 @@ def rsocket_py_server(conn, what: str) -> None:
         def gen():
             for i in range(ELEMENTS):
                 yield Payload(json.dumps(i).encode()), i == ELEMENTS - 1
+
         return StreamFromGenerator(gen)
 
     @router.stream("arrow")
@@ -97,8 +99,11 @@ def rsocket_py_server(conn, what: str) -> None:
 
         def gen():
             for i in range(RSOCKET_BATCHES):
-                yield Payload(schema + b.serialize().to_pybytes() + b"\xff\xff\xff\xff\x00\x00\x00\x00"), \
-                    i == RSOCKET_BATCHES - 1
+                yield (
+                    Payload(schema + b.serialize().to_pybytes() + b"\xff\xff\xff\xff\x00\x00\x00\x00"),
+                    i == RSOCKET_BATCHES - 1,
+                )
+
         return StreamFromGenerator(gen)
 
     async def main():
@@ -169,11 +174,14 @@ def measure_rsocket_py(port: int, route_name: str, arrow: bool):
 
     async def run():
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        async with RSocketClient(single_transport_provider(TransportTCP(reader, writer)),
-                                 metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA) as client:
+        async with RSocketClient(
+            single_transport_provider(TransportTCP(reader, writer)),
+            metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
+        ) as client:
             t0 = time.perf_counter()
             payloads = await AwaitableRSocket(client).request_stream(
-                Payload(metadata=composite(route(route_name))), limit_rate=4096 if not arrow else 4)
+                Payload(metadata=composite(route(route_name))), limit_rate=4096 if not arrow else 4
+            )
             rows = nbytes = 0
             for p in payloads:
                 if arrow:
@@ -207,8 +215,12 @@ def main() -> None:
     rows.append(("rs_spark.net, per-element JSON ints", n, None, dt))
     for kind in ("int64", "string"):
         measure_rs(base + "/" + kind, "arrow", 8)
-        rows.append(_median(f"rs_spark.net, Arrow {kind}, 64K-row batches",
-                            [measure_rs(base + "/" + kind, "arrow", 8) for _ in range(REPEAT)]))
+        rows.append(
+            _median(
+                f"rs_spark.net, Arrow {kind}, 64K-row batches",
+                [measure_rs(base + "/" + kind, "arrow", 8) for _ in range(REPEAT)],
+            )
+        )
     parent.send("stop")
     p.join(10)
 
@@ -218,8 +230,9 @@ def main() -> None:
         p.start()
         port = parent.recv()
         measure_raw(port)
-        rows.append(_median(f"ceiling: raw socket, same Arrow {kind} IPC bytes",
-                            [measure_raw(port) for _ in range(REPEAT)]))
+        rows.append(
+            _median(f"ceiling: raw socket, same Arrow {kind} IPC bytes", [measure_raw(port) for _ in range(REPEAT)])
+        )
         p.join(10)
 
     for what, route_name, arrow in (("int64", "ints", False), ("int64", "arrow", True), ("string", "arrow", True)):
@@ -229,7 +242,9 @@ def main() -> None:
         port = parent.recv()
         try:
             n, nb, dt = measure_rsocket_py(port, route_name, arrow)
-            label = "rsocket package, per-element JSON ints" if not arrow else f"rsocket package, Arrow {what} IPC payloads"
+            label = (
+                "rsocket package, per-element JSON ints" if not arrow else f"rsocket package, Arrow {what} IPC payloads"
+            )
             rows.append((label, n, nb if arrow else None, dt))
         finally:
             parent.send("stop")
@@ -245,9 +260,11 @@ def main() -> None:
             c = ceiling[kind]
             pct = f"{100 * (n / dt) / (c[1] / c[3]):12.0f}%"
         print(f"{label:<52} {n / dt:14,.0f} {mbs} {pct:>13}")
-    print(f"(loopback TCP; Arrow rows: median of {REPEAT} runs of {BATCHES} batches of {ROWS} rows, "
-          f"rsocket package {RSOCKET_BATCHES} batches, one run; {ELEMENTS} JSON elements, one run; "
-          "MB/s counts Arrow buffer bytes)")
+    print(
+        f"(loopback TCP; Arrow rows: median of {REPEAT} runs of {BATCHES} batches of {ROWS} rows, "
+        f"rsocket package {RSOCKET_BATCHES} batches, one run; {ELEMENTS} JSON elements, one run; "
+        "MB/s counts Arrow buffer bytes)"
+    )
 
 
 if __name__ == "__main__":

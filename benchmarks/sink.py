@@ -13,6 +13,7 @@ Trigger.AvailableNow) and writes it to:
 (d) foreachBatch(df.collect()) handing each Row to the same per-row callback (what people do today).
 rows/s = rows / (sum of trigger times of micro-batches 2..n): the first pays for worker start-up.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,11 +68,11 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=500_000)
     args = ap.parse_args()
 
-    import rs_spark
-    from rs_spark.spark import local_session
-
     import _baselines as base
     import _sink_baselines as sinks
+
+    import rs_spark
+    from rs_spark.spark import local_session
 
     spark = local_session("rs_spark-bench-sink", **{"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
@@ -92,13 +93,24 @@ def main() -> None:
         return steady(q.recentProgress)
 
     def reactive(sub, elements: str, **options: str) -> float:
-        q = rs_spark.write_stream(source(), sub, elements=elements, checkpoint=f"{tmp}/ck{next(runs)}",
-                                  trigger={"availableNow": True}, **options)
+        q = rs_spark.write_stream(
+            source(),
+            sub,
+            elements=elements,
+            checkpoint=f"{tmp}/ck{next(runs)}",
+            trigger={"availableNow": True},
+            **options,
+        )
         return finish(q, b * r, lambda: sub.rows)
 
     def discard() -> float:
-        q = (source().writeStream.format("bench_discard").option("checkpointLocation", f"{tmp}/ck{next(runs)}")
-             .trigger(availableNow=True).start())
+        q = (
+            source()
+            .writeStream.format("bench_discard")
+            .option("checkpointLocation", f"{tmp}/ck{next(runs)}")
+            .trigger(availableNow=True)
+            .start()
+        )
         return finish(q, b * r)
 
     def foreach_batch() -> float:
@@ -109,27 +121,35 @@ def main() -> None:
             for row in df.collect():
                 sub.on_next(row)
 
-        q = (source().writeStream.foreachBatch(each).option("checkpointLocation", f"{tmp}/ck{next(runs)}")
-             .trigger(availableNow=True).start())
+        q = (
+            source()
+            .writeStream.foreachBatch(each)
+            .option("checkpointLocation", f"{tmp}/ck{next(runs)}")
+            .trigger(availableNow=True)
+            .start()
+        )
         return finish(q, b * r, lambda: sub.rows)
 
     results = [
         ("(a) reactive -> RecordBatch Subscriber", reactive(Counting(16, lambda x: x.num_rows), "batches")),
-        ("(a') same, inline in commit messages", reactive(Counting(16, lambda x: x.num_rows), "batches",
-                                                          inlineMaxBytes="1g")),
+        (
+            "(a') same, inline in commit messages",
+            reactive(Counting(16, lambda x: x.num_rows), "batches", inlineMaxBytes="1g"),
+        ),
         ("(b) reactive -> per-row Subscriber (dicts)", reactive(Counting(1024), "dicts")),
         ("(c) bare DataSourceStreamArrowWriter", discard()),
         ("(d) foreachBatch + collect() per row", foreach_batch()),
     ]
     v = {name[:3]: x for name, x in results}
-    print(f"{b} micro-batches of {r} rows (long, double, string), local[2], Trigger.AvailableNow; rows/s over "
-          "trigger time of micro-batches 2..n")
+    print(
+        f"{b} micro-batches of {r} rows (long, double, string), local[2], Trigger.AvailableNow; rows/s over "
+        "trigger time of micro-batches 2..n"
+    )
     print(f"{'sink':<46} {'rows/s':>13}")
     print("-" * 60)
     for name, x in results:
         print(f"{name:<46} {x:>13,.0f}")
-    print(f"(a)/(c) = {v['(a)'] / v['(c)']:.0%} (target >= 70%);  (b)/(d) = {v['(b)'] / v['(d)']:.2f}x "
-          "(target >= 2x)")
+    print(f"(a)/(c) = {v['(a)'] / v['(c)']:.0%} (target >= 70%);  (b)/(d) = {v['(b)'] / v['(d)']:.2f}x (target >= 2x)")
     shutil.rmtree(tmp, ignore_errors=True)
     spark.stop()
 

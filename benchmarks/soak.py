@@ -10,6 +10,7 @@ the other Python workers, and this process (the sink's endpoint), and the buffer
 elements buffered in the source (<= maxBufferedRecords) and rows held by the sink hub
 (<= one record batch). Prints one table of samples and the first-third vs last-third RSS.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,14 +19,13 @@ import os
 import sys
 import threading
 import time
-from typing import Dict, List
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_BUFFERED = 20_000
 
 
-def _children() -> Dict[int, List[int]]:
-    kids: Dict[int, List[int]] = {}
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
@@ -56,7 +56,7 @@ def _cmd(pid: int) -> str:
         return ""
 
 
-def rss_by_role() -> Dict[str, float]:
+def rss_by_role() -> dict[str, float]:
     """RSS in MB: this process (sink endpoint), the driver JVM, the reader process, other workers."""
     kids = _children()
     out = {"endpoint": _rss_mb(os.getpid()), "jvm": 0.0, "reader": 0.0, "workers": 0.0}
@@ -101,7 +101,7 @@ class SlowSubscriber:
         pass
 
 
-def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> Dict[str, object]:
+def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> dict[str, object]:
     """Run the soak; return samples and the largest buffered counts seen."""
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [ROOT, os.environ.get("PYTHONPATH")] if p)
     import rs_spark
@@ -109,13 +109,19 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> Dict[str, objec
 
     spark = local_session("rs_spark-soak", **{"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
-    df = (spark.readStream.format("reactive").schema("id LONG, name STRING, price DOUBLE")
-          .option("publisher", "tests.spark.publishers:endless").option("maxRecordsPerTrigger", "5000")
-          .option("maxBufferedRecords", str(MAX_BUFFERED)).option("failOnDataLoss", "false").load())
+    df = (
+        spark.readStream.format("reactive")
+        .schema("id LONG, name STRING, price DOUBLE")
+        .option("publisher", "tests.spark.publishers:endless")
+        .option("maxRecordsPerTrigger", "5000")
+        .option("maxBufferedRecords", str(MAX_BUFFERED))
+        .option("failOnDataLoss", "false")
+        .load()
+    )
     sub = SlowSubscriber()
     q = rs_spark.write_stream(df, sub, trigger={"processingTime": "500 milliseconds"})
     hub = q.rs_sink
-    samples: List[Dict[str, float]] = []
+    samples: list[dict[str, float]] = []
     max_hub = 0
     stop = threading.Event()
 
@@ -127,8 +133,11 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> Dict[str, objec
 
     threading.Thread(target=watch_hub, daemon=True).start()
     t0 = time.time()
-    print(f"{'t (s)':>6} {'rows':>9} {'src buffered':>13} {'hub held':>9} {'endpoint MB':>12} {'jvm MB':>8} "
-          f"{'reader MB':>10} {'workers MB':>11}", file=out)
+    print(
+        f"{'t (s)':>6} {'rows':>9} {'src buffered':>13} {'hub held':>9} {'endpoint MB':>12} {'jvm MB':>8} "
+        f"{'reader MB':>10} {'workers MB':>11}",
+        file=out,
+    )
     try:
         while time.time() - t0 < minutes * 60:
             time.sleep(every)
@@ -137,11 +146,20 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> Dict[str, objec
             p = q.lastProgress or {}
             lo = (p.get("sources") or [{}])[0].get("latestOffset") or "{}"
             m = json.loads(lo) if isinstance(lo, str) else dict(lo)
-            s = {"t": time.time() - t0, "rows": sub.rows, "src_buffered": m.get("bufferedElements", 0),
-                 "hub": hub.buffered, **rss_by_role()}
+            s = {
+                "t": time.time() - t0,
+                "rows": sub.rows,
+                "src_buffered": m.get("bufferedElements", 0),
+                "hub": hub.buffered,
+                **rss_by_role(),
+            }
             samples.append(s)
-            print(f"{s['t']:>6.0f} {s['rows']:>9} {s['src_buffered']:>13} {s['hub']:>9} {s['endpoint']:>12.1f} "
-                  f"{s['jvm']:>8.1f} {s['reader']:>10.1f} {s['workers']:>11.1f}", file=out, flush=True)
+            print(
+                f"{s['t']:>6.0f} {s['rows']:>9} {s['src_buffered']:>13} {s['hub']:>9} {s['endpoint']:>12.1f} "
+                f"{s['jvm']:>8.1f} {s['reader']:>10.1f} {s['workers']:>11.1f}",
+                file=out,
+                flush=True,
+            )
     finally:
         stop.set()
         q.stop()
@@ -149,13 +167,19 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> Dict[str, objec
     third = max(1, len(samples) // 3)
     growth = {}
     for role in ("endpoint", "jvm", "reader", "workers"):
-        early = sum(x[role] for x in samples[third:2 * third]) / max(1, len(samples[third:2 * third]))
+        early = sum(x[role] for x in samples[third : 2 * third]) / max(1, len(samples[third : 2 * third]))
         late = sum(x[role] for x in samples[-third:]) / third
         growth[role] = (early, late)
-    print("mean RSS, middle third -> last third: " + ", ".join(f"{k} {a:.0f} -> {b:.0f} MB" for k, (a, b) in
-                                                                growth.items()), file=out)
-    print(f"most buffered in the source: {max(x['src_buffered'] for x in samples)} (bound {MAX_BUFFERED}); most held "
-          f"by the sink hub: {max_hub} rows; {sub.rows} rows delivered", file=out)
+    print(
+        "mean RSS, middle third -> last third: "
+        + ", ".join(f"{k} {a:.0f} -> {b:.0f} MB" for k, (a, b) in growth.items()),
+        file=out,
+    )
+    print(
+        f"most buffered in the source: {max(x['src_buffered'] for x in samples)} (bound {MAX_BUFFERED}); most held "
+        f"by the sink hub: {max_hub} rows; {sub.rows} rows delivered",
+        file=out,
+    )
     return {"samples": samples, "growth": growth, "max_hub": max_hub, "rows": sub.rows, "error": sub.error}
 
 

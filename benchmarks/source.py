@@ -15,6 +15,7 @@ machine took longer than it to build the next 1M-row batch (a run then read 1 of
 Without logPath, micro-batches above 1 MiB are fetched by executors from the reader process
 (batchTransport=auto); ``--transport inline`` measures the old way, inside Spark's tasks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,13 +47,17 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=8)
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--dict-rows", type=int, default=1_000_000, help="rows per batch for (b) and (d)")
-    ap.add_argument("--transport", default="auto", choices=["auto", "inline", "fetch"],
-                    help="batchTransport of the reactive queries without logPath")
+    ap.add_argument(
+        "--transport",
+        default="auto",
+        choices=["auto", "inline", "fetch"],
+        help="batchTransport of the reactive queries without logPath",
+    )
     args = ap.parse_args()
 
-    from rs_spark.spark import local_session
-
     import _baselines as base
+
+    from rs_spark.spark import local_session
 
     spark = local_session("rs_spark-bench-source", **{"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
@@ -62,10 +67,18 @@ def main() -> None:
 
     def reactive(factory: str, rows: int, **extra: str) -> float:
         extra.setdefault("batchTransport", args.transport)
-        df = (spark.readStream.format("reactive").schema(base.SCHEMA).options(**extra)
-              .option("publisher", f"_baselines:{factory}").option("publisher.batches", b)
-              .option("publisher.rows", rows).option("maxRecordsPerTrigger", rows)
-              .option("maxBufferedRecords", max(rows, 2)).option("pollTimeout", "10s").load())
+        df = (
+            spark.readStream.format("reactive")
+            .schema(base.SCHEMA)
+            .options(**extra)
+            .option("publisher", f"_baselines:{factory}")
+            .option("publisher.batches", b)
+            .option("publisher.rows", rows)
+            .option("maxRecordsPerTrigger", rows)
+            .option("maxBufferedRecords", max(rows, 2))
+            .option("pollTimeout", "10s")
+            .load()
+        )
         return measure(df.writeStream.format("noop").trigger(availableNow=True).start(), b * rows)
 
     def hand(fmt: str, rows: int) -> float:
@@ -83,6 +96,7 @@ def main() -> None:
 
     import shutil
     import tempfile
+
     logdir = tempfile.mkdtemp(prefix="rs-bench-log-")
     results = [
         ("(a) reactive: RecordBatch publisher", r, reactive("batch_publisher", r)),
@@ -93,15 +107,19 @@ def main() -> None:
         ("(e) Spark rate source", 0, rate(r)),
     ]
     rates = {name[:3]: v for name, _, v in results}
-    print(f"{b} micro-batches into format('noop'), local[2], Trigger.AvailableNow; rows/s over trigger time "
-          "of micro-batches 2..n")
+    print(
+        f"{b} micro-batches into format('noop'), local[2], Trigger.AvailableNow; rows/s over trigger time "
+        "of micro-batches 2..n"
+    )
     print(f"{'source':<42} {'rows/batch':>11} {'rows/s':>13}")
     print("-" * 68)
     for name, rows, v in results:
         print(f"{name:<42} {rows if rows else '-':>11} {v:>13,.0f}")
     a, a_log, c = rates["(a)"], rates["(a'"], rates["(c)"]
-    print(f"(a)/(c) = {a / c:.0%}, (a')/(c) = {a_log / c:.0%} (target >= 80%);  "
-          f"(b)/(d) = {rates['(b)'] / rates['(d)']:.2f}x (target >= 1.5x)")
+    print(
+        f"(a)/(c) = {a / c:.0%}, (a')/(c) = {a_log / c:.0%} (target >= 80%);  "
+        f"(b)/(d) = {rates['(b)'] / rates['(d)']:.2f}x (target >= 1.5x)"
+    )
     shutil.rmtree(logdir, ignore_errors=True)
     spark.stop()
 

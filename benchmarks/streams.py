@@ -8,12 +8,13 @@ operator a separate Processor (no fusion), a plain generator pipeline doing the 
 The subscriber requests ``k`` elements and asks for ``k`` more after each ``k`` received.
 Best of ``--repeat`` runs; elements/s counts source elements.
 """
+
 from __future__ import annotations
 
 import argparse
 import gc
 import time
-from typing import Callable, List, Tuple
+from collections.abc import Callable
 
 from rs_spark import streams as rs
 from rs_spark.streams.pipeline import PipedPublisher
@@ -107,7 +108,7 @@ def main() -> None:
     n, rep = args.n, args.repeat
     expected = run_generator(n)
 
-    rows: List[Tuple[str, str, float]] = []
+    rows: list[tuple[str, str, float]] = []
     for k in (1, 64, 1024):
         for fused in (True, False):
             assert run_rs(min(n, 1000), k, fused) == run_generator(min(n, 1000))

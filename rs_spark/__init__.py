@@ -3,6 +3,7 @@
 ``rs_spark.streams`` is the pure-Python Reactive Streams core; ``rs_spark.tck`` checks any
 Publisher, Subscriber or Processor against the spec rule by rule.
 """
+
 from importlib import metadata as _metadata
 from typing import Any
 

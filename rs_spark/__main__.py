@@ -1,4 +1,5 @@
 """``python -m rs_spark demo``: the main job. See ``python -m rs_spark --help``."""
+
 from __future__ import annotations
 
 import argparse
@@ -12,20 +13,29 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seconds", type=float, default=45, help="how long to run (default 45)")
     demo.add_argument("--max-records-per-trigger", type=int, default=2000)
     demo.add_argument("--trigger", default="1 second", help="processing-time trigger interval")
-    demo.add_argument("--publisher", default="rs_spark.examples.sensors:readings",
-                      help="package.module:factory of the publisher (default: the embedded sensor feed)")
+    demo.add_argument(
+        "--publisher",
+        default="rs_spark.examples.sensors:readings",
+        help="package.module:factory of the publisher (default: the embedded sensor feed)",
+    )
     demo.add_argument("--endpoint", default=None, help="read from an rs_spark.net endpoint instead")
     demo.add_argument("--rate", type=float, default=200, help="sensor records/s between bursts")
     demo.add_argument("--burst", type=int, default=5000, help="records per burst")
-    demo.add_argument("--subscriber-ms", type=float, default=100,
-                      help="milliseconds the demo's slow Subscriber spends per row (default 100)")
+    demo.add_argument(
+        "--subscriber-ms",
+        type=float,
+        default=100,
+        help="milliseconds the demo's slow Subscriber spends per row (default 100)",
+    )
     demo.add_argument("--chart", default="rs_spark_demo.png", help="PNG chart path ('' for none)")
-    demo.add_argument("--volume", type=float, default=1.0,
-                      help="scale the sensor feed: multiplies --rate and --burst (default 1)")
+    demo.add_argument(
+        "--volume", type=float, default=1.0, help="scale the sensor feed: multiplies --rate and --burst (default 1)"
+    )
     demo.add_argument("--master", default="local[2]")
     args = ap.parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo
+
         args.rate *= args.volume
         args.burst = int(args.burst * args.volume)
         return run_demo(args)

@@ -9,6 +9,7 @@ bigger. A one-line live display shows rows/s, demand outstanding, buffered eleme
 and rows delivered; at the end a summary table and a PNG chart of demand and delivered elements
 per micro-batch (``--chart``; needs matplotlib, the ``demo`` extra).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,10 +18,10 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 
-def _metrics(progress: Dict[str, Any]) -> Dict[str, Any]:
+def _metrics(progress: dict[str, Any]) -> dict[str, Any]:
     lo = progress["sources"][0].get("latestOffset") or "{}"
     return json.loads(lo) if isinstance(lo, str) else dict(lo)
 
@@ -31,9 +32,9 @@ class SlowDashboard:
     def __init__(self, delay: float, chunk: int = 8) -> None:
         self.delay, self.chunk = delay, chunk
         self.delivered = 0
-        self.latest: Dict[Any, Dict[str, Any]] = {}
+        self.latest: dict[Any, dict[str, Any]] = {}
         self.done = threading.Event()
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self._left = 0
 
     def on_subscribe(self, s: Any) -> None:
@@ -41,7 +42,7 @@ class SlowDashboard:
         self._left = self.chunk
         s.request(self.chunk)
 
-    def on_next(self, row: Dict[str, Any]) -> None:
+    def on_next(self, row: dict[str, Any]) -> None:
         time.sleep(self.delay)  # "rendering": the slow part
         self.latest[(row["window"]["start"], row["sensor"])] = row
         self.delivered += 1
@@ -77,22 +78,29 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
     from .examples.sensors import SCHEMA
     from .spark.notebook import write_stream
 
-    reader = (spark.readStream.format("reactive").schema(SCHEMA)
-              .option("maxRecordsPerTrigger", args.max_records_per_trigger)
-              .option("pollTimeout", "200ms")
-              .option("publisher.rate", args.rate).option("publisher.burst", args.burst))
+    reader = (
+        spark.readStream.format("reactive")
+        .schema(SCHEMA)
+        .option("maxRecordsPerTrigger", args.max_records_per_trigger)
+        .option("pollTimeout", "200ms")
+        .option("publisher.rate", args.rate)
+        .option("publisher.burst", args.burst)
+    )
     reader = reader.option("endpoint", args.endpoint) if args.endpoint else reader.option("publisher", args.publisher)
     events = reader.load()
     # Append mode (Spark's Python sinks support append and complete, not update): a window is
     # delivered once, when the watermark passes its end.
-    averages = (events.withWatermark("ts", "2 seconds")
-                .groupBy(F.window("ts", "1 second"), "sensor")
-                .agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp")))
+    averages = (
+        events.withWatermark("ts", "2 seconds")
+        .groupBy(F.window("ts", "1 second"), "sensor")
+        .agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp"))
+    )
     dashboard = SlowDashboard(args.subscriber_ms / 1000.0)
-    query = write_stream(averages, dashboard, checkpoint=checkpoint, trigger={"processingTime": args.trigger},
-                         output_mode="append")
+    query = write_stream(
+        averages, dashboard, checkpoint=checkpoint, trigger={"processingTime": args.trigger}, output_mode="append"
+    )
     hub = query.rs_sink
-    rows: List[Dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     seen = -1
     start = time.time()
     try:
@@ -101,16 +109,24 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
             if p and p["batchId"] != seen:
                 seen = p["batchId"]
                 m = _metrics(p)
-                row = {"batch": p["batchId"], "rows": p["numInputRows"],
-                       "rows_per_s": p.get("processedRowsPerSecond") or 0.0,
-                       "outstanding": m.get("outstandingDemand", 0), "buffered": m.get("bufferedElements", 0),
-                       "received": m.get("receivedElements", 0), "ms": p["durationMs"].get("triggerExecution", 0),
-                       "delivered": dashboard.delivered, "sink_demand": hub.outstanding}
+                row = {
+                    "batch": p["batchId"],
+                    "rows": p["numInputRows"],
+                    "rows_per_s": p.get("processedRowsPerSecond") or 0.0,
+                    "outstanding": m.get("outstandingDemand", 0),
+                    "buffered": m.get("bufferedElements", 0),
+                    "received": m.get("receivedElements", 0),
+                    "ms": p["durationMs"].get("triggerExecution", 0),
+                    "delivered": dashboard.delivered,
+                    "sink_demand": hub.outstanding,
+                }
                 rows.append(row)
-                sys.stdout.write(f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  "
-                                 f"{row['rows_per_s']:>8,.0f} rows/s  "
-                                 f"demand outstanding {row['outstanding']:>6}  buffered {row['buffered']:>6}  "
-                                 f"batch {row['ms']:>5} ms  delivered {row['delivered']:>6}   ")
+                sys.stdout.write(
+                    f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  "
+                    f"{row['rows_per_s']:>8,.0f} rows/s  "
+                    f"demand outstanding {row['outstanding']:>6}  buffered {row['buffered']:>6}  "
+                    f"batch {row['ms']:>5} ms  delivered {row['delivered']:>6}   "
+                )
                 sys.stdout.flush()
             time.sleep(0.2)
         failed = query.exception()
@@ -123,19 +139,23 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
         return 1
     print(f"{'batch':>5} {'rows':>7} {'rows/s':>10} {'outstanding':>12} {'buffered':>9} {'ms':>6} {'delivered':>10}")
     for r in rows:
-        print(f"{r['batch']:>5} {r['rows']:>7} {r['rows_per_s']:>10,.0f} {r['outstanding']:>12} "
-              f"{r['buffered']:>9} {r['ms']:>6} {r['delivered']:>10}")
+        print(
+            f"{r['batch']:>5} {r['rows']:>7} {r['rows_per_s']:>10,.0f} {r['outstanding']:>12} "
+            f"{r['buffered']:>9} {r['ms']:>6} {r['delivered']:>10}"
+        )
     total = sum(r["rows"] for r in rows)
     ended = "on_complete" if dashboard.done.is_set() and dashboard.error is None else dashboard.error
-    print(f"{total} sensor records in {len(rows)} micro-batches (none above {args.max_records_per_trigger}); "
-          f"{dashboard.delivered} window averages delivered to a Subscriber taking {args.subscriber_ms} ms per row; "
-          f"Subscriber signalled: {ended}")
+    print(
+        f"{total} sensor records in {len(rows)} micro-batches (none above {args.max_records_per_trigger}); "
+        f"{dashboard.delivered} window averages delivered to a Subscriber taking {args.subscriber_ms} ms per row; "
+        f"Subscriber signalled: {ended}"
+    )
     if args.chart:
         print(chart(rows, args.chart))
     return 0
 
 
-def chart(rows: List[Dict[str, Any]], path: str) -> str:
+def chart(rows: list[dict[str, Any]], path: str) -> str:
     """Write a PNG of demand and delivered elements per micro-batch; return what was done."""
     try:
         import matplotlib
@@ -143,8 +163,10 @@ def chart(rows: List[Dict[str, Any]], path: str) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return ("chart skipped: matplotlib is not installed (pip install 'rs-spark[demo]'); "
-                "the table above has the same numbers")
+        return (
+            "chart skipped: matplotlib is not installed (pip install 'rs-spark[demo]'); "
+            "the table above has the same numbers"
+        )
     batches = [r["batch"] for r in rows]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
     top.bar(batches, [r["rows"] for r in rows], color="#4c72b0", label="records read (demand met)")

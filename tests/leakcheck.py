@@ -7,6 +7,7 @@ process's own Spark JVM is shut down) any process still carrying the marker gets
 exit; those left are named with what they listen on, killed, and the session fails. Only this
 session's processes are looked at, so concurrent runs on the same machine do not interfere.
 """
+
 from __future__ import annotations
 
 import os
@@ -142,8 +143,10 @@ def pytest_sessionfinish(session, exitstatus):
         except ProcessLookupError:
             pass
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    text = (f"leak check: {len(pids)} process(es) started by the tests outlived them by {GRACE_S:g} s "
-            "(killed now):\n  " + "\n  ".join(lines))
+    text = (
+        f"leak check: {len(pids)} process(es) started by the tests outlived them by {GRACE_S:g} s "
+        "(killed now):\n  " + "\n  ".join(lines)
+    )
     if reporter is not None:
         reporter.write_line(text, red=True)
     else:

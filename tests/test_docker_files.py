@@ -2,6 +2,7 @@
 copies exists, paths inside the image match its Python, and the job container runs the
 spark-submit example with arguments the example accepts (the same job runs on a local
 standalone cluster in tests/cluster)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """jvm-shim/build picks the interpreter it was given, from any directory, and never another one."""
+
 from __future__ import annotations
 
 import os
@@ -10,8 +11,9 @@ BUILD = os.path.join(ROOT, "jvm-shim", "build")
 
 
 def _build(python, cwd):
-    return subprocess.run(["bash", BUILD], cwd=cwd, env=dict(os.environ, PYTHON=python), capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        ["bash", BUILD], cwd=cwd, env=dict(os.environ, PYTHON=python), capture_output=True, text=True, timeout=600
+    )
 
 
 def test_a_relative_python_is_resolved_from_the_callers_directory(tmp_path):

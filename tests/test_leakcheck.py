@@ -1,4 +1,5 @@
 """The suite's leak check itself: a run whose test leaves a process behind fails, naming it."""
+
 from __future__ import annotations
 
 import os
@@ -31,9 +32,24 @@ def test_starts_a_child_and_waits_for_it():
 def _pytest(tmp_path, source):
     (tmp_path / "test_inner.py").write_text(textwrap.dedent(source))
     env = dict(os.environ, PYTHONPATH=ROOT, RS_SPARK_LEAK_GRACE_S="1")
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "tests.leakcheck",
-                           str(tmp_path / "test_inner.py")], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=str(tmp_path))
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "tests.leakcheck",
+            str(tmp_path / "test_inner.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=str(tmp_path),
+    )
 
 
 def test_a_process_that_outlives_its_test_fails_the_run_and_is_named(tmp_path):

@@ -1,6 +1,7 @@
 """rs_spark/ is lint-clean (ruff: pycodestyle, pyflakes, bugbear, import order) and type-clean
 (mypy, as configured in pyproject.toml): the package ships py.typed, so its users' type checkers
 read these annotations."""
+
 from __future__ import annotations
 
 import os

@@ -1,5 +1,6 @@
 """Every notebook in notebooks/ runs top to bottom in a real Jupyter kernel (nbclient +
 ipykernel, this interpreter), and is stored without outputs."""
+
 from __future__ import annotations
 
 import glob

@@ -1,5 +1,6 @@
 """The example Spark Declarative Pipeline (rs_spark/examples/pipelines/sensors) run with pyspark's
 own ``spark-pipelines run``: a streaming table over format("reactive") and a materialized view."""
+
 from __future__ import annotations
 
 import os
@@ -12,8 +13,9 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rs_spark", "examples",
-                       "pipelines", "sensors")
+EXAMPLE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "rs_spark", "examples", "pipelines", "sensors"
+)
 # pyspark 4.3.0's CLI fails AFTER a completed run of any pipeline that uses a Python data source:
 # it cannot parse the Python accumulator updates the server sends with the run's last response.
 KNOWN_CLI_BUG = "[UNKNOWN_RESPONSE] Unknown response: Plan observed(__python_accumulator__"
@@ -24,6 +26,7 @@ def _cli() -> str:
     if os.path.exists(here):
         return here
     import pyspark
+
     return os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-pipelines")
 
 
@@ -33,8 +36,11 @@ def test_declarative_pipeline_reads_a_publisher_into_a_streaming_table_and_a_vie
     spec = (work / "spark-pipeline.yml").read_text()
     lines = [f"storage: file://{tmp_path}/storage" if ln.startswith("storage:") else ln for ln in spec.splitlines()]
     (work / "spark-pipeline.yml").write_text("\n".join(lines).replace('"2000"', '"1500"') + "\n")
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable,
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
+    env = dict(
+        os.environ,
+        PYSPARK_PYTHON=sys.executable,
+        PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+    )
     r = subprocess.run([_cli(), "run"], cwd=str(work), env=env, capture_output=True, text=True, timeout=500)
     out = r.stdout + r.stderr
     assert "Flow spark_catalog.default.readings has COMPLETED" in out, out[-4000:]

@@ -1,4 +1,5 @@
 """The version users see comes from the installed package's metadata (pyproject.toml)."""
+
 from __future__ import annotations
 
 import tomllib

@@ -16,6 +16,7 @@ connections are served at once (others wait in the listen backlog), a request mu
 within ``auth_timeout`` seconds and be at most 1 KiB (checked before reading it), and the client
 caps what it accepts from a server.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -25,7 +26,7 @@ import secrets
 import socket
 import struct
 import threading
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
@@ -37,7 +38,7 @@ _MAX_REQUEST = 1024  # a fetch request is ~100 bytes of JSON
 _MAX_HEADER = 64 * 1024  # what the client accepts as a response header
 MAX_BODY_BYTES = 2**31 - 1  # what the client accepts as one partition's Arrow stream
 
-Lookup = Callable[[int, int, int], Tuple[pa.Schema, Sequence[pa.RecordBatch]]]
+Lookup = Callable[[int, int, int], tuple[pa.Schema, Sequence[pa.RecordBatch]]]
 """``(key, lo, hi) -> (schema, batches)``: rows ``[lo, hi)`` of the table stored under ``key``."""
 
 
@@ -56,7 +57,7 @@ def host_key() -> str:
     return "|".join(parts)
 
 
-def default_route_address() -> Optional[str]:
+def default_route_address() -> str | None:
     """The address of the interface of the default route, if there is one (no packet is sent)."""
     try:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
@@ -72,7 +73,7 @@ class Address:
 
     __slots__ = ("host_key", "hosts", "port", "secret")
 
-    def __init__(self, host_key: str, hosts: List[str], port: int, secret: bytes) -> None:
+    def __init__(self, host_key: str, hosts: list[str], port: int, secret: bytes) -> None:
         self.host_key, self.hosts, self.port, self.secret = host_key, hosts, port, secret
 
     def __getstate__(self) -> tuple:
@@ -81,7 +82,7 @@ class Address:
     def __setstate__(self, state: tuple) -> None:
         self.host_key, self.hosts, self.port, self.secret = state
 
-    def candidates(self) -> List[str]:
+    def candidates(self) -> list[str]:
         if self.host_key == host_key():
             return ["127.0.0.1"]
         return list(self.hosts)
@@ -97,8 +98,9 @@ def _mac(key: bytes, k: int, lo: int, hi: int) -> bytes:
 class BatchServer:
     """A daemon-thread TCP server answering fetches with ``lookup(key, lo, hi)``."""
 
-    def __init__(self, lookup: Lookup, binds: Sequence[str] = ("127.0.0.1",), max_handlers: int = 8,
-                 auth_timeout: float = 5.0) -> None:
+    def __init__(
+        self, lookup: Lookup, binds: Sequence[str] = ("127.0.0.1",), max_handlers: int = 8, auth_timeout: float = 5.0
+    ) -> None:
         """Listen on one port at each address of ``binds`` (loopback only by default).
 
         Executors on this host connect to 127.0.0.1; executors on other hosts need a
@@ -106,8 +108,10 @@ class BatchServer:
         wildcard address is refused: it would expose the rows on every interface.
         """
         if not binds or any(b in ("0.0.0.0", "::", "") for b in binds):
-            raise ValueError(f"BatchServer binds={list(binds)!r}: name the interfaces to listen on (a wildcard "
-                             "would serve the rows on every interface)")
+            raise ValueError(
+                f"BatchServer binds={list(binds)!r}: name the interfaces to listen on (a wildcard "
+                "would serve the rows on every interface)"
+            )
         self._lookup = lookup
         self._secret = secrets.token_bytes(_SECRET_LEN)
         self._auth_timeout = auth_timeout
@@ -117,8 +121,10 @@ class BatchServer:
         port = self._socks[0].getsockname()[1]
         advertised = [b for b in binds if not b.startswith("127.")]
         self.address = Address(host_key(), advertised, port, b"")
-        self._threads = [threading.Thread(target=self._accept_loop, args=(s,), name="rs-spark-batch-server",
-                                          daemon=True) for s in self._socks]
+        self._threads = [
+            threading.Thread(target=self._accept_loop, args=(s,), name="rs-spark-batch-server", daemon=True)
+            for s in self._socks
+        ]
         for t in self._threads:
             t.start()
 
@@ -148,7 +154,7 @@ class BatchServer:
         finally:
             self._slots.release()
 
-    def _authenticated_request(self, conn: socket.socket) -> Optional[Tuple[int, int, int]]:
+    def _authenticated_request(self, conn: socket.socket) -> tuple[int, int, int] | None:
         conn.settimeout(self._auth_timeout)
         n = _LEN.unpack(_recv_exact(conn, 4))[0]
         if n > _MAX_REQUEST:
@@ -168,8 +174,8 @@ class BatchServer:
                 for b in batches:
                     w.write_batch(b)
             buf = sink.getvalue()
-            body: Optional[pa.Buffer] = buf
-            header: Dict[str, object] = {"ok": True, "bytes": buf.size}
+            body: pa.Buffer | None = buf
+            header: dict[str, object] = {"ok": True, "bytes": buf.size}
         except Exception as exc:  # reported to the executor, which fails the task with it
             body, header = None, {"error": f"{type(exc).__name__}: {exc}"}
         h = json.dumps(header).encode()
@@ -190,9 +196,9 @@ class BatchServer:
                 pass
 
 
-def _listen_all(binds: Sequence[str]) -> List[socket.socket]:
+def _listen_all(binds: Sequence[str]) -> list[socket.socket]:
     """One listening socket per address, all on the same port (chosen by the first bind)."""
-    socks: List[socket.socket] = []
+    socks: list[socket.socket] = []
     port = 0
     try:
         for host in dict.fromkeys(binds):
@@ -205,8 +211,10 @@ def _listen_all(binds: Sequence[str]) -> List[socket.socket]:
     except OSError as exc:
         for s in socks:
             s.close()
-        raise OSError(f"the reactive source's batch server cannot listen on {host}:{port} ({exc}); set "
-                      "SPARK_LOCAL_IP or spark.driver.host to an address of this host") from exc
+        raise OSError(
+            f"the reactive source's batch server cannot listen on {host}:{port} ({exc}); set "
+            "SPARK_LOCAL_IP or spark.driver.host to an address of this host"
+        ) from exc
     return socks
 
 
@@ -222,10 +230,17 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes:
     return bytes(buf) if n <= 4096 else buf  # type: ignore[return-value]
 
 
-def fetch(address: Address, key: int, lo: int, hi: int, connect_timeout: float = 10.0,
-          read_timeout: float = 60.0, max_body_bytes: int = MAX_BODY_BYTES) -> List[pa.RecordBatch]:
+def fetch(
+    address: Address,
+    key: int,
+    lo: int,
+    hi: int,
+    connect_timeout: float = 10.0,
+    read_timeout: float = 60.0,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> list[pa.RecordBatch]:
     """Rows ``[lo, hi)`` stored under ``key`` at ``address``; :class:`FetchError` says why not."""
-    errors: Dict[str, str] = {}
+    errors: dict[str, str] = {}
     for host in address.candidates():
         try:
             conn = socket.create_connection((host, address.port), timeout=connect_timeout)
@@ -238,27 +253,33 @@ def fetch(address: Address, key: int, lo: int, hi: int, connect_timeout: float =
                 conn.settimeout(read_timeout)
                 body = _request(conn, address, key, lo, hi, where, max_body_bytes)
             except (OSError, ValueError) as exc:
-                raise FetchError(f"fetching rows [{lo}, {hi}) of {key} from {where} failed: "
-                                 f"{type(exc).__name__}: {exc}") from None
+                raise FetchError(
+                    f"fetching rows [{lo}, {hi}) of {key} from {where} failed: {type(exc).__name__}: {exc}"
+                ) from None
         return read_stream(pa.py_buffer(body), f"the batch server at {where} (rows [{lo}, {hi}) of {key})")
     raise FetchError(f"cannot connect to {address!r} from {socket.gethostname()}: {errors}")
 
 
-def _request(conn: socket.socket, address: Address, key: int, lo: int, hi: int, where: str,
-             max_body_bytes: int) -> bytes:
+def _request(
+    conn: socket.socket, address: Address, key: int, lo: int, hi: int, where: str, max_body_bytes: int
+) -> bytes:
     req = json.dumps({"key": key, "lo": lo, "hi": hi, "mac": address.secret.hex()}).encode()
     conn.sendall(_LEN.pack(len(req)) + req)
     n = _LEN.unpack(_recv_exact(conn, 4))[0]
     if n > _MAX_HEADER:
-        raise FetchError(f"the batch server at {where} declared a {n}-byte header (at most {_MAX_HEADER}): not an "
-                         "rs_spark batch server")
+        raise FetchError(
+            f"the batch server at {where} declared a {n}-byte header (at most {_MAX_HEADER}): not an "
+            "rs_spark batch server"
+        )
     header = json.loads(_recv_exact(conn, n))
     if "error" in header:
         raise FetchError(str(header["error"]))
     size = int(header["bytes"])
     if not 0 <= size <= max_body_bytes:
-        raise FetchError(f"the batch server at {where} declared {size} bytes for rows [{lo}, {hi}) of {key} (at most "
-                         f"{max_body_bytes}): refused before allocating")
+        raise FetchError(
+            f"the batch server at {where} declared {size} bytes for rows [{lo}, {hi}) of {key} (at most "
+            f"{max_body_bytes}): refused before allocating"
+        )
     return _recv_exact(conn, size)
 
 

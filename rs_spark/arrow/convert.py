@@ -10,13 +10,15 @@ and field, then applies the mode:
 - ``PERMISSIVE``: keep a row of nulls with the element's text in the corrupt-record column.
 - ``DROPMALFORMED``: drop the element and count it.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import enum
 import json
 import operator
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -29,7 +31,7 @@ class Mode(enum.Enum):
     DROPMALFORMED = "DROPMALFORMED"
 
     @classmethod
-    def parse(cls, value: str) -> "Mode":
+    def parse(cls, value: str) -> Mode:
         try:
             return cls(str(value).upper())
         except ValueError:
@@ -41,7 +43,7 @@ class Mode(enum.Enum):
 class MalformedElementError(ValueError):
     """An element does not fit the schema. ``offset`` is its position in the stream."""
 
-    def __init__(self, offset: int, field: Optional[str], detail: str, element: Any) -> None:
+    def __init__(self, offset: int, field: str | None, detail: str, element: Any) -> None:
         where = f"field '{field}'" if field else "the element as a whole"
         shown = _short_repr(element)
         super().__init__(
@@ -76,8 +78,13 @@ class ElementConverter:
     nullable string) if ``schema`` does not already have it; see :attr:`output_schema`.
     """
 
-    def __init__(self, schema: pa.Schema, mode: Mode | str = Mode.FAILFAST,
-                 corrupt_column: str = DEFAULT_CORRUPT_COLUMN, add_corrupt_column: bool = True) -> None:
+    def __init__(
+        self,
+        schema: pa.Schema,
+        mode: Mode | str = Mode.FAILFAST,
+        corrupt_column: str = DEFAULT_CORRUPT_COLUMN,
+        add_corrupt_column: bool = True,
+    ) -> None:
         self.mode = mode if isinstance(mode, Mode) else Mode.parse(mode)
         self.corrupt_column = corrupt_column
         if self.mode is Mode.PERMISSIVE and schema.get_field_index(corrupt_column) < 0:
@@ -89,8 +96,7 @@ class ElementConverter:
                 self.corrupt_column = ""
         self.output_schema = schema
         # The fields an element must supply (all but the corrupt column).
-        self._data_fields = [f for f in schema
-                             if not (self.mode is Mode.PERMISSIVE and f.name == self.corrupt_column)]
+        self._data_fields = [f for f in schema if not (self.mode is Mode.PERMISSIVE and f.name == self.corrupt_column)]
         self._data_schema = pa.schema(self._data_fields)
         self._struct_type = pa.struct(self._data_fields)  # for the tuple fast path
         self._names = [f.name for f in self._data_fields]
@@ -109,7 +115,7 @@ class ElementConverter:
             return self._one_by_one(elements, first_offset)
         return Converted(self._finish(batch), 0, 0)
 
-    def try_bulk(self, elements: Sequence[Any]) -> Optional[pa.RecordBatch]:
+    def try_bulk(self, elements: Sequence[Any]) -> pa.RecordBatch | None:
         """Convert plain (non-Arrow) elements on the fast path only: the batch (one row per
         element), or None when any element needs the slow path (malformed, or not plain).
         Safe to call from another thread while :meth:`convert` runs."""
@@ -167,7 +173,7 @@ class ElementConverter:
             return pa.RecordBatch.from_arrays([pa.array(list(elements), type=schema[0].type)], schema=schema)
         raise TypeError(f"cannot convert {type(first).__name__} elements to a {len(schema)}-column row")
 
-    def _check_nulls(self, arrays: List[pa.Array]) -> None:
+    def _check_nulls(self, arrays: list[pa.Array]) -> None:
         for a, f in zip(arrays, self._data_fields, strict=False):
             if a.null_count and not f.nullable:
                 raise ValueError(f"nulls in non-nullable field {f.name}")
@@ -177,7 +183,7 @@ class ElementConverter:
             raise TypeError("not a dataclass instance")
         return {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
 
-    def _finish(self, batch: pa.RecordBatch, corrupt: Optional[List[Optional[str]]] = None) -> pa.RecordBatch:
+    def _finish(self, batch: pa.RecordBatch, corrupt: list[str | None] | None = None) -> pa.RecordBatch:
         if self.mode is not Mode.PERMISSIVE or not self.corrupt_column:
             return batch
         arrays = []
@@ -190,8 +196,8 @@ class ElementConverter:
 
     # -- the slow path that finds and handles malformed elements --------------------------
     def _one_by_one(self, elements: Sequence[Any], first_offset: int) -> Converted:
-        good: List[dict] = []
-        corrupt: List[Optional[str]] = []
+        good: list[dict] = []
+        corrupt: list[str | None] = []
         dropped = malformed = 0
         null_row = {n: None for n in self._names}
         for i, e in enumerate(elements):
@@ -211,7 +217,7 @@ class ElementConverter:
         batch = pa.RecordBatch.from_pylist(good, schema=self._data_schema)
         return Converted(self._finish(batch, corrupt), dropped, malformed)
 
-    def _check_one(self, e: Any) -> Tuple[Optional[dict], Optional[str], str]:
+    def _check_one(self, e: Any) -> tuple[dict | None, str | None, str]:
         """Return (row, None, "") if ``e`` fits, else (None, field, what is wrong)."""
         fields = self._data_fields
         if isinstance(e, dict):
@@ -225,9 +231,15 @@ class ElementConverter:
         elif len(fields) == 1 and not isinstance(e, (pa.RecordBatch, pa.Table)):
             values = {fields[0].name: e}
         else:
-            return None, None, (f"a {type(e).__name__} cannot be a row of {len(fields)} columns; send dicts, "
-                                "tuples, dataclasses or RecordBatches")
-        row: Dict[str, Any] = {}
+            return (
+                None,
+                None,
+                (
+                    f"a {type(e).__name__} cannot be a row of {len(fields)} columns; send dicts, "
+                    "tuples, dataclasses or RecordBatches"
+                ),
+            )
+        row: dict[str, Any] = {}
         for f in fields:
             if f.name not in values:
                 if f.nullable:
@@ -246,7 +258,7 @@ class ElementConverter:
 
     # -- Arrow elements ---------------------------------------------------------------------
     def _convert_arrow(self, elements: Sequence[Any], first_offset: int) -> Converted:
-        batches: List[pa.RecordBatch] = []
+        batches: list[pa.RecordBatch] = []
         offset = first_offset
         dropped = malformed = 0
         for e in elements:
@@ -264,9 +276,12 @@ class ElementConverter:
             except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
                 malformed += n
                 if self.mode is Mode.FAILFAST:
-                    raise MalformedElementError(offset, None, f"a batch of {n} rows does not fit the schema "
-                                                f"{self._data_schema}: {exc}",
-                                                f"<{type(e).__name__} {e.schema}>") from None
+                    raise MalformedElementError(
+                        offset,
+                        None,
+                        f"a batch of {n} rows does not fit the schema {self._data_schema}: {exc}",
+                        f"<{type(e).__name__} {e.schema}>",
+                    ) from None
                 if self.mode is Mode.DROPMALFORMED:
                     dropped += n
                 else:
@@ -281,10 +296,11 @@ class ElementConverter:
             return Converted(batches[0], dropped, malformed)
         table = pa.Table.from_batches(batches, schema=self.output_schema).combine_chunks()
         out = table.to_batches()
-        return Converted(out[0] if out else pa.RecordBatch.from_pylist([], schema=self.output_schema),
-                         dropped, malformed)
+        return Converted(
+            out[0] if out else pa.RecordBatch.from_pylist([], schema=self.output_schema), dropped, malformed
+        )
 
-    def _conform_arrow(self, e: Any) -> List[pa.RecordBatch]:
+    def _conform_arrow(self, e: Any) -> list[pa.RecordBatch]:
         """Select the schema's columns by name and cast them; raises if impossible."""
         if e.schema.equals(self._data_schema) and self.mode is not Mode.PERMISSIVE:
             return e.to_batches() if isinstance(e, pa.Table) else [e]

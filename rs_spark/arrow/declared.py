@@ -1,4 +1,5 @@
 """A Publisher that declares its schema, so ``format("reactive")`` needs no ``.schema(...)``."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,6 +23,7 @@ class SchemaPublisher:
 
     def pipe(self, *operators: Any) -> Any:
         from ..streams.pipeline import pipe
+
         return pipe(self._publisher, *operators)
 
 

@@ -1,7 +1,8 @@
 """Arrow IPC stream bytes <-> record batches: the one encoding rs_spark ships batches in."""
+
 from __future__ import annotations
 
-from typing import Iterable, List
+from collections.abc import Iterable
 
 import pyarrow as pa
 
@@ -17,7 +18,7 @@ def to_ipc(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def from_ipc(data: bytes | pa.Buffer, source: str = "an Arrow IPC stream") -> List[pa.RecordBatch]:
+def from_ipc(data: bytes | pa.Buffer, source: str = "an Arrow IPC stream") -> list[pa.RecordBatch]:
     """Every batch of one Arrow IPC stream, validated (see :mod:`rs_spark.arrow.validate`)."""
     return read_stream(pa.py_buffer(data) if isinstance(data, (bytes, bytearray, memoryview)) else data, source)
 

@@ -7,10 +7,11 @@ dictionary indices, UTF-8) and any message whose body is compressed is refused *
 decompressed: rs_spark never compresses what it sends, and a 33 KB compressed message can declare
 a 1 GiB body. A refusal is a :class:`MalformedArrow` that names where the bytes came from.
 """
+
 from __future__ import annotations
 
 import struct
-from typing import Iterator, List
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -19,9 +20,11 @@ class MalformedArrow(ValueError):
     """Arrow IPC bytes from ``source`` failed validation; nothing of them reached user code."""
 
     def __init__(self, source: str, problem: str) -> None:
-        super().__init__(f"malformed Arrow IPC from {source}: {problem}; the data was refused (nothing of it was "
-                         "delivered). Check that the peer or file writes uncompressed Arrow IPC streams of the "
-                         "agreed schema")
+        super().__init__(
+            f"malformed Arrow IPC from {source}: {problem}; the data was refused (nothing of it was "
+            "delivered). Check that the peer or file writes uncompressed Arrow IPC streams of the "
+            "agreed schema"
+        )
         self.source = source
         self.problem = problem
 
@@ -61,7 +64,7 @@ class _Table:
         at = self.field(index)
         return self._read("<B", at) if at else 0
 
-    def table(self, index: int) -> "_Table | None":
+    def table(self, index: int) -> _Table | None:
         at = self.field(index)
         return _Table(self.buf, at + self._read("<I", at)) if at else None
 
@@ -82,8 +85,11 @@ def refuse_compressed(data: pa.Buffer, source: str) -> None:
     try:
         for i, message in enumerate(pa.ipc.MessageReader.open_stream(data)):
             if is_compressed(message.metadata.to_pybytes()):
-                raise MalformedArrow(source, f"message {i} ({message.type}) has a compressed body; rs_spark accepts "
-                                             "uncompressed Arrow only (a compressed body can expand without bound)")
+                raise MalformedArrow(
+                    source,
+                    f"message {i} ({message.type}) has a compressed body; rs_spark accepts "
+                    "uncompressed Arrow only (a compressed body can expand without bound)",
+                )
     except MalformedArrow:
         raise
     except (pa.ArrowException, ValueError, struct.error, OSError, EOFError) as exc:
@@ -108,7 +114,7 @@ def _check_names(field: pa.Field) -> None:
         _check_names(field.type.field(i))
 
 
-def read_stream(data: pa.Buffer | bytes, source: str) -> List[pa.RecordBatch]:
+def read_stream(data: pa.Buffer | bytes, source: str) -> list[pa.RecordBatch]:
     """Every batch of one IPC stream, refused if compressed or invalid (see the module docstring)."""
     return list(iter_stream(data, source))
 
@@ -125,7 +131,7 @@ def iter_stream(data: pa.Buffer | bytes, source: str) -> Iterator[pa.RecordBatch
         yield checked(b, source)
 
 
-def _decode_uncompressed(buf: pa.Buffer, source: str) -> List[pa.RecordBatch]:
+def _decode_uncompressed(buf: pa.Buffer, source: str) -> list[pa.RecordBatch]:
     """One pass over the messages: each batch's metadata is checked for compression before its
     body is decoded. Streams with dictionaries take Arrow's stream reader after the check."""
     messages = list(pa.ipc.MessageReader.open_stream(buf))
@@ -133,8 +139,11 @@ def _decode_uncompressed(buf: pa.Buffer, source: str) -> List[pa.RecordBatch]:
         raise MalformedArrow(source, "the stream does not begin with a schema message")
     for i, m in enumerate(messages[1:], 1):
         if m.type != "schema" and is_compressed(m.metadata.to_pybytes()):
-            raise MalformedArrow(source, f"message {i} ({m.type}) has a compressed body; rs_spark accepts "
-                                         "uncompressed Arrow only (a compressed body can expand without bound)")
+            raise MalformedArrow(
+                source,
+                f"message {i} ({m.type}) has a compressed body; rs_spark accepts "
+                "uncompressed Arrow only (a compressed body can expand without bound)",
+            )
     if any(m.type != "record batch" for m in messages[1:]):
         return list(pa.ipc.open_stream(buf))  # dictionary batches: Arrow's reader keeps the memo
     schema = pa.ipc.read_schema(messages[0])

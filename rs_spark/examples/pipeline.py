@@ -12,6 +12,7 @@ readings at or above ``--hot`` degrees into a Reactive Streams Subscriber in thi
 process (``format("reactive")`` sink through :func:`rs_spark.write_stream`), which checks it
 got them once each. Prints per-sensor counts; exits non-zero if anything is missing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,29 +45,45 @@ def main(argv: list[str] | None = None) -> int:
 
     spark = SparkSession.builder.appName("rs_spark-pipeline").getOrCreate()
     register(spark)
-    events = (spark.readStream.format("reactive").schema(SCHEMA)
-              .option("publisher", "rs_spark.examples.sensors:readings")
-              .option("publisher.total", args.total).option("publisher.rate", args.rate)
-              .option("publisher.burst", args.burst).option("publisher.burst_every", 1)
-              .option("maxRecordsPerTrigger", args.max_records_per_trigger)
-              .option("numPartitions", args.partitions)
-              .option("logPath", args.log_path).load())
-    query = (events.writeStream.format("parquet").option("path", args.output)
-             .option("checkpointLocation", args.checkpoint).trigger(availableNow=True).start())
+    events = (
+        spark.readStream.format("reactive")
+        .schema(SCHEMA)
+        .option("publisher", "rs_spark.examples.sensors:readings")
+        .option("publisher.total", args.total)
+        .option("publisher.rate", args.rate)
+        .option("publisher.burst", args.burst)
+        .option("publisher.burst_every", 1)
+        .option("maxRecordsPerTrigger", args.max_records_per_trigger)
+        .option("numPartitions", args.partitions)
+        .option("logPath", args.log_path)
+        .load()
+    )
+    query = (
+        events.writeStream.format("parquet")
+        .option("path", args.output)
+        .option("checkpointLocation", args.checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination()
     batches = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
     out = spark.read.parquet(args.output)
     total = out.count()
     distinct = out.select("seq").distinct().count()
-    print(f"rs_spark pipeline: {total} readings ({distinct} distinct) in {len(batches)} micro-batches "
-          f"of at most {max(batches) if batches else 0} records")
-    out.groupBy("sensor").agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp")) \
-        .orderBy("sensor").show(truncate=False)
+    print(
+        f"rs_spark pipeline: {total} readings ({distinct} distinct) in {len(batches)} micro-batches "
+        f"of at most {max(batches) if batches else 0} records"
+    )
+    out.groupBy("sensor").agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp")).orderBy(
+        "sensor"
+    ).show(truncate=False)
 
     hot_seqs = _hot_readings_to_a_subscriber(spark, out.schema, args)
     expected = out.where(F.col("temperature") >= args.hot).count()
-    print(f"rs_spark pipeline: the Subscriber received {len(hot_seqs)} hot readings ({len(set(hot_seqs))} "
-          f"distinct; Parquet has {expected} at >= {args.hot})")
+    print(
+        f"rs_spark pipeline: the Subscriber received {len(hot_seqs)} hot readings ({len(set(hot_seqs))} "
+        f"distinct; Parquet has {expected} at >= {args.hot})"
+    )
     spark.stop()
     return 0 if total == distinct == args.total and len(hot_seqs) == len(set(hot_seqs)) == expected else 1
 
@@ -83,6 +100,7 @@ def _hot_readings_to_a_subscriber(spark, schema, args) -> list:
     seqs: list = []
     ended = threading.Event()
     failure: list = []
+
     # A slow-ish consumer with bounded demand: it requests 256 readings at a time, and the
     # query's commits wait for it (backpressure from a Subscriber into Spark).
     def failed(e: BaseException) -> None:
@@ -91,8 +109,13 @@ def _hot_readings_to_a_subscriber(spark, schema, args) -> list:
 
     sub = CallbackSubscriber(lambda r: seqs.append(r["seq"]), on_error=failed, on_complete=ended.set, request_size=256)
     hot = spark.readStream.schema(schema).parquet(args.output).where(F.col("temperature") >= args.hot)
-    query = rs_spark.write_stream(hot, sub, checkpoint=args.checkpoint.rstrip("/") + "-hot",
-                                  trigger={"availableNow": True}, query_name="hot_readings")
+    query = rs_spark.write_stream(
+        hot,
+        sub,
+        checkpoint=args.checkpoint.rstrip("/") + "-hot",
+        trigger={"availableNow": True},
+        query_name="hot_readings",
+    )
     query.awaitTermination()
     if not ended.wait(60):
         raise RuntimeError("the Subscriber got no on_complete within 60 s of the query's end")

@@ -8,19 +8,21 @@
 It is a real push source: a thread emits on its own clock through ``create`` with a bounded
 buffer (``publisher.buffer``, default 50000, ``Overflow.DROP_OLDEST``); Spark's demand drains it.
 """
+
 from __future__ import annotations
 
 import random
 import threading
 import time
-from typing import Any, Dict
+from datetime import UTC
+from typing import Any
 
 from ..streams import Overflow, create
 
 SCHEMA = "sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG"
 
 
-def readings(options: Dict[str, Any]) -> Any:
+def readings(options: dict[str, Any]) -> Any:
     opt = {k.lower(): v for k, v in options.items()}
 
     def get(name: str, default: float) -> float:
@@ -38,7 +40,8 @@ def readings(options: Dict[str, Any]) -> Any:
         emitter.on_cancel(stop.set)
 
         def loop() -> None:
-            from datetime import datetime, timezone
+            from datetime import datetime
+
             seq = 0
             next_burst = time.monotonic() + burst_every
             while not stop.is_set() and (total < 0 or seq < total):
@@ -50,8 +53,14 @@ def readings(options: Dict[str, Any]) -> Any:
                     if total >= 0 and seq >= total:
                         break
                     s = rng.randrange(sensors)
-                    emitter.next({"sensor": f"sensor-{s}", "ts": datetime.now(timezone.utc),
-                                  "temperature": round(20 + 5 * rng.random() + s, 2), "seq": seq})
+                    emitter.next(
+                        {
+                            "sensor": f"sensor-{s}",
+                            "ts": datetime.now(UTC),
+                            "temperature": round(20 + 5 * rng.random() + s, 2),
+                            "seq": seq,
+                        }
+                    )
                     seq += 1
                 if n == 1:
                     time.sleep(1.0 / rate)

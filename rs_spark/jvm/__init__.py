@@ -10,12 +10,28 @@
 
 Imports py4j and pyarrow, never pyspark.
 """
+
 from .factory import JvmFactoryError, open_publisher
 from .gateway import JAR_NAME, Gateway, ShimNotFound, close_shared, debian_jar, jar_path, launch, shared, shim
 from .publisher import JvmError, JvmPublisher
 from .schema import parse_spec, to_spec
 from .subscriber import JvmSubscriber
 
-__all__ = ["JvmPublisher", "JvmSubscriber", "JvmError", "open_publisher", "JvmFactoryError", "Gateway", "ShimNotFound",
-           "close_shared", "launch", "shared", "shim",
-           "jar_path", "debian_jar", "JAR_NAME", "parse_spec", "to_spec"]
+__all__ = [
+    "JvmPublisher",
+    "JvmSubscriber",
+    "JvmError",
+    "open_publisher",
+    "JvmFactoryError",
+    "Gateway",
+    "ShimNotFound",
+    "close_shared",
+    "launch",
+    "shared",
+    "shim",
+    "jar_path",
+    "debian_jar",
+    "JAR_NAME",
+    "parse_spec",
+    "to_spec",
+]

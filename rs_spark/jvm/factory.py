@@ -12,11 +12,13 @@ one per process and set of jars, ending with the process.
 ``Flow.Publisher`` / ``org.reactivestreams.Publisher`` class with a no-argument or ``Map``
 constructor). Imports py4j and pyarrow, never pyspark.
 """
+
 from __future__ import annotations
 
 import glob
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .gateway import shared
 from .publisher import JvmPublisher
@@ -30,46 +32,58 @@ class JvmFactoryError(ValueError):
         self.kind = kind  # jars, class, method, type, raised, jvm
 
 
-def expand_jars(jars: Any, option: str = "jvmJars") -> List[str]:
+def expand_jars(jars: Any, option: str = "jvmJars") -> list[str]:
     """``"a.jar,lib/*.jar"`` or a list -> existing jar paths (globs expanded); a missing one is an error."""
     if not jars:
         return []
     items = [j.strip() for j in (jars.split(",") if isinstance(jars, str) else jars) if j and str(j).strip()]
-    out: List[str] = []
+    out: list[str] = []
     for item in items:
         item = os.path.expanduser(str(item))
         if any(ch in item for ch in "*?["):
             found = sorted(glob.glob(item))
             if not found:
-                raise JvmFactoryError(f"option {option}: {item!r} matches no file; give jar paths (or globs) that "
-                                      "exist on the machine running the reader (the Spark driver)", "jars")
+                raise JvmFactoryError(
+                    f"option {option}: {item!r} matches no file; give jar paths (or globs) that "
+                    "exist on the machine running the reader (the Spark driver)",
+                    "jars",
+                )
             out.extend(found)
         elif os.path.isfile(item) or os.path.isdir(item):
             out.append(item)
         else:
-            raise JvmFactoryError(f"option {option}: jar {item!r} does not exist; give comma-separated jar paths "
-                                  "that exist on the machine running the reader (the Spark driver)", "jars")
+            raise JvmFactoryError(
+                f"option {option}: jar {item!r} does not exist; give comma-separated jar paths "
+                "that exist on the machine running the reader (the Spark driver)",
+                "jars",
+            )
     return out
 
 
 _HINTS = {
     "class": "Put the jar holding it on option {jars_option} (comma-separated jar paths or globs){now}, and check "
-             "the spelling (package.Class; a nested class is package.Outer$Inner)",
+    "the spelling (package.Class; a nested class is package.Outer$Inner)",
     "method": "Name a public static method taking no argument or a Map<String, String> (com.example.Feeds#method), "
-              "or a public Publisher class with such a constructor",
+    "or a public Publisher class with such a constructor",
     "type": "Make the factory return a java.util.concurrent.Flow.Publisher or an org.reactivestreams.Publisher "
-            "(then put reactive-streams.jar on option {jars_option} too)",
-    "raised": "Fix the factory, or the options it reads (it gets every option, lower-cased, e.g. "
-              "'publisher.count')",
+    "(then put reactive-streams.jar on option {jars_option} too)",
+    "raised": "Fix the factory, or the options it reads (it gets every option, lower-cased, e.g. 'publisher.count')",
 }
 
 
-def resolve(jvm: Any, spec: str, options: Optional[Mapping[str, Any]] = None, *, option: str = "jvmPublisher",
-            jars: Sequence[str] = (), jars_option: str = "jvmJars") -> Any:
+def resolve(
+    jvm: Any,
+    spec: str,
+    options: Mapping[str, Any] | None = None,
+    *,
+    option: str = "jvmPublisher",
+    jars: Sequence[str] = (),
+    jars_option: str = "jvmJars",
+) -> Any:
     """The JVM Publisher ``spec`` names, in ``jvm`` (a py4j JVMView), or :class:`JvmFactoryError`."""
     from py4j.protocol import Py4JJavaError
 
-    opts: Dict[str, str] = {str(k): str(v) for k, v in (options or {}).items()}
+    opts: dict[str, str] = {str(k): str(v) for k, v in (options or {}).items()}
     try:
         return jvm.rsspark.jvm.Shim.publisher(spec, opts)
     except Py4JJavaError as exc:
@@ -83,8 +97,15 @@ def resolve(jvm: Any, spec: str, options: Optional[Mapping[str, Any]] = None, *,
         raise JvmFactoryError(f"option {option}={spec!r}: {text}. {hint}", kind) from None
 
 
-def open_publisher(spec: str, jars: Any = (), options: Optional[Mapping[str, Any]] = None, *,
-                   option: str = "jvmPublisher", jars_option: str = "jvmJars", **kwargs: Any) -> JvmPublisher:
+def open_publisher(
+    spec: str,
+    jars: Any = (),
+    options: Mapping[str, Any] | None = None,
+    *,
+    option: str = "jvmPublisher",
+    jars_option: str = "jvmJars",
+    **kwargs: Any,
+) -> JvmPublisher:
     """Start (or reuse) this process's standalone JVM with ``jars``, build the Publisher ``spec``
     names with ``options`` and wrap it as a :class:`JvmPublisher` (keyword arguments go there;
     default ``elements="batches"``)."""
@@ -92,9 +113,12 @@ def open_publisher(spec: str, jars: Any = (), options: Optional[Mapping[str, Any
     try:
         gw = shared(paths)
     except Exception as exc:
-        raise JvmFactoryError(f"option {option}={spec!r}: cannot start a JVM for it in this process: "
-                              f"{type(exc).__name__}: {exc}. It needs java (17+) on PATH or JAVA_HOME, and "
-                              "pyspark installed (its Arrow jars)", "jvm") from exc
+        raise JvmFactoryError(
+            f"option {option}={spec!r}: cannot start a JVM for it in this process: "
+            f"{type(exc).__name__}: {exc}. It needs java (17+) on PATH or JAVA_HOME, and "
+            "pyspark installed (its Arrow jars)",
+            "jvm",
+        ) from exc
     jpub = resolve(gw.jvm, spec, options, option=option, jars=paths, jars_option=jars_option)
     kwargs.setdefault("elements", "batches")
     return JvmPublisher(jpub, gw.jvm, **kwargs)

@@ -3,6 +3,7 @@
 Inside a Spark driver use ``spark._jvm`` instead (see :mod:`rs_spark.spark.jvm`). This module
 imports py4j only, never pyspark; it finds pyspark's bundled Arrow jars by path.
 """
+
 from __future__ import annotations
 
 import glob
@@ -11,15 +12,26 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 JAR_NAME = "rs-spark-jvm.jar"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Java 17 modules: Arrow's memory module reads direct buffers' addresses.
 JAVA_OPTS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "-Dio.netty.tryReflectionSetAccessible=true")
 # pyspark's jars the shim needs outside Spark (Arrow and what Arrow needs).
-_STANDALONE_PREFIXES = ("arrow-", "flatbuffers-", "netty-buffer", "netty-common", "slf4j-api", "jackson-annotations",
-                        "jackson-core", "jackson-databind", "commons-codec", "py4j-")
+_STANDALONE_PREFIXES = (
+    "arrow-",
+    "flatbuffers-",
+    "netty-buffer",
+    "netty-common",
+    "slf4j-api",
+    "jackson-annotations",
+    "jackson-core",
+    "jackson-databind",
+    "commons-codec",
+    "py4j-",
+)
 
 
 class ShimNotFound(RuntimeError):
@@ -32,11 +44,12 @@ def jar_path() -> str:
     if not os.path.isfile(p):
         raise ShimNotFound(
             f"{p} is missing: this is a source checkout where the JVM shim was not built yet. "
-            "Run: bash jvm-shim/build   (needs a JDK 17; Debian packages are installed when missing)")
+            "Run: bash jvm-shim/build   (needs a JDK 17; Debian packages are installed when missing)"
+        )
     return p
 
 
-def spark_jars_dir() -> Optional[str]:
+def spark_jars_dir() -> str | None:
     """pyspark's bundled jars directory (Arrow for Java lives there), found without importing pyspark.
 
     In Spark's own Python workers pyspark is imported from ``pyspark.zip``, which has no jars: there
@@ -53,13 +66,13 @@ def spark_jars_dir() -> Optional[str]:
     return None
 
 
-def debian_jar(name: str) -> Optional[str]:
+def debian_jar(name: str) -> str | None:
     """``/usr/share/java/<name>.jar`` when the Debian package is installed (e.g. ``reactive-streams``)."""
     p = os.path.join("/usr/share/java", name + ".jar")
     return p if os.path.isfile(p) else None
 
 
-def standalone_classpath(extra_jars: Iterable[str] = ()) -> List[str]:
+def standalone_classpath(extra_jars: Iterable[str] = ()) -> list[str]:
     """The shim jar, Arrow for Java (from pyspark) and ``extra_jars``."""
     jars = [jar_path()]
     d = spark_jars_dir()
@@ -97,14 +110,14 @@ class Gateway:
             except subprocess.TimeoutExpired:
                 p.kill()
 
-    def __enter__(self) -> "Gateway":
+    def __enter__(self) -> Gateway:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def launch(extra_jars: Sequence[str] = (), java_opts: Sequence[str] = (), java: Optional[str] = None) -> Gateway:
+def launch(extra_jars: Sequence[str] = (), java_opts: Sequence[str] = (), java: str | None = None) -> Gateway:
     """Start a JVM with the shim on its classpath and connect py4j to it (no Spark involved)."""
     from py4j.java_gateway import GatewayParameters, JavaGateway, launch_gateway
 
@@ -112,17 +125,22 @@ def launch(extra_jars: Sequence[str] = (), java_opts: Sequence[str] = (), java: 
     py4j_jar = next((j for j in cp if os.path.basename(j).startswith("py4j-")), "")
     java_home = os.environ.get("JAVA_HOME")
     java_path = java or (os.path.join(java_home, "bin", "java") if java_home else "java")
-    port, proc = launch_gateway(jarpath=py4j_jar, classpath=os.pathsep.join(cp),
-                                javaopts=list(JAVA_OPTS) + list(java_opts),
-                                die_on_exit=True, java_path=java_path, return_proc=True,
-                                redirect_stderr=None)
+    port, proc = launch_gateway(
+        jarpath=py4j_jar,
+        classpath=os.pathsep.join(cp),
+        javaopts=list(JAVA_OPTS) + list(java_opts),
+        die_on_exit=True,
+        java_path=java_path,
+        return_proc=True,
+        redirect_stderr=None,
+    )
     gw = JavaGateway(gateway_parameters=GatewayParameters(port=port, auto_convert=True, auto_field=False))
     g = Gateway(gw, proc)
     shim(g.jvm)  # fail now, clearly, if the classes are not there
     return g
 
 
-_shared: Dict[Tuple[str, ...], Gateway] = {}
+_shared: dict[tuple[str, ...], Gateway] = {}
 _shared_lock = threading.Lock()
 
 
@@ -160,5 +178,17 @@ def shim(jvm: Any) -> Any:
     return cls
 
 
-__all__ = ["JAR_NAME", "JAVA_OPTS", "Gateway", "ShimNotFound", "close_shared", "jar_path", "launch", "shared", "shim",
-           "spark_jars_dir", "debian_jar", "standalone_classpath"]
+__all__ = [
+    "JAR_NAME",
+    "JAVA_OPTS",
+    "Gateway",
+    "ShimNotFound",
+    "close_shared",
+    "jar_path",
+    "launch",
+    "shared",
+    "shim",
+    "spark_jars_dir",
+    "debian_jar",
+    "standalone_classpath",
+]

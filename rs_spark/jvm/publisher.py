@@ -5,13 +5,14 @@ upstream what the Python Subscriber demands (never more: rule 1.1 holds towards 
 JVM publisher is checked against it too), capped at ``max_in_flight`` rows not yet emitted, and
 hands over what arrives as one Arrow IPC batch per py4j call (through a memory-mapped file).
 """
+
 from __future__ import annotations
 
 import os
 import stat
 import tempfile
 import threading
-from typing import Any, Optional
+from typing import Any
 
 import pyarrow as pa
 
@@ -58,9 +59,19 @@ class JvmPublisher:
     Each ``subscribe`` subscribes to the JVM Publisher once (cold publishers start over).
     """
 
-    def __init__(self, jvm_publisher: Any, jvm: Any, *, schema: Any = None, elements: str = "values",
-                 batch_rows: int = 65536, linger: float = 0.002, max_linger: float = 0.05,
-                 max_in_flight: Optional[int] = None, transfer: str = "file") -> None:
+    def __init__(
+        self,
+        jvm_publisher: Any,
+        jvm: Any,
+        *,
+        schema: Any = None,
+        elements: str = "values",
+        batch_rows: int = 65536,
+        linger: float = 0.002,
+        max_linger: float = 0.05,
+        max_in_flight: int | None = None,
+        transfer: str = "file",
+    ) -> None:
         if jvm_publisher is None:
             raise TypeError("JvmPublisher needs a JVM publisher (rule 1.9 style: not None)")
         if elements not in ELEMENTS:
@@ -72,7 +83,7 @@ class JvmPublisher:
         self.transfer = transfer
         self._jpub = jvm_publisher
         self._shim = shim(jvm)
-        self.schema: Optional[pa.Schema] = normalize(schema)
+        self.schema: pa.Schema | None = normalize(schema)
         self.elements = elements
         self.batch_rows = int(batch_rows)
         self.linger_ms = max(0, int(linger * 1000))
@@ -88,6 +99,7 @@ class JvmPublisher:
             bridge = self._shim.pull(self._jpub, spec)
         except Exception as exc:  # py4j: the JVM refused (e.g. not a Publisher)
             from ..streams.drain import TerminalSubscription
+
             subscribe_with(subscriber, TerminalSubscription(subscriber, exc), start=True)
             return
         sub = _PullSubscription(subscriber, bridge, self)
@@ -101,9 +113,21 @@ class JvmPublisher:
 class _PullSubscription(QueueSubscription):
     """The Python Subscriber's Subscription: demand goes to the JVM at once, a pump thread polls batches."""
 
-    __slots__ = ("_bridge", "_elements", "_rows", "_linger", "_flock", "_forwarded", "_received", "_thread",
-                 "_ended", "_schema", "_file", "_max_linger",
-                 "_max_in_flight")
+    __slots__ = (
+        "_bridge",
+        "_elements",
+        "_rows",
+        "_linger",
+        "_flock",
+        "_forwarded",
+        "_received",
+        "_thread",
+        "_ended",
+        "_schema",
+        "_file",
+        "_max_linger",
+        "_max_in_flight",
+    )
 
     def __init__(self, subscriber: Subscriber[Any], bridge: Any, pub: JvmPublisher) -> None:
         super().__init__(subscriber, on_release=self._released, delay_error=True)
@@ -118,8 +142,8 @@ class _PullSubscription(QueueSubscription):
         self._forwarded = 0  # rows requested from the JVM in total (saturating)
         self._received = 0  # rows received from the JVM in total
         self._ended = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self._file: Optional[str] = _transfer_file() if pub.transfer == "file" else None
+        self._thread: threading.Thread | None = None
+        self._file: str | None = _transfer_file() if pub.transfer == "file" else None
 
     def start(self) -> None:
         if self._done:

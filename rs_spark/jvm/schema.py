@@ -1,17 +1,36 @@
 """The shim's schema text (``"id:int64,name:string"``) <-> ``pyarrow.Schema``."""
+
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import pyarrow as pa
 
 _TO_ARROW = {
-    "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
-    "float32": pa.float32(), "float64": pa.float64(), "string": pa.string(), "binary": pa.binary(),
+    "bool": pa.bool_(),
+    "int8": pa.int8(),
+    "int16": pa.int16(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "float32": pa.float32(),
+    "float64": pa.float64(),
+    "string": pa.string(),
+    "binary": pa.binary(),
     "timestamp": pa.timestamp("us", tz="UTC"),
 }
-_ALIASES = {"boolean": "bool", "byte": "int8", "short": "int16", "int": "int32", "integer": "int32", "long": "int64",
-            "bigint": "int64", "float": "float32", "double": "float64", "utf8": "string", "bytes": "binary"}
+_ALIASES = {
+    "boolean": "bool",
+    "byte": "int8",
+    "short": "int16",
+    "int": "int32",
+    "integer": "int32",
+    "long": "int64",
+    "bigint": "int64",
+    "float": "float32",
+    "double": "float64",
+    "utf8": "string",
+    "bytes": "binary",
+}
 
 
 def parse_spec(spec: str) -> pa.Schema:
@@ -20,8 +39,9 @@ def parse_spec(spec: str) -> pa.Schema:
         name, sep, t = part.strip().rpartition(":")
         t = _ALIASES.get(t.strip().lower(), t.strip().lower())
         if not sep or not name or t not in _TO_ARROW:
-            raise ValueError(f"schema field {part.strip()!r} of {spec!r} is not name:type with a type among "
-                             f"{' '.join(_TO_ARROW)}")
+            raise ValueError(
+                f"schema field {part.strip()!r} of {spec!r} is not name:type with a type among {' '.join(_TO_ARROW)}"
+            )
         fields.append(pa.field(name.strip(), _TO_ARROW[t]))
     return pa.schema(fields)
 
@@ -45,13 +65,15 @@ def to_spec(schema: pa.Schema) -> str:
         elif pa.types.is_timestamp(t):
             name = "timestamp"
         else:
-            raise ValueError(f"field {f.name!r} has Arrow type {t}, which the JVM shim does not carry; "
-                             f"use one of {' '.join(_TO_ARROW)}")
+            raise ValueError(
+                f"field {f.name!r} has Arrow type {t}, which the JVM shim does not carry; "
+                f"use one of {' '.join(_TO_ARROW)}"
+            )
         out.append(f"{f.name}:{name}")
     return ",".join(out)
 
 
-def normalize(schema: Any) -> Optional[pa.Schema]:
+def normalize(schema: Any) -> pa.Schema | None:
     """None, a spec string or a ``pyarrow.Schema`` -> ``pyarrow.Schema`` (or None)."""
     if schema is None:
         return None
@@ -60,8 +82,10 @@ def normalize(schema: Any) -> Optional[pa.Schema]:
         return schema
     if isinstance(schema, str):
         return parse_spec(schema)
-    raise TypeError(f"schema must be a pyarrow.Schema or text like 'id:int64,name:string', got {schema!r}"
-                    " (a Spark StructType or DDL: use rs_spark.spark.jvm)")
+    raise TypeError(
+        f"schema must be a pyarrow.Schema or text like 'id:int64,name:string', got {schema!r}"
+        " (a Spark StructType or DDL: use rs_spark.spark.jvm)"
+    )
 
 
 __all__ = ["parse_spec", "to_spec", "normalize"]

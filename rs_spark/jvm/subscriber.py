@@ -6,11 +6,12 @@
 requested from the Python Publisher; what arrives is encoded as Arrow and sent in batches, one
 py4j call per batch, and decoded on the JVM into the requested element type.
 """
+
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any, List, Optional
+from typing import Any
 
 import pyarrow as pa
 
@@ -35,23 +36,32 @@ class JvmSubscriber:
     ``batch_rows``: most rows per py4j call; ``linger``: seconds to wait for a fuller batch.
     """
 
-    def __init__(self, jvm_subscriber: Any, jvm: Any, *, schema: Any = None, kind: Optional[str] = None,
-                 elements: str = "values", batch_rows: int = 8192, linger: float = 0.002) -> None:
+    def __init__(
+        self,
+        jvm_subscriber: Any,
+        jvm: Any,
+        *,
+        schema: Any = None,
+        kind: str | None = None,
+        elements: str = "values",
+        batch_rows: int = 8192,
+        linger: float = 0.002,
+    ) -> None:
         if jvm_subscriber is None:
             raise TypeError("JvmSubscriber needs a JVM subscriber")
         if elements not in ("values", "batches"):
             raise ValueError(f"elements={elements!r}: use 'values' or 'batches'")
         self._jsub = jvm_subscriber
         self._shim = shim(jvm)
-        self.schema: Optional[pa.Schema] = normalize(schema)
+        self.schema: pa.Schema | None = normalize(schema)
         self._kind = kind
         self._batches = elements == "batches"
         self._rows = int(batch_rows)
         self._linger = float(linger)
         self._cond = threading.Condition(threading.Lock())
-        self._items: List[Any] = []
+        self._items: list[Any] = []
         self._buffered_rows = 0
-        self._subscription: Optional[Subscription] = None
+        self._subscription: Subscription | None = None
         self._terminal: Any = None
         self._requested = 0  # requested from the Python publisher (elements; batches when elements=batches)
         self._received = 0
@@ -59,7 +69,7 @@ class JvmSubscriber:
         self._rows_sent = 0
         self._stopped = False
         self.feed: Any = None  # the JVM FeedPublisher, once the pump started
-        self.error: Optional[BaseException] = None  # why the bridge stopped, if it failed
+        self.error: BaseException | None = None  # why the bridge stopped, if it failed
         self.done = threading.Event()  # set when the pump thread ended
 
     # -- Subscriber (the Python publisher's threads) --------------------------------------
@@ -142,7 +152,7 @@ class JvmSubscriber:
     def _take(self) -> Any:
         """Wait for a batch's worth of items, a short linger, a terminal signal, or idle upstream."""
         with self._cond:
-            deadline: Optional[float] = None
+            deadline: float | None = None
             while True:
                 if self._terminal is not None or self._buffered_rows >= self._rows:
                     break
@@ -184,9 +194,9 @@ class JvmSubscriber:
             self._requested = add_cap(self._requested, n)
         s.request(n)
 
-    def _encode(self, items: List[Any]) -> bytes:
+    def _encode(self, items: list[Any]) -> bytes:
         if self._batches or isinstance(items[0], (pa.RecordBatch, pa.Table)):
-            batches: List[pa.RecordBatch] = []
+            batches: list[pa.RecordBatch] = []
             for b in items:
                 batches.extend(b.to_batches() if isinstance(b, pa.Table) else [b])
         else:
@@ -202,7 +212,7 @@ class JvmSubscriber:
                 self._rows_sent += b.num_rows
         return sink.getvalue().to_pybytes()
 
-    def _to_batch(self, items: List[Any]) -> pa.RecordBatch:
+    def _to_batch(self, items: list[Any]) -> pa.RecordBatch:
         first = items[0]
         schema = self.schema
         if isinstance(first, dict):

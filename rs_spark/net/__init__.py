@@ -15,16 +15,17 @@ auth), :mod:`.transport` (sockets), :mod:`.connection` (multiplexing, keepalive,
 :mod:`.bridge` (the two stream directions), :mod:`.server`, :mod:`.client`, :mod:`.codecs`.
 Never imports pyspark.
 """
+
 from .address import Address
 from .address import parse as parse_address
 from .client import (
-           Client,
-           RemoteProcessor,
-           RemotePublisher,
-           RemoteSubscriber,
-           connect,
-           connect_processor,
-           connect_subscriber,
+    Client,
+    RemoteProcessor,
+    RemotePublisher,
+    RemoteSubscriber,
+    connect,
+    connect_processor,
+    connect_subscriber,
 )
 from .codecs import ARROW_MIME, MIMES
 from .connection import Limits
@@ -32,7 +33,26 @@ from .conventions import ChannelData, ChannelOpen
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError
 from .server import Server, serve
 
-__all__ = ["ChannelData", "ChannelOpen", "serve", "Server", "connect", "connect_subscriber", "connect_processor",
-           "RemoteProcessor", "Client", "RemotePublisher", "RemoteSubscriber",
-           "Limits", "Address", "parse_address", "NetError", "ConnectionLost", "Refused", "ProtocolError",
-           "RemoteError", "MIMES", "ARROW_MIME"]
+__all__ = [
+    "ChannelData",
+    "ChannelOpen",
+    "serve",
+    "Server",
+    "connect",
+    "connect_subscriber",
+    "connect_processor",
+    "RemoteProcessor",
+    "Client",
+    "RemotePublisher",
+    "RemoteSubscriber",
+    "Limits",
+    "Address",
+    "parse_address",
+    "NetError",
+    "ConnectionLost",
+    "Refused",
+    "ProtocolError",
+    "RemoteError",
+    "MIMES",
+    "ARROW_MIME",
+]

@@ -5,11 +5,11 @@ plain or over TLS), each optionally ``?token=...&codec=...``.
 A string survives pickling and fits in a Spark option. The name is the last path segment;
 for ``unix`` everything before it is the socket path.
 """
+
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, replace
-from typing import Dict, Optional
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 SCHEMES = ("tcp", "tls", "unix", "ws", "wss")
@@ -24,9 +24,9 @@ class Address:
     host: str = ""
     port: int = 0
     path: str = ""  # unix socket path
-    name: Optional[str] = None
-    token: Optional[str] = None
-    codec: Optional[str] = None
+    name: str | None = None
+    token: str | None = None
+    codec: str | None = None
 
     @property
     def base(self) -> str:
@@ -43,7 +43,7 @@ class Address:
 
     def query(self, with_token: bool = False) -> str:
         """The ``?token=...&codec=...`` part ('' when empty)."""
-        q: Dict[str, str] = {}
+        q: dict[str, str] = {}
         if with_token and self.token:
             q["token"] = self.token
         if self.codec:
@@ -53,13 +53,13 @@ class Address:
     def __str__(self) -> str:
         return self.format(with_token=False)  # tokens stay out of logs and error messages
 
-    def with_name(self, name: Optional[str]) -> "Address":
+    def with_name(self, name: str | None) -> Address:
         return replace(self, name=name)
 
-    def with_token(self, token: Optional[str]) -> "Address":
+    def with_token(self, token: str | None) -> Address:
         return replace(self, token=token)
 
-    def with_codec(self, codec: Optional[str]) -> "Address":
+    def with_codec(self, codec: str | None) -> Address:
         return replace(self, codec=codec)
 
     @property
@@ -78,9 +78,11 @@ def parse(address: str, *, need_name: bool = True) -> Address:
     """Parse an address string; ``ValueError`` says what is wrong and shows the expected forms."""
     if not isinstance(address, str):
         raise TypeError(f"an address is a str such as 'tcp://127.0.0.1:7878/name', got {type(address).__name__}")
-    hint = ("expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME', 'ws://HOST:PORT/NAME', "
-            "'wss://HOST:PORT/NAME' or 'unix:///PATH/TO.sock/NAME', "
-            "optionally followed by '?token=...&codec=json|text|bytes|arrow'")
+    hint = (
+        "expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME', 'ws://HOST:PORT/NAME', "
+        "'wss://HOST:PORT/NAME' or 'unix:///PATH/TO.sock/NAME', "
+        "optionally followed by '?token=...&codec=json|text|bytes|arrow'"
+    )
     scheme, sep, rest = address.partition("://")
     if not sep or scheme not in SCHEMES:
         raise ValueError(f"address {address!r} has no known scheme ({', '.join(SCHEMES)}): {hint}")
@@ -106,8 +108,9 @@ def parse(address: str, *, need_name: bool = True) -> Address:
     if need_name and not name:
         raise ValueError(f"address {redact(address)!r} names no endpoint: {hint}")
     if name and "/" in raw:
-        raise ValueError(f"address {redact(address)!r}: the endpoint name must be one path segment "
-                         f"(quote '/' as %2F): {hint}")
+        raise ValueError(
+            f"address {redact(address)!r}: the endpoint name must be one path segment (quote '/' as %2F): {hint}"
+        )
     if hostport.startswith("["):
         host, _, port_s = hostport[1:].partition("]:")
     else:

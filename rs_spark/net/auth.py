@@ -1,23 +1,24 @@
 """Token checks for SETUP (RSocket authentication extension, ``bearer`` or ``simple``)."""
+
 from __future__ import annotations
 
 import hmac
-from typing import Optional
 
 from . import frames as F
 from .connection import Rejected
 from .metadata import AUTHENTICATION, COMPOSITE, MetadataError, bearer, composite, token_of
 
 
-def setup_metadata(token: Optional[str]) -> Optional[bytes]:
+def setup_metadata(token: str | None) -> bytes | None:
     """Composite SETUP metadata carrying ``token`` as a bearer credential (None: no metadata)."""
     if not token:
         return None
     return composite([(AUTHENTICATION, bearer(token))])
 
 
-def check_token(expected: Optional[str], metadata_mime: str, metadata: "bytes | bytearray | memoryview | None",
-                where: str) -> None:
+def check_token(
+    expected: str | None, metadata_mime: str, metadata: bytes | bytearray | memoryview | None, where: str
+) -> None:
     """Raise :class:`Rejected` (REJECTED_SETUP) unless the SETUP carries ``expected``."""
     if expected is None:
         return
@@ -26,10 +27,14 @@ def check_token(expected: Optional[str], metadata_mime: str, metadata: "bytes | 
     except MetadataError as exc:
         raise Rejected(F.INVALID_SETUP, f"{where}: unreadable SETUP metadata: {exc}") from None
     if got is None:
-        raise Rejected(F.REJECTED_SETUP, (
-            f"{where} requires a token and the SETUP frame carried none; pass token=... to connect() "
-            f"(or '?token=...' in the address). Generic RSocket clients: send SETUP metadata of type "
-            f"{COMPOSITE} with a {AUTHENTICATION} entry (bearer token, or simple auth with the token as password)"))
+        raise Rejected(
+            F.REJECTED_SETUP,
+            (
+                f"{where} requires a token and the SETUP frame carried none; pass token=... to connect() "
+                f"(or '?token=...' in the address). Generic RSocket clients: send SETUP metadata of type "
+                f"{COMPOSITE} with a {AUTHENTICATION} entry (bearer token, or simple auth with the token as password)"
+            ),
+        )
     if not hmac.compare_digest(got, expected.encode("utf-8")):
         raise Rejected(F.REJECTED_SETUP, f"{where}: wrong token; use the token the server was started with")
 

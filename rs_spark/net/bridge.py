@@ -15,11 +15,13 @@ Demand beyond 2^31-1: REQUEST_N carries 31 bits and credits are cumulative, so l
 kept locally and sent in pieces, topped up whenever the credit in flight falls below 2^30.
 Unbounded demand (2^63-1, rule 3.17) stays unbounded: it is topped up for ever.
 """
+
 from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable, Deque, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 from ..streams.demand import MAX_DEMAND, add_cap, is_valid_request
 from ..streams.drain import QueueSubscription
@@ -35,7 +37,7 @@ _CHUNK = 1024  # most elements requested from a local publisher per request() ca
 _ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
 
 
-def remote_error(f: F.Frame, address: Optional[str], where: str, received: int, unit: str) -> BaseException:
+def remote_error(f: F.Frame, address: str | None, where: str, received: int, unit: str) -> BaseException:
     """The local exception for an ERROR frame on a stream."""
     text = bytes(f.data).decode("utf-8", "replace")
     if f.error_code in (F.REJECTED, F.INVALID):
@@ -48,16 +50,42 @@ def remote_error(f: F.Frame, address: Optional[str], where: str, received: int, 
 class InboundSubscription(QueueSubscription):
     """The Subscription a local Subscriber holds on a remote stream."""
 
-    __slots__ = ("_wlock", "_conn", "_sid", "_codec", "_where", "_unsent", "_inflight", "_received",
-                 "_opener", "_wire_open", "_kicked", "_on_end", "_requester", "_address", "_batch_rows",
-                 "_granted", "rows_delivered", "_spare")
+    __slots__ = (
+        "_wlock",
+        "_conn",
+        "_sid",
+        "_codec",
+        "_where",
+        "_unsent",
+        "_inflight",
+        "_received",
+        "_opener",
+        "_wire_open",
+        "_kicked",
+        "_on_end",
+        "_requester",
+        "_address",
+        "_batch_rows",
+        "_granted",
+        "rows_delivered",
+        "_spare",
+    )
 
-    def __init__(self, subscriber: Subscriber[Any], codec: Codec, where: str, *, requester: bool,
-                 address: Optional[str] = None, on_end: Optional[Callable[[], None]] = None,
-                 batch_rows: int = 65536) -> None:
+    def __init__(
+        self,
+        subscriber: Subscriber[Any],
+        codec: Codec,
+        where: str,
+        *,
+        requester: bool,
+        address: str | None = None,
+        on_end: Callable[[], None] | None = None,
+        batch_rows: int = 65536,
+    ) -> None:
         rows = codec.counts_rows
-        super().__init__(_RowCounter(subscriber, self) if rows else subscriber,
-                         on_release=self._released, delay_error=True)
+        super().__init__(
+            _RowCounter(subscriber, self) if rows else subscriber, on_release=self._released, delay_error=True
+        )
         self._batch_rows = batch_rows if rows else 0
         self._granted = 0  # rows credited in total (sent or not), arrow only
         self.rows_delivered = 0
@@ -71,14 +99,14 @@ class InboundSubscription(QueueSubscription):
         self._unsent = 0  # demand not yet sent as credits
         self._inflight = 0  # credits sent and not yet used by the peer
         self._received = 0  # elements (rows for arrow) received
-        self._opener: Optional[Callable[[int], object]] = None
+        self._opener: Callable[[int], object] | None = None
         self._wire_open = False
         self._kicked = False
         self._on_end = on_end
         self._requester = requester
 
     # -- wiring -------------------------------------------------------------------------
-    def attach(self, conn: Any, stream_id: int, opener: Optional[Callable[[int], object]] = None) -> None:
+    def attach(self, conn: Any, stream_id: int, opener: Callable[[int], object] | None = None) -> None:
         """Bind to a connection; ``opener(n)`` sends the request frame with the first credits."""
         with self._wlock:
             self._conn, self._sid, self._opener = conn, stream_id, opener
@@ -151,8 +179,10 @@ class InboundSubscription(QueueSubscription):
         t = f.type
         if t == F.PAYLOAD:
             if f.flags & F.FLAG_FOLLOWS and not f.flags & F.FLAG_COMPLETE:
-                self._protocol_failure("the peer sent a fragmented payload (FOLLOWS flag); rs_spark.net "
-                                       "does not reassemble fragments: send payloads below the frame size limit")
+                self._protocol_failure(
+                    "the peer sent a fragmented payload (FOLLOWS flag); rs_spark.net "
+                    "does not reassemble fragments: send payloads below the frame size limit"
+                )
                 return
             if f.flags & F.FLAG_NEXT:
                 item = self._decoded(f.data)
@@ -191,9 +221,11 @@ class InboundSubscription(QueueSubscription):
         try:
             return self._codec.decode(data)
         except Exception as exc:
-            self._protocol_failure(f"payload after {self._received} {self._unit} could not be decoded "
-                                   f"as {self._codec.mime}: {type(exc).__name__}: {exc}; check that both "
-                                   "sides use the same codec")
+            self._protocol_failure(
+                f"payload after {self._received} {self._unit} could not be decoded "
+                f"as {self._codec.mime}: {type(exc).__name__}: {exc}; check that both "
+                "sides use the same codec"
+            )
             return _UNDECODABLE
 
     def _deliver(self, item: Any) -> bool:
@@ -206,8 +238,10 @@ class InboundSubscription(QueueSubscription):
             if not over:
                 self._top_up_locked()
         if over:
-            self._protocol_failure(f"the remote publisher sent more than was requested: {self._received} "
-                                   f"{self._unit} received against the credits granted (rule 1.1)")
+            self._protocol_failure(
+                f"the remote publisher sent more than was requested: {self._received} "
+                f"{self._unit} received against the credits granted (rule 1.1)"
+            )
             return False
         if k:
             br = self._batch_rows
@@ -223,8 +257,11 @@ class InboundSubscription(QueueSubscription):
             self._wire_open = False
         if self._terminal is None:
             cls = type(error) if type(error) in (ConnectionLost, Refused, ProtocolError) else ConnectionLost
-            self._terminal = cls(f"{self._where} ended after {self._received} {self._unit}: {error}",
-                                 getattr(error, "address", None), self._where)
+            self._terminal = cls(
+                f"{self._where} ended after {self._received} {self._unit}: {error}",
+                getattr(error, "address", None),
+                self._where,
+            )
         self._kick()
 
     @property
@@ -238,8 +275,7 @@ class InboundSubscription(QueueSubscription):
         if was_open:
             conn = self._conn
             conn.remove_stream(self._sid)
-            conn.send(F.encode_cancel(self._sid) if self._requester
-                      else F.encode_error(self._sid, F.INVALID, message))
+            conn.send(F.encode_cancel(self._sid) if self._requester else F.encode_error(self._sid, F.INVALID, message))
         if self._terminal is None:
             self._terminal = err
         self._queue.clear()
@@ -289,7 +325,7 @@ class _RowCounter:
 
     __slots__ = ("_s", "_inbound")
 
-    def __init__(self, s: Subscriber[Any], inbound: "InboundSubscription") -> None:
+    def __init__(self, s: Subscriber[Any], inbound: InboundSubscription) -> None:
         self._s = s
         self._inbound = inbound
 
@@ -310,8 +346,14 @@ class _RowCounter:
 class OutboundStream:
     """The Subscriber a local Publisher gets; forwards its elements as PAYLOAD frames."""
 
-    def __init__(self, codec: Codec, where: str, *, on_end: Optional[Callable[[Optional[BaseException]], None]] = None,
-                 address: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        codec: Codec,
+        where: str,
+        *,
+        on_end: Callable[[BaseException | None], None] | None = None,
+        address: str | None = None,
+    ) -> None:
         self._codec = codec
         self._arrow = isinstance(codec, ArrowCodec)
         self._where = where
@@ -320,23 +362,24 @@ class OutboundStream:
         self._lock = threading.Lock()
         self._conn: Any = None
         self._sid = 0
-        self._sub: Optional[Subscription] = None
+        self._sub: Subscription | None = None
         self._credit = 0  # what the peer allows us to send (rows for arrow)
         self._asked = 0  # requested from the local publisher, not yet received
         self._el_rows = 0  # arrow: rows of the last element received (sizes the next request)
-        self._pending: Deque[Any] = deque()  # arrow: batches (or their rest) waiting for credit
+        self._pending: deque[Any] = deque()  # arrow: batches (or their rest) waiting for credit
         self._terminal: Any = None  # a terminal signal waiting behind pending batches
         self._closed = False
         self._cancel_wanted = False
         self._pump_scheduled = False
-        self._opening: Optional[Tuple[Optional[bytes], int]] = None  # (route metadata, n): see attach
+        self._opening: tuple[bytes | None, int] | None = None  # (route metadata, n): see attach
         self.sent = 0  # elements (rows for arrow) sent
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.done = threading.Event()
 
     # -- wiring -------------------------------------------------------------------------
-    def attach(self, conn: Any, stream_id: int, credit: int = 0,
-               opening: Optional[Tuple[Optional[bytes], int]] = None) -> None:
+    def attach(
+        self, conn: Any, stream_id: int, credit: int = 0, opening: tuple[bytes | None, int] | None = None
+    ) -> None:
         """Bind to a stream. With ``opening`` (route metadata, initial n) the stream is not open
         yet: the first element goes out as the REQUEST_CHANNEL frame itself, on the one credit
         the protocol implies (rsocket-java / rsocket-js); an empty publisher opens it with COMPLETE."""
@@ -380,7 +423,7 @@ class OutboundStream:
             self._publisher_broke("2.13", "the publisher signalled on_next(None)")
             raise TypeError("on_next(None) is illegal (rule 2.13)")
         more = overflow = False
-        unencodable: Optional[Exception] = None
+        unencodable: Exception | None = None
         with self._lock:
             if self._closed:
                 return  # late elements after cancel are allowed (rule 2.8) and dropped
@@ -394,8 +437,10 @@ class OutboundStream:
         if overflow:
             self._publisher_broke("1.1", "the publisher signalled more on_next than were requested")
         elif unencodable is not None:
-            self._fail_both(f"{unencodable} (element after {self.sent} {self._unit} sent); serve elements the "
-                            f"codec '{self._codec.name}' can encode, or connect with another codec")
+            self._fail_both(
+                f"{unencodable} (element after {self.sent} {self._unit} sent); serve elements the "
+                f"codec '{self._codec.name}' can encode, or connect with another codec"
+            )
         elif more:
             self._schedule_pump()
 
@@ -459,7 +504,7 @@ class OutboundStream:
 
     def _pump(self) -> None:
         self._pump_scheduled = False
-        failure: Optional[str] = None
+        failure: str | None = None
         with self._lock:
             if self._closed:
                 return
@@ -519,8 +564,9 @@ class OutboundStream:
         """A PAYLOAD frame, or the REQUEST_CHANNEL that opens the stream with this element."""
         opening, self._opening = self._opening, None
         if opening is None:
-            return F.encode_payload(self._sid, data if data is not None else (), next=data is not None,
-                                    complete=complete)
+            return F.encode_payload(
+                self._sid, data if data is not None else (), next=data is not None, complete=complete
+            )
         meta, n = opening
         return F.encode_request(F.REQUEST_CHANNEL, self._sid, n, metadata=meta, data=data or (), complete=complete)
 
@@ -549,7 +595,7 @@ class OutboundStream:
             conn.worker.submit(lambda: cb(err))
 
     # -- end ----------------------------------------------------------------------------
-    def _end(self, error: Optional[BaseException], cancelled: bool = False) -> None:
+    def _end(self, error: BaseException | None, cancelled: bool = False) -> None:
         with self._lock:
             if self._closed:
                 return

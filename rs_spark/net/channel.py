@@ -13,10 +13,12 @@ goes to the inbound half; REQUEST_N and CANCEL concern what we send (the outboun
 ends the whole channel (RSocket), so both halves get it. When our outbound half ends with an
 error it also ends our inbound half with that error, so nobody waits for a reply that cannot come.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.types import Subscriber, Subscription
@@ -33,7 +35,7 @@ class _Half:
 
     __slots__ = ("_ch", "_conn", "closed")
 
-    def __init__(self, channel: "ChannelStream", conn: Any) -> None:
+    def __init__(self, channel: ChannelStream, conn: Any) -> None:
         self._ch = channel
         self._conn = conn
         self.closed = False
@@ -64,10 +66,10 @@ class ChannelStream:
         self._lock = threading.Lock()
         self._conn: Any = None
         self._sid = 0
-        self._out_half: Optional[_Half] = None
-        self._in_half: Optional[_Half] = None
+        self._out_half: _Half | None = None
+        self._in_half: _Half | None = None
 
-    def bind(self, conn: Any, stream_id: int) -> "tuple[_Half, _Half]":
+    def bind(self, conn: Any, stream_id: int) -> tuple[_Half, _Half]:
         self._conn, self._sid = conn, stream_id
         self._out_half, self._in_half = _Half(self, conn), _Half(self, conn)
         return self._out_half, self._in_half
@@ -86,13 +88,16 @@ class ChannelStream:
         self.inbound.on_connection_closed(error)
         self.outbound.on_connection_closed(error)
 
-    def outbound_ended(self, error: Optional[BaseException]) -> None:
+    def outbound_ended(self, error: BaseException | None) -> None:
         if error is not None:
             self.inbound.fail(error)
 
     def _inbound_sent_error(self) -> None:
-        err = ProtocolError(f"{self.inbound._where}: the channel failed on our side; its other direction "
-                            "was cancelled", None, self.inbound._where)
+        err = ProtocolError(
+            f"{self.inbound._where}: the channel failed on our side; its other direction was cancelled",
+            None,
+            self.inbound._where,
+        )
         self.outbound._end(err)
         self.outbound._cancel_upstream()
 
@@ -112,7 +117,7 @@ class RemoteProcessor:
     Single use on both sides (rules 1.10 and 2.12).
     """
 
-    def __init__(self, client: Any, name: Optional[str], own: bool) -> None:
+    def __init__(self, client: Any, name: str | None, own: bool) -> None:
         self._client = client
         self._name = name
         self._own = own
@@ -120,8 +125,8 @@ class RemoteProcessor:
         codec = make_codec(client.codec_name)
         self._codec = codec
         self._out = OutboundStream(codec, self._where, address=self.address, on_end=self._out_ended)
-        self._inbound: Optional[InboundSubscription] = None
-        self._channel: Optional[ChannelStream] = None
+        self._inbound: InboundSubscription | None = None
+        self._channel: ChannelStream | None = None
         self._lock = threading.Lock()
         self._upstream = False
         self._opened = False
@@ -140,15 +145,32 @@ class RemoteProcessor:
         with self._lock:
             dup = self._inbound is not None
             if not dup:
-                self._inbound = InboundSubscription(subscriber, self._codec, self._where, requester=True,
-                                                    address=self.address, on_end=self._in_ended,
-                                                    batch_rows=self._client._opts.batch_rows)
+                self._inbound = InboundSubscription(
+                    subscriber,
+                    self._codec,
+                    self._where,
+                    requester=True,
+                    address=self.address,
+                    on_end=self._in_ended,
+                    batch_rows=self._client._opts.batch_rows,
+                )
                 self._channel = ChannelStream(self._out, self._inbound)
         if dup:
             from ..streams.drain import TerminalSubscription
-            subscribe_with(subscriber, TerminalSubscription(subscriber, NetError(
-                f"{self._where}: a RemoteProcessor is one channel and takes one response subscriber; "
-                "connect again for another", self.address, self._where)), start=True)
+
+            subscribe_with(
+                subscriber,
+                TerminalSubscription(
+                    subscriber,
+                    NetError(
+                        f"{self._where}: a RemoteProcessor is one channel and takes one response subscriber; "
+                        "connect again for another",
+                        self.address,
+                        self._where,
+                    ),
+                ),
+                start=True,
+            )
             return
         subscribe_with(subscriber, self._inbound)  # type: ignore[arg-type]
         self._maybe_open()
@@ -187,10 +209,16 @@ class RemoteProcessor:
 
         def open_stream() -> None:
             if inb.is_cancelled:
-                out.fail(NetError(f"{self._where}: the response subscriber cancelled before the channel "
-                                  "opened", self.address, self._where))
+                out.fail(
+                    NetError(
+                        f"{self._where}: the response subscriber cancelled before the channel opened",
+                        self.address,
+                        self._where,
+                    )
+                )
                 return
             from .metadata import request_metadata
+
             try:
                 conn = self._client.connection()
                 sid = conn.add_stream(ch)
@@ -200,14 +228,16 @@ class RemoteProcessor:
                 return
             out_half, in_half = ch.bind(conn, sid)
             meta = request_metadata(conn.metadata_mime, self._name)
-            inb.attach(in_half, sid, opener=lambda n: conn.send(
-                F.encode_request(F.REQUEST_CHANNEL, sid, n, metadata=meta)))
+            inb.attach(
+                in_half, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_CHANNEL, sid, n, metadata=meta))
+            )
             out.attach(out_half, sid)
 
         from .client import in_background  # at call time: client imports this module
+
         in_background(open_stream, f"rs-net-connect {self._where}")
 
-    def _out_ended(self, error: Optional[BaseException]) -> None:
+    def _out_ended(self, error: BaseException | None) -> None:
         ch = self._channel
         if ch is not None:
             ch.outbound_ended(error)
@@ -229,8 +259,16 @@ class RemoteProcessor:
         return f"<RemoteProcessor {self.address}>"
 
 
-def serve_channel(conn: Any, sid: int, processor: Any, codec: Any, where: str, address: str,
-                  initial_credit: int, register: Callable[[Any, Any, int], None]) -> ChannelStream:
+def serve_channel(
+    conn: Any,
+    sid: int,
+    processor: Any,
+    codec: Any,
+    where: str,
+    address: str,
+    initial_credit: int,
+    register: Callable[[Any, Any, int], None],
+) -> ChannelStream:
     """Server side of a channel to a served Processor: its Subscriber side reads the client's
     elements, its Publisher side answers."""
     inb = InboundSubscription(processor, codec, where, requester=False, address=address)

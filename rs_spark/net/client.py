@@ -1,11 +1,12 @@
 """Reach served Publishers and Subscribers: :func:`connect`, :func:`connect_subscriber`, :class:`Client`."""
+
 from __future__ import annotations
 
 import logging
-import socket
 import ssl as _ssl
 import threading
-from typing import Any, Callable, Dict, Optional, Set, Union
+from collections.abc import Callable
+from typing import Any
 
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
@@ -27,9 +28,18 @@ log = logging.getLogger(__name__)
 class Options:
     """Client settings; picklable when ``ssl`` is None (a ``tls://`` address then uses the system CAs)."""
 
-    def __init__(self, *, token: Optional[str] = None, ssl: Optional[_ssl.SSLContext] = None,
-                 codec: Optional[str] = None, keepalive: float = 2.0, lifetime: float = 10.0,
-                 connect_timeout: float = 5.0, limits: Optional[Limits] = None, batch_rows: int = 65536) -> None:
+    def __init__(
+        self,
+        *,
+        token: str | None = None,
+        ssl: _ssl.SSLContext | None = None,
+        codec: str | None = None,
+        keepalive: float = 2.0,
+        lifetime: float = 10.0,
+        connect_timeout: float = 5.0,
+        limits: Limits | None = None,
+        batch_rows: int = 65536,
+    ) -> None:
         if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
             raise ValueError(f"batch_rows must be an int >= 1, got {batch_rows!r}")
         if keepalive <= 0 or lifetime <= keepalive:
@@ -46,11 +56,11 @@ class Options:
         self.batch_rows = batch_rows
 
 
-_warned: Set[str] = set()
+_warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
-def warn_if_token_in_clear_text(address: Address, token: Optional[str]) -> bool:
+def warn_if_token_in_clear_text(address: Address, token: str | None) -> bool:
     """Warn once per address when ``token`` would cross a network unencrypted (``tcp://`` or
     ``ws://`` to a host that is not loopback); returns whether it warned now."""
     if not token or address.scheme not in ("tcp", "ws") or address.is_loopback:
@@ -59,9 +69,13 @@ def warn_if_token_in_clear_text(address: Address, token: Optional[str]) -> bool:
         if address.base in _warned:
             return False
         _warned.add(address.base)
-    log.warning("rs_spark.net: sending a token to %s over %s:// without TLS: anyone on the network path can "
-                "read it and the data; use %s:// with ssl= on untrusted networks", address.base, address.scheme,
-                "tls" if address.scheme == "tcp" else "wss")
+    log.warning(
+        "rs_spark.net: sending a token to %s over %s:// without TLS: anyone on the network path can "
+        "read it and the data; use %s:// with ssl= on untrusted networks",
+        address.base,
+        address.scheme,
+        "tls" if address.scheme == "tcp" else "wss",
+    )
     return True
 
 
@@ -78,13 +92,13 @@ class Client:
         self._token = self._opts.token or self._addr.token
         self._codec = self._opts.codec or self._addr.codec or "json"
         self._lock = threading.Lock()
-        self._conn: Optional[Connection] = None
+        self._conn: Connection | None = None
 
     @property
     def codec_name(self) -> str:
         return self._codec
 
-    def where(self, kind: str, name: Optional[str]) -> str:
+    def where(self, kind: str, name: str | None) -> str:
         shown = self._addr.with_name(name).format() if name else self._addr.base
         return f"remote {kind} {shown}"
 
@@ -102,19 +116,29 @@ class Client:
         warn_if_token_in_clear_text(a, self._token)
         try:
             sock = dial(a, o.connect_timeout, o.ssl, o.limits.max_frame_bytes)
-        except (socket.timeout, TimeoutError) as exc:
-            raise ConnectionLost(f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
-                                 "address and that the server is running", a.base) from None
+        except TimeoutError as exc:
+            raise ConnectionLost(
+                f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
+                "address and that the server is running",
+                a.base,
+            ) from None
         except _ssl.SSLError as exc:
             raise Refused(f"TLS with {a.base} failed: {exc}; check ssl= and the server certificate", a.base) from None
         except OSError as exc:
-            raise ConnectionLost(f"could not connect to {a.base}: {exc}; check the address and that the "
-                                 "server is running", a.base) from None
-        conn = Connection(sock, client=True, label=a.base, limits=o.limits, keepalive=o.keepalive,
-                          lifetime=o.lifetime)
+            raise ConnectionLost(
+                f"could not connect to {a.base}: {exc}; check the address and that the server is running", a.base
+            ) from None
+        conn = Connection(sock, client=True, label=a.base, limits=o.limits, keepalive=o.keepalive, lifetime=o.lifetime)
         conn.metadata_mime, conn.data_mime = COMPOSITE, MIMES[make_codec(self._codec).name]
-        conn.send(F.encode_setup(int(o.keepalive * 1000), int(o.lifetime * 1000), conn.metadata_mime,
-                                 conn.data_mime, metadata=setup_metadata(self._token)))
+        conn.send(
+            F.encode_setup(
+                int(o.keepalive * 1000),
+                int(o.lifetime * 1000),
+                conn.metadata_mime,
+                conn.data_mime,
+                metadata=setup_metadata(self._token),
+            )
+        )
         conn.start()
         return conn
 
@@ -125,20 +149,20 @@ class Client:
         if c is not None:
             c.close(None, final=[])
 
-    def fresh(self) -> "Client":
+    def fresh(self) -> Client:
         """A new, unopened Client with the same address and options."""
         return Client(self._addr.base + self._addr.query(with_token=True), **_copy_opts(self))
 
-    def publisher(self, name: Optional[str] = None) -> "RemotePublisher":
+    def publisher(self, name: str | None = None) -> RemotePublisher:
         return RemotePublisher(self, name, own=False)
 
-    def subscriber(self, name: Optional[str] = None) -> "RemoteSubscriber":
+    def subscriber(self, name: str | None = None) -> RemoteSubscriber:
         return RemoteSubscriber(self, name, own=False)
 
-    def processor(self, name: Optional[str] = None) -> "RemoteProcessor":
+    def processor(self, name: str | None = None) -> RemoteProcessor:
         return RemoteProcessor(self, name, own=False)
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -161,7 +185,7 @@ class RemotePublisher(PublisherBase[Any]):
     rows; ``request(n)`` asks for n batches and is sent as row credits (see :mod:`.bridge`).
     """
 
-    def __init__(self, client: Client, name: Optional[str], own: bool) -> None:
+    def __init__(self, client: Client, name: str | None, own: bool) -> None:
         self._client = client
         self._name = name
         self._own = own
@@ -175,9 +199,15 @@ class RemotePublisher(PublisherBase[Any]):
         client = self._client.fresh() if self._own else self._client
         where = client.where("publisher", self._name)
         codec = make_codec(client.codec_name)
-        sub = InboundSubscription(subscriber, codec, where, requester=True, address=self.address,
-                                  on_end=client.close if self._own else None,
-                                  batch_rows=client._opts.batch_rows)
+        sub = InboundSubscription(
+            subscriber,
+            codec,
+            where,
+            requester=True,
+            address=self.address,
+            on_end=client.close if self._own else None,
+            batch_rows=client._opts.batch_rows,
+        )
         subscribe_with(subscriber, sub)
 
         def open_stream() -> None:
@@ -190,8 +220,7 @@ class RemotePublisher(PublisherBase[Any]):
                 sub.fail(exc)
                 return
             meta = request_metadata(conn.metadata_mime, self._name)
-            sub.attach(conn, sid, opener=lambda n: conn.send(
-                F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
+            sub.attach(conn, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
 
         in_background(open_stream, f"rs-net-connect {where}")
 
@@ -211,15 +240,17 @@ class RemoteSubscriber:
     raises what ended it abnormally (remote cancel is normal; a connection loss is not).
     """
 
-    def __init__(self, client: Client, name: Optional[str], own: bool,
-                 channel_open: Union[str, ChannelOpen] = ChannelOpen.FIRST_ELEMENT) -> None:
+    def __init__(
+        self, client: Client, name: str | None, own: bool, channel_open: str | ChannelOpen = ChannelOpen.FIRST_ELEMENT
+    ) -> None:
         self._client = client
         self._name = name
         self._own = own
         self._where = client.where("subscriber", name)
         self._open = ChannelOpen.of(channel_open, self._where)
-        self._stream = OutboundStream(make_codec(client.codec_name), self._where, address=self.address,
-                                      on_end=self._ended)
+        self._stream = OutboundStream(
+            make_codec(client.codec_name), self._where, address=self.address, on_end=self._ended
+        )
         self._lock = threading.Lock()
         self._subscribed = False
 
@@ -227,7 +258,7 @@ class RemoteSubscriber:
     def address(self) -> str:
         return self._client._addr.with_name(self._name).format()
 
-    def _ended(self, error: Optional[BaseException]) -> None:
+    def _ended(self, error: BaseException | None) -> None:
         if self._own:
             self._client.close()
 
@@ -275,7 +306,7 @@ class RemoteSubscriber:
     def done(self) -> bool:
         return self._stream.done.is_set()
 
-    def wait(self, timeout: Optional[float] = None) -> None:
+    def wait(self, timeout: float | None = None) -> None:
         """Block until the stream ends; raise the error that ended it (None: completed or cancelled)."""
         if not self._stream.done.wait(timeout):
             raise TimeoutError(f"{self._where}: the stream did not end within {timeout} s")
@@ -295,8 +326,15 @@ class RemoteSubscriber:
 
 def _copy_opts(client: Client, picklable: bool = False) -> dict:
     o = client._opts
-    d: Dict[str, Any] = dict(token=client._token, codec=client._codec, keepalive=o.keepalive, lifetime=o.lifetime,
-             connect_timeout=o.connect_timeout, limits=o.limits, batch_rows=o.batch_rows)
+    d: dict[str, Any] = dict(
+        token=client._token,
+        codec=client._codec,
+        keepalive=o.keepalive,
+        lifetime=o.lifetime,
+        connect_timeout=o.connect_timeout,
+        limits=o.limits,
+        batch_rows=o.batch_rows,
+    )
     if not picklable:
         d["ssl"] = o.ssl
     return d
@@ -320,19 +358,21 @@ def connect(address: str, **options: Any) -> RemotePublisher:
     return RemotePublisher(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
 
-def connect_subscriber(address: str, *, channel_open: Union[str, ChannelOpen] = "first_element",
-                       **options: Any) -> RemoteSubscriber:
+def connect_subscriber(
+    address: str, *, channel_open: str | ChannelOpen = "first_element", **options: Any
+) -> RemoteSubscriber:
     """The Subscriber served at ``address``: subscribe it to a local Publisher. Same options as
     :func:`connect`. Single use, like any Subscriber. ``channel_open``
     (:class:`~rs_spark.net.ChannelOpen`): ``"first_element"`` sends the first element in the
     REQUEST_CHANNEL frame (rs_spark, rsocket-java, rsocket-js); ``"route_only"`` sends only the
     route there (responders built on the ``rsocket`` Python package)."""
     addr = parse(address)
-    return RemoteSubscriber(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True,
-                            channel_open=channel_open)
+    return RemoteSubscriber(
+        Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True, channel_open=channel_open
+    )
 
 
-def connect_processor(address: str, **options: Any) -> "RemoteProcessor":
+def connect_processor(address: str, **options: Any) -> RemoteProcessor:
     """The Processor served at ``address`` (:meth:`Server.add_processor`): one two-way channel.
     Subscribe a local Subscriber to it for the answers and subscribe it to a local Publisher for
     what to send. Same options as :func:`connect`."""
@@ -342,5 +382,13 @@ def connect_processor(address: str, **options: Any) -> "RemoteProcessor":
 
 from .channel import RemoteProcessor  # noqa: E402  (channel imports client lazily)
 
-__all__ = ["connect", "connect_subscriber", "connect_processor", "RemoteProcessor", "Client", "RemotePublisher",
-           "RemoteSubscriber", "Options"]
+__all__ = [
+    "connect",
+    "connect_subscriber",
+    "connect_processor",
+    "RemoteProcessor",
+    "Client",
+    "RemotePublisher",
+    "RemoteSubscriber",
+    "Options",
+]

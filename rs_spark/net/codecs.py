@@ -5,16 +5,16 @@ as any RSocket peer expects. ``arrow`` carries one ``pyarrow.RecordBatch`` per p
 self-contained Arrow IPC stream (schema, batch, end-of-stream) and REQUEST_N counts *rows*:
 a payload of k rows uses k credits. See :mod:`rs_spark.net` for why that keeps rule 1.1.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 from .frames import Buffer
 
 ARROW_MIME = "application/vnd.apache.arrow.stream"
-MIMES = {"json": "application/json", "text": "text/plain", "bytes": "application/octet-stream",
-         "arrow": ARROW_MIME}
+MIMES = {"json": "application/json", "text": "text/plain", "bytes": "application/octet-stream", "arrow": ARROW_MIME}
 _BY_MIME = {v: k for k, v in MIMES.items()}
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 _PEER = "an rs_spark.net peer's payload"
@@ -34,7 +34,7 @@ class Codec:
     def mime(self) -> str:
         return MIMES[self.name]
 
-    def encode(self, item: Any) -> List[Buffer]:
+    def encode(self, item: Any) -> list[Buffer]:
         if isinstance(item, (bytes, bytearray, memoryview)):
             return [item]
         raise EncodeError(f"codec 'bytes' sends bytes-like elements, got {type(item).__name__}")
@@ -49,7 +49,7 @@ class Codec:
 class JsonCodec(Codec):
     name = "json"
 
-    def encode(self, item: Any) -> List[Buffer]:
+    def encode(self, item: Any) -> list[Buffer]:
         try:
             return [json.dumps(item, separators=(",", ":"), ensure_ascii=False).encode("utf-8")]
         except (TypeError, ValueError) as exc:
@@ -62,7 +62,7 @@ class JsonCodec(Codec):
 class TextCodec(Codec):
     name = "text"
 
-    def encode(self, item: Any) -> List[Buffer]:
+    def encode(self, item: Any) -> list[Buffer]:
         if isinstance(item, str):
             return [item.encode("utf-8")]
         raise EncodeError(f"codec 'text' sends str elements, got {type(item).__name__}")
@@ -90,7 +90,7 @@ class ArrowCodec(Codec):
         self._in_schema: Any = None
         self._in_schema_bytes: Any = None
 
-    def encode(self, item: Any) -> List[Buffer]:
+    def encode(self, item: Any) -> list[Buffer]:
         pa = self._pa
         if not isinstance(item, pa.RecordBatch):
             raise EncodeError(f"codec 'arrow' sends pyarrow.RecordBatch elements, got {type(item).__name__}")
@@ -137,14 +137,17 @@ class ArrowCodec(Codec):
             self._in_schema_bytes = head
         body = pa.ipc.read_message(reader)
         if v.is_compressed(body.metadata.to_pybytes()):
-            raise v.MalformedArrow(_PEER, "the record batch has a compressed body; rs_spark accepts uncompressed "
-                                          "Arrow only (a compressed body can expand without bound)")
+            raise v.MalformedArrow(
+                _PEER,
+                "the record batch has a compressed body; rs_spark accepts uncompressed "
+                "Arrow only (a compressed body can expand without bound)",
+            )
         return pa.ipc.read_record_batch(body, self._in_schema)
 
     def count(self, item: Any) -> int:
         return int(item.num_rows)
 
-    def pieces(self, item: Any) -> List[Any]:
+    def pieces(self, item: Any) -> list[Any]:
         """A RecordBatch or Table as non-empty record batches (empty ones carry nothing: dropped)."""
         pa = self._pa
         if isinstance(item, pa.Table):
@@ -154,7 +157,7 @@ class ArrowCodec(Codec):
         raise EncodeError(f"codec 'arrow' sends pyarrow.RecordBatch or Table elements, got {type(item).__name__}")
 
     @staticmethod
-    def split(batch: Any, rows: int) -> Tuple[Any, Optional[Any]]:
+    def split(batch: Any, rows: int) -> tuple[Any, Any | None]:
         """The first ``rows`` rows and the rest (zero-copy slices)."""
         if rows >= batch.num_rows:
             return batch, None
@@ -194,8 +197,9 @@ def make_codec(name_or_mime: str) -> Codec:
         return Codec()
     if name == "arrow":
         return ArrowCodec()
-    raise ValueError(f"unknown codec {name_or_mime!r}: use one of {sorted(MIMES)} "
-                     f"(MIME types {sorted(MIMES.values())})")
+    raise ValueError(
+        f"unknown codec {name_or_mime!r}: use one of {sorted(MIMES)} (MIME types {sorted(MIMES.values())})"
+    )
 
 
 __all__ = ["Codec", "JsonCodec", "TextCodec", "ArrowCodec", "EncodeError", "make_codec", "MIMES", "ARROW_MIME"]

@@ -16,6 +16,7 @@ The writer queue is bounded by credits (a stream sends only what its peer reques
 for peers granting huge credit, by ``Limits.high_water_bytes``: outbound streams stop asking
 their publisher for more until the writer has drained below half of it.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,8 +25,9 @@ import ssl as _ssl
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, Dict, List, Optional, Protocol
+from typing import Any, Protocol
 
 from . import frames as F
 from .errors import ConnectionLost, NetError, ProtocolError, Refused
@@ -65,8 +67,9 @@ class Limits:
 
     def __post_init__(self) -> None:
         if not 64 <= self.max_frame_bytes <= F.MAX_FRAME_LENGTH:
-            raise ValueError(f"Limits.max_frame_bytes must be within 64..{F.MAX_FRAME_LENGTH}, "
-                             f"got {self.max_frame_bytes}")
+            raise ValueError(
+                f"Limits.max_frame_bytes must be within 64..{F.MAX_FRAME_LENGTH}, got {self.max_frame_bytes}"
+            )
         for f in ("max_streams", "max_connections", "high_water_bytes", "max_backlog_bytes"):
             if getattr(self, f) < 1:
                 raise ValueError(f"Limits.{f} must be >= 1, got {getattr(self, f)}")
@@ -95,14 +98,14 @@ class Rejected(Exception):
 class Handler(Protocol):
     """The server side: accepts SETUP and opens streams for requests."""
 
-    def on_setup(self, conn: "Connection", frame: F.Frame) -> None: ...
+    def on_setup(self, conn: Connection, frame: F.Frame) -> None: ...
 
-    def open_stream(self, conn: "Connection", frame: F.Frame) -> None: ...
+    def open_stream(self, conn: Connection, frame: F.Frame) -> None: ...
 
 
-def _rest(frame: List[F.Buffer], sent: int) -> List[F.Buffer]:
+def _rest(frame: list[F.Buffer], sent: int) -> list[F.Buffer]:
     """The part of ``frame`` (a list of buffers) after its first ``sent`` bytes."""
-    out: List[F.Buffer] = []
+    out: list[F.Buffer] = []
     for b in frame:
         n = len(b)
         if sent >= n:
@@ -116,9 +119,18 @@ def _rest(frame: List[F.Buffer], sent: int) -> List[F.Buffer]:
 class Connection:
     """Frames in and out of one socket, shared by the streams whose ids it routes."""
 
-    def __init__(self, sock: socket.socket, *, client: bool, label: str, limits: Limits,
-                 handler: Optional[Handler] = None, keepalive: float = 2.0, lifetime: float = 10.0,
-                 on_closed: Optional[Callable[["Connection"], None]] = None) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        *,
+        client: bool,
+        label: str,
+        limits: Limits,
+        handler: Handler | None = None,
+        keepalive: float = 2.0,
+        lifetime: float = 10.0,
+        on_closed: Callable[[Connection], None] | None = None,
+    ) -> None:
         self.sock = sock
         self.client = client
         self.label = label
@@ -132,16 +144,16 @@ class Connection:
         self.endpoint: Any = None  # server: per-connection state set by the handler
         self._on_closed = on_closed
         self._lock = threading.Lock()
-        self._streams: Dict[int, Stream] = {}
+        self._streams: dict[int, Stream] = {}
         self._next_id = 1 if client else 2
         self._ready = client  # a server is ready once SETUP was accepted
-        self._closed: Optional[BaseException] = None
+        self._closed: BaseException | None = None
         self._close_deadline = 0.0
         self._flush_on_close = False
-        self._out: Deque[List[F.Buffer]] = deque()
+        self._out: deque[list[F.Buffer]] = deque()
         self._out_bytes = 0
         self._cond = threading.Condition(threading.Lock())
-        self._paused: Dict[int, Callable[[], None]] = {}
+        self._paused: dict[int, Callable[[], None]] = {}
         self._writing = False  # the writer thread is inside a send
         self._direct = not isinstance(sock, _ssl.SSLSocket) and hasattr(socket, "MSG_DONTWAIT")
         self._opened_at = time.monotonic()
@@ -157,7 +169,7 @@ class Connection:
         self._reader.start()
 
     @property
-    def closed(self) -> Optional[BaseException]:
+    def closed(self) -> BaseException | None:
         """The error the connection closed with, or None while open."""
         return self._closed
 
@@ -170,14 +182,15 @@ class Connection:
             t = min(t, self.keepalive / 2)
         return max(0.02, min(t, 1.0))
 
-    def close(self, error: Optional[BaseException] = None, final: Optional[List[List[F.Buffer]]] = None) -> None:
+    def close(self, error: BaseException | None = None, final: list[list[F.Buffer]] | None = None) -> None:
         """Close once. Open streams end with ``error`` (ConnectionLost if None). ``final`` frames
         (possibly none) are flushed first; without ``final`` the socket is shut at once."""
         with self._lock:
             if self._closed is not None:
                 return
-            self._closed = error if error is not None else ConnectionLost(
-                f"the connection to {self.label} was closed", self.label)
+            self._closed = (
+                error if error is not None else ConnectionLost(f"the connection to {self.label} was closed", self.label)
+            )
             streams = list(self._streams.values())
             self._streams.clear()
         for s in streams:
@@ -211,7 +224,7 @@ class Connection:
             pass
 
     # -- streams ------------------------------------------------------------------------
-    def add_stream(self, stream: Stream, stream_id: Optional[int] = None) -> int:
+    def add_stream(self, stream: Stream, stream_id: int | None = None) -> int:
         """Register ``stream``; a client allocates the next odd id. Raises if closed or full."""
         with self._lock:
             if self._closed is not None:
@@ -220,9 +233,12 @@ class Connection:
                 stream_id = self._next_id
                 self._next_id += 2
             if len(self._streams) >= self.limits.max_streams:
-                raise Refused(f"{self.label}: too many open streams on one connection "
-                              f"(Limits.max_streams={self.limits.max_streams}); close some streams or "
-                              "open another connection", self.label)
+                raise Refused(
+                    f"{self.label}: too many open streams on one connection "
+                    f"(Limits.max_streams={self.limits.max_streams}); close some streams or "
+                    "open another connection",
+                    self.label,
+                )
             self._streams[stream_id] = stream
             return stream_id
 
@@ -236,7 +252,7 @@ class Connection:
         return len(self._streams)
 
     # -- sending ------------------------------------------------------------------------
-    def send(self, frame: List[F.Buffer]) -> bool:
+    def send(self, frame: list[F.Buffer]) -> bool:
         """Queue one encoded frame; False if the connection is closed (the frame is dropped)."""
         n = 0
         for b in frame:
@@ -264,8 +280,13 @@ class Connection:
                 self._cond.notify()
             backlog = self._out_bytes
         if backlog > self._backlog_cap:
-            self.close(ProtocolError(f"{self.label} stopped reading: {backlog} bytes queued for it, more than "
-                                     f"Limits.max_backlog_bytes ({self._backlog_cap}); closed", self.label))
+            self.close(
+                ProtocolError(
+                    f"{self.label} stopped reading: {backlog} bytes queued for it, more than "
+                    f"Limits.max_backlog_bytes ({self._backlog_cap}); closed",
+                    self.label,
+                )
+            )
         return True
 
     @property
@@ -292,7 +313,7 @@ class Connection:
                         cond.wait()
                     if not self._out or (self._closed is not None and not self._flush_on_close):
                         break
-                    batch: List[F.Buffer] = []
+                    batch: list[F.Buffer] = []
                     n = 0
                     out = self._out
                     while out and n < 4 * 1024 * 1024:
@@ -306,7 +327,7 @@ class Connection:
                 with cond:
                     self._writing = False
                     self._out_bytes -= n
-                    resume: List[Callable[[], None]] = []
+                    resume: list[Callable[[], None]] = []
                     if self._paused and self._out_bytes < self.limits.high_water_bytes // 2:
                         resume = list(self._paused.values())
                         self._paused.clear()
@@ -314,8 +335,13 @@ class Connection:
                     self.worker.submit(r)
         except OSError as exc:
             if self._closed is None:
-                self.close(ConnectionLost(f"writing to {self.label} failed: {exc}; the peer closed the "
-                                          "connection or the network dropped it", self.label))
+                self.close(
+                    ConnectionLost(
+                        f"writing to {self.label} failed: {exc}; the peer closed the "
+                        "connection or the network dropped it",
+                        self.label,
+                    )
+                )
         finally:
             if self._closed is not None and self._flush_on_close:
                 self._shutdown(socket.SHUT_WR)  # FIN after the last frame; the reader waits for the peer's
@@ -327,9 +353,14 @@ class Connection:
             if self._ready:
                 reader = FrameReader(self.sock, full)
             else:  # an unauthenticated peer may not make us allocate a big buffer: SETUP frames are small
-                reader = FrameReader(self.sock, min(full, SETUP_MAX_BYTES), (
-                    " before a SETUP frame was accepted (a SETUP frame is small; is this an RSocket client, and "
-                    "not a TLS client on a tcp:// server?)"))
+                reader = FrameReader(
+                    self.sock,
+                    min(full, SETUP_MAX_BYTES),
+                    (
+                        " before a SETUP frame was accepted (a SETUP frame is small; is this an RSocket client, and "
+                        "not a TLS client on a tcp:// server?)"
+                    ),
+                )
             next_check = 0.0
             seen = 0
             for buf in reader.frames(self._tick):
@@ -357,8 +388,13 @@ class Connection:
             self._drain_after_close()
         except OSError as exc:
             if self._closed is None:
-                self.close(ConnectionLost(f"reading from {self.label} failed: {exc}; the peer closed the "
-                                          "connection or the network dropped it", self.label))
+                self.close(
+                    ConnectionLost(
+                        f"reading from {self.label} failed: {exc}; the peer closed the "
+                        "connection or the network dropped it",
+                        self.label,
+                    )
+                )
         except BaseException as exc:  # a bug: never let it kill the server silently
             log.exception("rs_spark.net: reader of %s failed", self.label)
             self.close(ProtocolError(f"{self.label}: internal error while reading: {exc!r}", self.label))
@@ -375,7 +411,7 @@ class Connection:
                 try:
                     if self.sock.recv_into(scratch) == 0:
                         return
-                except (socket.timeout, BlockingIOError):
+                except (TimeoutError, BlockingIOError):
                     continue
         except OSError:
             return
@@ -401,8 +437,13 @@ class Connection:
             return False
         if not self._ready:
             if now - self._opened_at > self.limits.setup_timeout:
-                self.close(Refused(f"{self.label}: no valid SETUP frame within "
-                                   f"{self.limits.setup_timeout} s (Limits.setup_timeout)", self.label))
+                self.close(
+                    Refused(
+                        f"{self.label}: no valid SETUP frame within "
+                        f"{self.limits.setup_timeout} s (Limits.setup_timeout)",
+                        self.label,
+                    )
+                )
                 return True
             return False
         if self.client and now >= self._next_keepalive:
@@ -411,11 +452,14 @@ class Connection:
         silent = now - self._last_recv
         if silent > self.lifetime:
             who = "server" if self.client else "client"
-            self.close(ConnectionLost(
-                f"no frame from the {who} {self.label} for {silent:.1f} s, more than the keepalive max "
-                f"lifetime of {self.lifetime} s: the peer is gone or stalled; open streams were ended. "
-                "Check that it is running and reachable, or raise lifetime= if it is merely slow",
-                self.label))
+            self.close(
+                ConnectionLost(
+                    f"no frame from the {who} {self.label} for {silent:.1f} s, more than the keepalive max "
+                    f"lifetime of {self.lifetime} s: the peer is gone or stalled; open streams were ended. "
+                    "Check that it is running and reachable, or raise lifetime= if it is merely slow",
+                    self.label,
+                )
+            )
             return False
         return False
 
@@ -455,9 +499,16 @@ class Connection:
                         self.send(F.encode_error(sid, F.REJECTED, "this rs_spark.net client serves no requests"))
                     return
                 if len(self._streams) >= self.limits.max_streams:
-                    self.send(F.encode_error(sid, F.REJECTED, (
-                        f"too many open streams on this connection (server limit {self.limits.max_streams}); "
-                        "close finished streams or open another connection")))
+                    self.send(
+                        F.encode_error(
+                            sid,
+                            F.REJECTED,
+                            (
+                                f"too many open streams on this connection (server limit {self.limits.max_streams}); "
+                                "close finished streams or open another connection"
+                            ),
+                        )
+                    )
                     return
                 try:
                     self.handler.open_stream(self, f)

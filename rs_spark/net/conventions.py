@@ -6,15 +6,16 @@ frame's data (and count it against an implied credit of one); the ``rsocket`` Py
 sends request parameters there and the elements after it. Reading one convention as the other
 loses the first element or invents one, so both sides name the convention they use.
 """
+
 from __future__ import annotations
 
 import enum
-from typing import Type, TypeVar, Union
+from typing import TypeVar
 
 _E = TypeVar("_E", bound=enum.Enum)
 
 
-def _choice(cls: Type[_E], value: Union[str, _E], where: str, option: str) -> _E:
+def _choice(cls: type[_E], value: str | _E, where: str, option: str) -> _E:
     """``value`` as a member of ``cls``; a ValueError naming ``option`` and the choices otherwise."""
     if isinstance(value, cls):
         return value
@@ -38,10 +39,10 @@ class ChannelData(enum.Enum):
     subscriber does not see it."""
 
     @classmethod
-    def of(cls, value: Union[str, "ChannelData"], where: str) -> "ChannelData":
+    def of(cls, value: str | ChannelData, where: str) -> ChannelData:
         return _choice(cls, value, where, "channel_data")
 
-    def first_element(self, data: "bytes | bytearray | memoryview") -> bool:
+    def first_element(self, data: bytes | bytearray | memoryview) -> bool:
         """Whether ``data`` (a REQUEST_CHANNEL frame's) is the stream's first element."""
         return self is ChannelData.ELEMENT or (self is ChannelData.AUTO and len(data) > 0)
 
@@ -58,7 +59,7 @@ class ChannelOpen(enum.Enum):
     the ``rsocket`` Python package's responders expect)."""
 
     @classmethod
-    def of(cls, value: Union[str, "ChannelOpen"], where: str) -> "ChannelOpen":
+    def of(cls, value: str | ChannelOpen, where: str) -> ChannelOpen:
         return _choice(cls, value, where, "channel_open")
 
 

@@ -1,8 +1,8 @@
 """Errors a user of rs_spark.net can meet; each says what happened, where, and what to do."""
+
 from __future__ import annotations
 
 import re
-from typing import Optional
 
 _TYPE = re.compile(r"^([A-Za-z_][\w.]*): ")
 
@@ -10,7 +10,7 @@ _TYPE = re.compile(r"^([A-Za-z_][\w.]*): ")
 class NetError(RuntimeError):
     """Base of rs_spark.net errors; ``address`` and ``stream`` say where (when known)."""
 
-    def __init__(self, message: str, address: Optional[str] = None, stream: Optional[str] = None) -> None:
+    def __init__(self, message: str, address: str | None = None, stream: str | None = None) -> None:
         super().__init__(message)
         self.address = address
         self.stream = stream
@@ -31,8 +31,14 @@ class ProtocolError(NetError):
 class RemoteError(NetError):
     """The remote side signalled ``on_error``; ``type_name`` and ``remote_message`` are its error's."""
 
-    def __init__(self, type_name: str, remote_message: str, address: Optional[str] = None,
-                 stream: Optional[str] = None, where: str = "") -> None:
+    def __init__(
+        self,
+        type_name: str,
+        remote_message: str,
+        address: str | None = None,
+        stream: str | None = None,
+        where: str = "",
+    ) -> None:
         shown = f"{type_name}: {remote_message}" if type_name else remote_message
         super().__init__(f"{shown} (remote error{where})", address, stream)
         self.type_name = type_name
@@ -55,9 +61,8 @@ def parse_error_text(text: str) -> tuple[str, str]:
     """Split ``Type: message``; text from generic peers without a type gives ``("", text)``."""
     m = _TYPE.match(text)
     if m:
-        return m.group(1), text[m.end():]
+        return m.group(1), text[m.end() :]
     return "", text
 
 
-__all__ = ["NetError", "ConnectionLost", "Refused", "ProtocolError", "RemoteError", "error_text",
-           "parse_error_text"]
+__all__ = ["NetError", "ConnectionLost", "Refused", "ProtocolError", "RemoteError", "error_text", "parse_error_text"]

@@ -5,13 +5,14 @@ type and 10 bits of flags. Encoders return a list of buffers (header first) so l
 (Arrow IPC bodies) is written with ``sendmsg`` without being copied into one bytes object.
 The 3-byte length prefix that TCP needs is added here too (``prefixed=True``).
 """
+
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Union
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 # Frame types (Protocol.md "Frame Types").
 SETUP = 0x01
@@ -30,10 +31,23 @@ RESUME = 0x0D
 RESUME_OK = 0x0E
 EXT = 0x3F
 
-TYPE_NAMES = {SETUP: "SETUP", LEASE: "LEASE", KEEPALIVE: "KEEPALIVE", REQUEST_RESPONSE: "REQUEST_RESPONSE",
-              REQUEST_FNF: "REQUEST_FNF", REQUEST_STREAM: "REQUEST_STREAM", REQUEST_CHANNEL: "REQUEST_CHANNEL",
-              REQUEST_N: "REQUEST_N", CANCEL: "CANCEL", PAYLOAD: "PAYLOAD", ERROR: "ERROR",
-              METADATA_PUSH: "METADATA_PUSH", RESUME: "RESUME", RESUME_OK: "RESUME_OK", EXT: "EXT"}
+TYPE_NAMES = {
+    SETUP: "SETUP",
+    LEASE: "LEASE",
+    KEEPALIVE: "KEEPALIVE",
+    REQUEST_RESPONSE: "REQUEST_RESPONSE",
+    REQUEST_FNF: "REQUEST_FNF",
+    REQUEST_STREAM: "REQUEST_STREAM",
+    REQUEST_CHANNEL: "REQUEST_CHANNEL",
+    REQUEST_N: "REQUEST_N",
+    CANCEL: "CANCEL",
+    PAYLOAD: "PAYLOAD",
+    ERROR: "ERROR",
+    METADATA_PUSH: "METADATA_PUSH",
+    RESUME: "RESUME",
+    RESUME_OK: "RESUME_OK",
+    EXT: "EXT",
+}
 
 # Flags (10 bits).
 FLAG_IGNORE = 0x200
@@ -57,11 +71,18 @@ REJECTED = 0x202
 CANCELED = 0x203
 INVALID = 0x204
 
-ERROR_NAMES = {INVALID_SETUP: "INVALID_SETUP", UNSUPPORTED_SETUP: "UNSUPPORTED_SETUP",
-               REJECTED_SETUP: "REJECTED_SETUP", REJECTED_RESUME: "REJECTED_RESUME",
-               CONNECTION_ERROR: "CONNECTION_ERROR", CONNECTION_CLOSE: "CONNECTION_CLOSE",
-               APPLICATION_ERROR: "APPLICATION_ERROR", REJECTED: "REJECTED", CANCELED: "CANCELED",
-               INVALID: "INVALID"}
+ERROR_NAMES = {
+    INVALID_SETUP: "INVALID_SETUP",
+    UNSUPPORTED_SETUP: "UNSUPPORTED_SETUP",
+    REJECTED_SETUP: "REJECTED_SETUP",
+    REJECTED_RESUME: "REJECTED_RESUME",
+    CONNECTION_ERROR: "CONNECTION_ERROR",
+    CONNECTION_CLOSE: "CONNECTION_CLOSE",
+    APPLICATION_ERROR: "APPLICATION_ERROR",
+    REJECTED: "REJECTED",
+    CANCELED: "CANCELED",
+    INVALID: "INVALID",
+}
 
 MAX_REQUEST_N = 2**31 - 1
 """REQUEST_N carries 31 bits; larger demand is sent in pieces (credits are cumulative)."""
@@ -90,7 +111,7 @@ class Frame:
     stream_id: int
     type: int
     flags: int
-    metadata: Optional[Buffer] = None
+    metadata: Buffer | None = None
     data: Buffer = b""
     request_n: int = 0  # REQUEST_STREAM / REQUEST_CHANNEL initial N, REQUEST_N
     error_code: int = 0  # ERROR
@@ -109,7 +130,7 @@ class Frame:
         return bool(self.flags & flag)
 
 
-def _prefix(parts: List[Buffer], prefixed: bool) -> List[Buffer]:
+def _prefix(parts: list[Buffer], prefixed: bool) -> list[Buffer]:
     if not prefixed:
         return parts
     n = 0
@@ -121,7 +142,7 @@ def _prefix(parts: List[Buffer], prefixed: bool) -> List[Buffer]:
     return parts
 
 
-def _meta_header(metadata: Optional[Buffer]) -> bytes:
+def _meta_header(metadata: Buffer | None) -> bytes:
     if metadata is None:
         return b""
     if len(metadata) > MAX_METADATA_LENGTH:
@@ -129,36 +150,56 @@ def _meta_header(metadata: Optional[Buffer]) -> bytes:
     return len(metadata).to_bytes(3, "big")
 
 
-def _with_payload(head: bytes, metadata: Optional[Buffer], data: Sequence[Buffer], prefixed: bool) -> List[Buffer]:
-    parts: List[Buffer] = [head + _meta_header(metadata)]
+def _with_payload(head: bytes, metadata: Buffer | None, data: Sequence[Buffer], prefixed: bool) -> list[Buffer]:
+    parts: list[Buffer] = [head + _meta_header(metadata)]
     if metadata:
         parts.append(metadata)
     parts.extend(d for d in data if len(d))
     return _prefix(parts, prefixed)
 
 
-def _type_flags(ftype: int, flags: int, metadata: Optional[Buffer]) -> int:
+def _type_flags(ftype: int, flags: int, metadata: Buffer | None) -> int:
     if metadata is not None:
         flags |= FLAG_METADATA
     return (ftype << 10) | flags
 
 
-def encode_setup(keepalive_ms: int, lifetime_ms: int, metadata_mime: str, data_mime: str,
-                 metadata: Optional[Buffer] = None, data: Buffer = b"", prefixed: bool = True) -> List[Buffer]:
+def encode_setup(
+    keepalive_ms: int,
+    lifetime_ms: int,
+    metadata_mime: str,
+    data_mime: str,
+    metadata: Buffer | None = None,
+    data: Buffer = b"",
+    prefixed: bool = True,
+) -> list[Buffer]:
     mm = metadata_mime.encode("ascii")
     dm = data_mime.encode("ascii")
-    head = (_HDR.pack(0, _type_flags(SETUP, 0, metadata)) + struct.pack(">HHII", 1, 0, keepalive_ms, lifetime_ms)
-            + bytes([len(mm)]) + mm + bytes([len(dm)]) + dm)
+    head = (
+        _HDR.pack(0, _type_flags(SETUP, 0, metadata))
+        + struct.pack(">HHII", 1, 0, keepalive_ms, lifetime_ms)
+        + bytes([len(mm)])
+        + mm
+        + bytes([len(dm)])
+        + dm
+    )
     return _with_payload(head, metadata, [data], prefixed)
 
 
-def encode_keepalive(respond: bool, position: int = 0, data: Buffer = b"", prefixed: bool = True) -> List[Buffer]:
+def encode_keepalive(respond: bool, position: int = 0, data: Buffer = b"", prefixed: bool = True) -> list[Buffer]:
     head = _KEEPALIVE.pack(0, (KEEPALIVE << 10) | (FLAG_RESPOND if respond else 0), position)
     return _prefix([head, data] if data else [head], prefixed)
 
 
-def encode_request(ftype: int, stream_id: int, n: int, metadata: Optional[Buffer] = None,
-                   data: Sequence[Buffer] = (), complete: bool = False, prefixed: bool = True) -> List[Buffer]:
+def encode_request(
+    ftype: int,
+    stream_id: int,
+    n: int,
+    metadata: Buffer | None = None,
+    data: Sequence[Buffer] = (),
+    complete: bool = False,
+    prefixed: bool = True,
+) -> list[Buffer]:
     """REQUEST_STREAM or REQUEST_CHANNEL with initial request ``n`` (1..2^31-1)."""
     _check_n(n, TYPE_NAMES.get(ftype, "request"))
     flags = FLAG_COMPLETE if complete else 0
@@ -171,28 +212,34 @@ def _check_n(n: int, what: str) -> None:
         raise FrameError(f"{what}: request n={n!r} must be an int in 1..{MAX_REQUEST_N}; split larger demand")
 
 
-def encode_request_n(stream_id: int, n: int, prefixed: bool = True) -> List[Buffer]:
+def encode_request_n(stream_id: int, n: int, prefixed: bool = True) -> list[Buffer]:
     _check_n(n, "REQUEST_N")
     return _prefix([_REQN.pack(stream_id, REQUEST_N << 10, n)], prefixed)
 
 
-def encode_cancel(stream_id: int, prefixed: bool = True) -> List[Buffer]:
+def encode_cancel(stream_id: int, prefixed: bool = True) -> list[Buffer]:
     return _prefix([_HDR.pack(stream_id, CANCEL << 10)], prefixed)
 
 
-def encode_payload(stream_id: int, data: Sequence[Buffer] = (), metadata: Optional[Buffer] = None,
-                   next: bool = True, complete: bool = False, prefixed: bool = True) -> List[Buffer]:
+def encode_payload(
+    stream_id: int,
+    data: Sequence[Buffer] = (),
+    metadata: Buffer | None = None,
+    next: bool = True,
+    complete: bool = False,
+    prefixed: bool = True,
+) -> list[Buffer]:
     flags = (FLAG_NEXT if next else 0) | (FLAG_COMPLETE if complete else 0)
     head = _HDR.pack(stream_id, _type_flags(PAYLOAD, flags, metadata))
     return _with_payload(head, metadata, data, prefixed)
 
 
-def encode_error(stream_id: int, code: int, message: str, prefixed: bool = True) -> List[Buffer]:
+def encode_error(stream_id: int, code: int, message: str, prefixed: bool = True) -> list[Buffer]:
     body = message.encode("utf-8", "replace")[:65536]  # error text is for people: keep it bounded
     return _prefix([_HDR.pack(stream_id, ERROR << 10) + _U32.pack(code), body], prefixed)
 
 
-def encode_metadata_push(metadata: Buffer, prefixed: bool = True) -> List[Buffer]:
+def encode_metadata_push(metadata: Buffer, prefixed: bool = True) -> list[Buffer]:
     return _prefix([_HDR.pack(0, (METADATA_PUSH << 10) | FLAG_METADATA), metadata], prefixed)
 
 
@@ -202,11 +249,11 @@ def _split_payload(buf: Buffer, pos: int, flags: int, f: Frame, what: str = "") 
         what = what or f.type_name
         if end - pos < 3:
             raise FrameError(f"{what}: metadata flag set but no room for the 3-byte metadata length")
-        mlen = int.from_bytes(buf[pos:pos + 3], "big")
+        mlen = int.from_bytes(buf[pos : pos + 3], "big")
         pos += 3
         if pos + mlen > end:
             raise FrameError(f"{what}: metadata length {mlen} runs past the end of the frame ({end - pos} bytes left)")
-        f.metadata = buf[pos:pos + mlen]
+        f.metadata = buf[pos : pos + mlen]
         pos += mlen
     f.data = buf[pos:end]
 
@@ -264,8 +311,9 @@ def decode(buf: Buffer) -> Frame:
         try:
             bytes(f.data).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise FrameError(f"ERROR frame on stream {sid}: the message is not valid UTF-8 ({exc.reason} "
-                             f"at byte {exc.start})") from None
+            raise FrameError(
+                f"ERROR frame on stream {sid}: the message is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
     elif ftype in (REQUEST_RESPONSE, REQUEST_FNF):
         _split_payload(buf, 6, flags, f, what)
     elif ftype == METADATA_PUSH:
@@ -288,7 +336,7 @@ def _decode_setup(buf: Buffer, f: Frame) -> None:
     if f.flags & FLAG_RESUME:
         if pos + 2 > n:
             raise FrameError("SETUP: resume flag set but no resume token length")
-        pos += 2 + int.from_bytes(buf[pos:pos + 2], "big")
+        pos += 2 + int.from_bytes(buf[pos : pos + 2], "big")
     for attr in ("metadata_mime", "data_mime"):
         if pos >= n:
             raise FrameError("SETUP: truncated before a MIME type")
@@ -297,7 +345,7 @@ def _decode_setup(buf: Buffer, f: Frame) -> None:
         if pos + ln > n:
             raise FrameError("SETUP: MIME type runs past the end of the frame")
         try:
-            setattr(f, attr, bytes(buf[pos:pos + ln]).decode("ascii"))
+            setattr(f, attr, bytes(buf[pos : pos + ln]).decode("ascii"))
         except UnicodeDecodeError:
             raise FrameError("SETUP: MIME type is not US-ASCII") from None
         pos += ln
@@ -305,5 +353,15 @@ def _decode_setup(buf: Buffer, f: Frame) -> None:
 
 
 __all__ = [name for name in dir() if name.isupper()] + [
-    "Frame", "FrameError", "decode", "encode_setup", "encode_keepalive", "encode_request", "encode_request_n",
-    "encode_cancel", "encode_payload", "encode_error", "encode_metadata_push"]
+    "Frame",
+    "FrameError",
+    "decode",
+    "encode_setup",
+    "encode_keepalive",
+    "encode_request",
+    "encode_request_n",
+    "encode_cancel",
+    "encode_payload",
+    "encode_error",
+    "encode_metadata_push",
+]

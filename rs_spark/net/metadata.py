@@ -5,9 +5,8 @@ well-known) or a length-prefixed MIME string, a 24-bit length, then the entry; r
 list of 8-bit-length-prefixed UTF-8 tags; authentication is an auth type id (``simple`` 0x00,
 ``bearer`` 0x01) or string, then the credentials.
 """
-from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from __future__ import annotations
 
 COMPOSITE = "message/x.rsocket.composite-metadata.v0"
 ROUTING = "message/x.rsocket.routing.v0"
@@ -34,7 +33,7 @@ class MetadataError(ValueError):
     """Metadata that does not follow its extension's layout."""
 
 
-def composite(entries: List[Tuple[str, bytes]]) -> bytes:
+def composite(entries: list[tuple[str, bytes]]) -> bytes:
     """Encode ``(mime, payload)`` entries as composite metadata."""
     out = bytearray()
     for mime, payload in entries:
@@ -52,9 +51,9 @@ def composite(entries: List[Tuple[str, bytes]]) -> bytes:
     return bytes(out)
 
 
-def parse_composite(buf: bytes) -> List[Tuple[str, bytes]]:
+def parse_composite(buf: bytes) -> list[tuple[str, bytes]]:
     """Decode composite metadata into ``(mime, payload)`` entries."""
-    out: List[Tuple[str, bytes]] = []
+    out: list[tuple[str, bytes]] = []
     pos, n = 0, len(buf)
     while pos < n:
         b = buf[pos]
@@ -65,15 +64,15 @@ def parse_composite(buf: bytes) -> List[Tuple[str, bytes]]:
             ln = (b & 0x7F) + 1
             if pos + ln > n:
                 raise MetadataError("composite metadata: MIME type runs past the end")
-            mime = bytes(buf[pos:pos + ln]).decode("ascii", "replace")
+            mime = bytes(buf[pos : pos + ln]).decode("ascii", "replace")
             pos += ln
         if pos + 3 > n:
             raise MetadataError("composite metadata: entry length missing")
-        ln = int.from_bytes(buf[pos:pos + 3], "big")
+        ln = int.from_bytes(buf[pos : pos + 3], "big")
         pos += 3
         if pos + ln > n:
             raise MetadataError(f"composite metadata: entry of {ln} bytes runs past the end")
-        out.append((mime, bytes(buf[pos:pos + ln])))
+        out.append((mime, bytes(buf[pos : pos + ln])))
         pos += ln
     return out
 
@@ -89,15 +88,15 @@ def routing(*tags: str) -> bytes:
     return bytes(out)
 
 
-def parse_routing(buf: bytes) -> List[str]:
-    tags: List[str] = []
+def parse_routing(buf: bytes) -> list[str]:
+    tags: list[str] = []
     pos, n = 0, len(buf)
     while pos < n:
         ln = buf[pos]
         pos += 1
         if pos + ln > n:
             raise MetadataError("routing metadata: tag runs past the end")
-        tags.append(bytes(buf[pos:pos + ln]).decode("utf-8", "replace"))
+        tags.append(bytes(buf[pos : pos + ln]).decode("utf-8", "replace"))
         pos += ln
     return tags
 
@@ -106,7 +105,7 @@ def bearer(token: str) -> bytes:
     return bytes([0x80 | AUTH_BEARER]) + token.encode("utf-8")
 
 
-def parse_auth(buf: bytes) -> Tuple[str, Optional[str], bytes]:
+def parse_auth(buf: bytes) -> tuple[str, str | None, bytes]:
     """Return ``(auth type, username or None, secret)`` from an authentication entry."""
     if not buf:
         raise MetadataError("authentication metadata is empty")
@@ -116,18 +115,18 @@ def parse_auth(buf: bytes) -> Tuple[str, Optional[str], bytes]:
         kind = {AUTH_SIMPLE: "simple", AUTH_BEARER: "bearer"}.get(b & 0x7F, f"0x{b & 0x7F:02x}")
     else:
         ln = b & 0x7F
-        kind = bytes(buf[1:1 + ln]).decode("ascii", "replace")
+        kind = bytes(buf[1 : 1 + ln]).decode("ascii", "replace")
         pos += ln
     rest = bytes(buf[pos:])
     if kind == "simple":
         if len(rest) < 2:
             raise MetadataError("simple authentication: username length missing")
         ul = int.from_bytes(rest[:2], "big")
-        return kind, rest[2:2 + ul].decode("utf-8", "replace"), rest[2 + ul:]
+        return kind, rest[2 : 2 + ul].decode("utf-8", "replace"), rest[2 + ul :]
     return kind, None, rest
 
 
-def request_metadata(metadata_mime: str, name: Optional[str]) -> Optional[bytes]:
+def request_metadata(metadata_mime: str, name: str | None) -> bytes | None:
     """The metadata a request carries to name its endpoint, in the connection's metadata MIME."""
     if name is None:
         return None
@@ -136,7 +135,7 @@ def request_metadata(metadata_mime: str, name: Optional[str]) -> Optional[bytes]
     return routing(name)
 
 
-def route_of(metadata_mime: str, metadata: Optional[bytes]) -> Optional[str]:
+def route_of(metadata_mime: str, metadata: bytes | None) -> str | None:
     """The first routing tag of a request, or None when it names no route."""
     if not metadata:
         return None
@@ -152,7 +151,7 @@ def route_of(metadata_mime: str, metadata: Optional[bytes]) -> Optional[str]:
     return None
 
 
-def token_of(metadata_mime: str, metadata: Optional[bytes]) -> Optional[bytes]:
+def token_of(metadata_mime: str, metadata: bytes | None) -> bytes | None:
     """The secret of the first authentication entry in SETUP metadata (bearer token or simple password)."""
     if not metadata or metadata_mime != COMPOSITE:
         return None
@@ -162,5 +161,18 @@ def token_of(metadata_mime: str, metadata: Optional[bytes]) -> Optional[bytes]:
     return None
 
 
-__all__ = ["COMPOSITE", "ROUTING", "AUTHENTICATION", "MetadataError", "composite", "parse_composite",
-           "routing", "parse_routing", "bearer", "parse_auth", "request_metadata", "route_of", "token_of"]
+__all__ = [
+    "COMPOSITE",
+    "ROUTING",
+    "AUTHENTICATION",
+    "MetadataError",
+    "composite",
+    "parse_composite",
+    "routing",
+    "parse_routing",
+    "bearer",
+    "parse_auth",
+    "request_metadata",
+    "route_of",
+    "token_of",
+]

@@ -1,5 +1,6 @@
 """A server hosting named Publishers (read with request-stream) and Subscribers (fed with
 request-channel) on one TCP, TLS or Unix socket."""
+
 from __future__ import annotations
 
 import logging
@@ -7,7 +8,8 @@ import os
 import socket
 import ssl as _ssl
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Set, Tuple, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..streams.drain import subscribe_with
 from ..streams.types import Publisher, Subscriber
@@ -51,15 +53,23 @@ class Server:
     by default non-empty data is the channel's first element (rsocket-java, rsocket-js).
     """
 
-    def __init__(self, bind: str = "tcp://127.0.0.1:0", *, token: Optional[str] = None,
-                 ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None,
-                 allowed_origins: Sequence[str] = (), channel_data: Union[str, ChannelData] = "auto") -> None:
+    def __init__(
+        self,
+        bind: str = "tcp://127.0.0.1:0",
+        *,
+        token: str | None = None,
+        ssl: _ssl.SSLContext | None = None,
+        limits: Limits | None = None,
+        allowed_origins: Sequence[str] = (),
+        channel_data: str | ChannelData = "auto",
+    ) -> None:
         self.allowed_origins = tuple(allowed_origins)
         self.channel_data = ChannelData.of(channel_data, "Server")
         addr = parse(bind, need_name=False)
         if addr.name:
-            raise ValueError(f"bind address {bind!r} must not name an endpoint; names are given to "
-                             "add_publisher()/add_subscriber()")
+            raise ValueError(
+                f"bind address {bind!r} must not name an endpoint; names are given to add_publisher()/add_subscriber()"
+            )
         token = token if token is not None else addr.token
         if token is not None and (not isinstance(token, str) or not token):
             raise ValueError("token must be a non-empty str")
@@ -67,29 +77,35 @@ class Server:
             raise ValueError(
                 f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
                 "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
-                "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text")
+                "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text"
+            )
         if addr.scheme in ("tls", "wss") and ssl is None:
-            raise ValueError(f"{addr.base}: a {addr.scheme}:// server needs ssl= (a server ssl.SSLContext with its "
-                             "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
-                             "ctx.load_cert_chain(certfile, keyfile))")
+            raise ValueError(
+                f"{addr.base}: a {addr.scheme}:// server needs ssl= (a server ssl.SSLContext with its "
+                "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
+                "ctx.load_cert_chain(certfile, keyfile))"
+            )
         if ssl is not None and addr.scheme in ("tcp", "ws"):
             addr = Address("tls" if addr.scheme == "tcp" else "wss", addr.host, addr.port, token=addr.token)
         if not addr.is_loopback and ssl is None:
-            log.warning("rs_spark.net: serving %s without TLS: the token and all data cross the network in "
-                        "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks", addr.base)
+            log.warning(
+                "rs_spark.net: serving %s without TLS: the token and all data cross the network in "
+                "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks",
+                addr.base,
+            )
         self._token = token
         self._ssl = ssl
         self.limits = limits or Limits()
         self._lock = threading.Lock()
-        self._endpoints: Dict[str, _Endpoint] = {}
-        self._conns: Set[Connection] = set()
+        self._endpoints: dict[str, _Endpoint] = {}
+        self._conns: set[Connection] = set()
         self._open_sockets = 0  # accepted network sockets not yet closed: what max_connections bounds
         self._stopped = False
         self._sock = listen(addr)
         if addr.scheme != "unix":
             addr = Address(addr.scheme, addr.host, self._sock.getsockname()[1])
         self._addr = addr
-        self._first: Optional[str] = None
+        self._first: str | None = None
         self._thread = threading.Thread(target=self._accept_loop, name=f"rs-net-accept {addr.base}", daemon=True)
         self._thread.start()
 
@@ -97,16 +113,20 @@ class Server:
     def add_publisher(self, name: str, publisher: Publisher[Any]) -> str:
         """Serve ``publisher`` as ``name``; each request-stream subscribes it once. Returns its address."""
         if publisher is None or not hasattr(publisher, "subscribe"):
-            raise TypeError(f"add_publisher({name!r}, ...) needs a Publisher (an object with subscribe()), "
-                            f"got {type(publisher).__name__}")
+            raise TypeError(
+                f"add_publisher({name!r}, ...) needs a Publisher (an object with subscribe()), "
+                f"got {type(publisher).__name__}"
+            )
         return self._add(name, _Endpoint("publisher", publisher))
 
-    def add_subscriber(self, name: str, subscriber: Union[Subscriber[Any], SubscriberFactory]) -> str:
+    def add_subscriber(self, name: str, subscriber: Subscriber[Any] | SubscriberFactory) -> str:
         """Serve a Subscriber as ``name``: an instance accepts one channel (rule 2.12), a factory
         (a callable returning a new Subscriber) one per channel. Returns its address."""
         if subscriber is None or not (hasattr(subscriber, "on_subscribe") or callable(subscriber)):
-            raise TypeError(f"add_subscriber({name!r}, ...) needs a Subscriber or a factory of Subscribers, "
-                            f"got {type(subscriber).__name__}")
+            raise TypeError(
+                f"add_subscriber({name!r}, ...) needs a Subscriber or a factory of Subscribers, "
+                f"got {type(subscriber).__name__}"
+            )
         return self._add(name, _Endpoint("subscriber", subscriber))
 
     def add_processor(self, name: str, factory: Callable[[], Any]) -> str:
@@ -114,8 +134,10 @@ class Server:
         ``factory``; its Subscriber side reads the client's elements, its Publisher side answers
         (:func:`rs_spark.net.connect_processor`). Returns its address."""
         if not callable(factory) or hasattr(factory, "on_subscribe"):
-            raise TypeError(f"add_processor({name!r}, ...) needs a factory (a callable returning a new Processor "
-                            f"per channel), got {type(factory).__name__}")
+            raise TypeError(
+                f"add_processor({name!r}, ...) needs a factory (a callable returning a new Processor "
+                f"per channel), got {type(factory).__name__}"
+            )
         return self._add(name, _Endpoint("processor", factory))
 
     def remove(self, name: str) -> None:
@@ -128,8 +150,10 @@ class Server:
             raise ValueError(f"an endpoint name is a non-empty str of at most 255 UTF-8 bytes, got {name!r}")
         with self._lock:
             if name in self._endpoints:
-                raise ValueError(f"{self._addr.base} already serves an endpoint named {name!r}; "
-                                 "pick another name or remove() it first")
+                raise ValueError(
+                    f"{self._addr.base} already serves an endpoint named {name!r}; "
+                    "pick another name or remove() it first"
+                )
             self._endpoints[name] = ep
             if self._first is None:
                 self._first = name
@@ -152,7 +176,7 @@ class Server:
         return self._addr.base
 
     @property
-    def token(self) -> Optional[str]:
+    def token(self) -> str | None:
         return self._token
 
     @property
@@ -181,7 +205,7 @@ class Server:
             except OSError:
                 pass
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -203,12 +227,18 @@ class Server:
             peer_s = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unix peer"
             label = f"{peer_s} on {self._addr.base}"
             if self._open_sockets >= self.limits.max_connections:
-                log.warning("rs_spark.net: refused %s: %d connections open (Limits.max_connections)",
-                            label, self._open_sockets)
+                log.warning(
+                    "rs_spark.net: refused %s: %d connections open (Limits.max_connections)", label, self._open_sockets
+                )
                 if self._ssl is None and self._addr.scheme == "tcp":  # TLS/WebSocket clients could not read it
-                    refuse(sock, F.encode_error(0, F.CONNECTION_ERROR,
-                                                f"{self._addr.base} has too many connections "
-                                                f"({self.limits.max_connections}); retry later"))
+                    refuse(
+                        sock,
+                        F.encode_error(
+                            0,
+                            F.CONNECTION_ERROR,
+                            f"{self._addr.base} has too many connections ({self.limits.max_connections}); retry later",
+                        ),
+                    )
                 else:
                     sock.close()
                 continue
@@ -234,11 +264,18 @@ class Server:
                 sock = tls_server(sock, self._ssl, label, self.limits.setup_timeout)
             ws = self._addr.scheme in ("ws", "wss")
             if ws:  # the upgrade runs on the pump thread, within setup_timeout; the pump closes the network socket
-                sock = ws_server(sock, label, self.limits.setup_timeout, self.limits.max_frame_bytes,
-                                 self.allowed_origins, on_closed=release)
+                sock = ws_server(
+                    sock,
+                    label,
+                    self.limits.setup_timeout,
+                    self.limits.max_frame_bytes,
+                    self.allowed_origins,
+                    on_closed=release,
+                )
         except (OSError, ValueError) as exc:
-            log.warning("rs_spark.net: %s for %s could not start: %s", "TLS" if self._ssl else "the connection",
-                        label, exc)
+            log.warning(
+                "rs_spark.net: %s for %s could not start: %s", "TLS" if self._ssl else "the connection", label, exc
+            )
             release()
             return
 
@@ -247,8 +284,16 @@ class Server:
             if not ws:
                 release()
 
-        conn = Connection(sock, client=False, label=label, limits=self.limits, handler=self,
-                          keepalive=self.limits.max_lifetime, lifetime=self.limits.max_lifetime, on_closed=closed)
+        conn = Connection(
+            sock,
+            client=False,
+            label=label,
+            limits=self.limits,
+            handler=self,
+            keepalive=self.limits.max_lifetime,
+            lifetime=self.limits.max_lifetime,
+            on_closed=closed,
+        )
         with self._lock:
             self._conns.add(conn)
         conn.start()
@@ -260,8 +305,12 @@ class Server:
         if self.channel_data.first_element(data):
             inbound.accept_first(data)
         elif len(data):
-            log.debug("rs_spark.net: %s: %d bytes of REQUEST_CHANNEL data taken as request parameters "
-                      "(channel_data=parameters), not as an element", where, len(data))
+            log.debug(
+                "rs_spark.net: %s: %d bytes of REQUEST_CHANNEL data taken as request parameters "
+                "(channel_data=parameters), not as an element",
+                where,
+                len(data),
+            )
 
     def _forget(self, conn: Connection) -> None:
         with self._lock:
@@ -271,8 +320,9 @@ class Server:
     def on_setup(self, conn: Connection, f: F.Frame) -> None:
         where = self._addr.base
         if f.version[0] != 1:
-            raise Rejected(F.UNSUPPORTED_SETUP, f"{where} speaks RSocket 1.x; the client asked for "
-                                                f"{f.version[0]}.{f.version[1]}")
+            raise Rejected(
+                F.UNSUPPORTED_SETUP, f"{where} speaks RSocket 1.x; the client asked for {f.version[0]}.{f.version[1]}"
+            )
         if f.flags & F.FLAG_RESUME:
             raise Rejected(F.REJECTED_SETUP, f"{where} does not support resumption; connect without resume")
         if f.flags & F.FLAG_LEASE:
@@ -282,15 +332,16 @@ class Server:
         try:
             make_codec(f.data_mime)
         except ValueError as exc:
-            raise Rejected(F.UNSUPPORTED_SETUP,
-                           f"{where}: data MIME type {f.data_mime!r} is not supported: {exc}") from None
+            raise Rejected(
+                F.UNSUPPORTED_SETUP, f"{where}: data MIME type {f.data_mime!r} is not supported: {exc}"
+            ) from None
         check_token(self._token, f.metadata_mime, f.metadata, where)
         conn.metadata_mime, conn.data_mime = f.metadata_mime, f.data_mime
         ka = f.keepalive_ms / 1000
         conn.keepalive = ka
         conn.lifetime = min(max(f.lifetime_ms / 1000, 2 * ka), self.limits.max_lifetime)
 
-    def _resolve(self, name: Optional[str], kind: str) -> Tuple[str, _Endpoint]:
+    def _resolve(self, name: str | None, kind: str) -> tuple[str, _Endpoint]:
         with self._lock:
             eps = dict(self._endpoints)
         if name is None:
@@ -298,12 +349,18 @@ class Server:
             if len(same) == 1:
                 return same[0]  # a request without a route reaches the only endpoint of its kind
             # The error lists no names: what a server serves is not for whoever can connect to tell.
-            raise Rejected(F.REJECTED, f"the request names no {kind} (routing metadata) and {self._addr.base} "
-                                       f"serves {len(same)} {kind}s; put the endpoint's name in the address")
+            raise Rejected(
+                F.REJECTED,
+                f"the request names no {kind} (routing metadata) and {self._addr.base} "
+                f"serves {len(same)} {kind}s; put the endpoint's name in the address",
+            )
         ep = eps.get(name)
         if ep is None:
-            raise Rejected(F.REJECTED, f"{self._addr.base} serves no {kind} named {name!r}; check the name in the "
-                                       "address (the server's own log and server.address name its endpoints)")
+            raise Rejected(
+                F.REJECTED,
+                f"{self._addr.base} serves no {kind} named {name!r}; check the name in the "
+                "address (the server's own log and server.address name its endpoints)",
+            )
         if ep.kind != kind and not (kind == "subscriber" and ep.kind == "processor"):
             fix = {"subscriber": "connect_subscriber()", "processor": "connect_processor()"}.get(ep.kind, "connect()")
             raise Rejected(F.REJECTED, f"{name!r} on {self._addr.base} is a {ep.kind}, not a {kind}; use {fix}")
@@ -320,8 +377,11 @@ class Server:
         elif f.type == F.REQUEST_CHANNEL:
             kind = "subscriber"
         else:
-            raise Rejected(F.REJECTED, f"{self._addr.base} serves request-stream (to read a publisher) and "
-                                       "request-channel (to feed a subscriber) only")
+            raise Rejected(
+                F.REJECTED,
+                f"{self._addr.base} serves request-stream (to read a publisher) and "
+                "request-channel (to feed a subscriber) only",
+            )
         name, ep = self._resolve(route, kind)
         codec = make_codec(conn.data_mime)
         address = self.address_of(name)
@@ -347,8 +407,9 @@ class Server:
                 if not (hasattr(proc, "on_subscribe") and hasattr(proc, "subscribe")):
                     raise TypeError(f"the processor factory returned {type(proc).__name__}, not a Processor")
             except Exception as exc:
-                raise Rejected(F.REJECTED,
-                               f"processor '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
+                raise Rejected(
+                    F.REJECTED, f"processor '{name}': its factory failed: {type(exc).__name__}: {exc}"
+                ) from None
             where = where.replace("subscriber '", "processor '", 1)
             ch = serve_channel(conn, sid, proc, codec, where, address, f.request_n, self._register)
             self._first_element(f, ch.inbound, where)
@@ -359,18 +420,23 @@ class Server:
         with self._lock:
             if single:
                 if ep.used:
-                    raise Rejected(F.REJECTED, (
-                        f"subscriber '{name}' on {self._addr.base} was already subscribed once and a Subscriber "
-                        "may be subscribed only once (rule 2.12); serve a factory (a callable returning a new "
-                        "Subscriber) to accept many channels"))
+                    raise Rejected(
+                        F.REJECTED,
+                        (
+                            f"subscriber '{name}' on {self._addr.base} was already subscribed once and a Subscriber "
+                            "may be subscribed only once (rule 2.12); serve a factory (a callable returning a new "
+                            "Subscriber) to accept many channels"
+                        ),
+                    )
                 ep.used = True
         try:
             sub = target if single else target()
             if sub is None:
                 raise TypeError("the subscriber factory returned None")
         except Exception as exc:
-            raise Rejected(F.REJECTED,
-                           f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}") from None
+            raise Rejected(
+                F.REJECTED, f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}"
+            ) from None
         inb = InboundSubscription(sub, codec, where, requester=False, address=address)
         self._register(conn, inb, sid)
         inb.attach(conn, sid)
@@ -388,9 +454,17 @@ class Server:
             raise Rejected(F.REJECTED, str(exc)) from None
 
 
-def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0", token: Optional[str] = None,
-          ssl: Optional[_ssl.SSLContext] = None, limits: Optional[Limits] = None,
-          allowed_origins: Sequence[str] = (), channel_data: Union[str, ChannelData] = "auto") -> Server:
+def serve(
+    target: Any,
+    name: str = "default",
+    *,
+    bind: str = "tcp://127.0.0.1:0",
+    token: str | None = None,
+    ssl: _ssl.SSLContext | None = None,
+    limits: Limits | None = None,
+    allowed_origins: Sequence[str] = (),
+    channel_data: str | ChannelData = "auto",
+) -> Server:
     """Serve one Publisher (or Subscriber, or factory of Subscribers) as ``name``; returns the
     running :class:`Server`, whose ``address`` is the string to give :func:`connect` and whose
     ``stop()`` ends it. Add more endpoints with ``add_publisher``/``add_subscriber``.
@@ -398,8 +472,9 @@ def serve(target: Any, name: str = "default", *, bind: str = "tcp://127.0.0.1:0"
     Without ``token`` anyone who can reach ``bind`` may subscribe: on 127.0.0.1 that is every local
     user (the port is listed in /proc/net/tcp). Pass a token (``secrets.token_urlsafe()``) unless
     every local user may read the stream; ``rs_spark.read_stream`` always does."""
-    server = Server(bind, token=token, ssl=ssl, limits=limits, allowed_origins=allowed_origins,
-                    channel_data=channel_data)
+    server = Server(
+        bind, token=token, ssl=ssl, limits=limits, allowed_origins=allowed_origins, channel_data=channel_data
+    )
     try:
         if hasattr(target, "subscribe"):
             server.add_publisher(name, target)

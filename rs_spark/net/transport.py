@@ -9,6 +9,7 @@ length (RSocket "Framing Protocol Usage"). :class:`FrameReader` undoes that, ref
 above a size limit before reading their body, and waits with ``poll`` so the reader thread
 can run timers without a socket timeout (a timeout would also limit the writer's sends).
 """
+
 from __future__ import annotations
 
 import logging
@@ -20,7 +21,8 @@ import stat
 import sys
 import threading
 import time
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from collections.abc import Iterator
+from typing import Any
 
 from .address import Address
 from .frames import Buffer, FrameError
@@ -36,8 +38,9 @@ _SMALL = 64 * 1024  # frames up to this size are copied out of the shared buffer
 _CHUNK = 64 * 1024  # reads into the shared buffer: many small frames per read, a small copy for a big frame
 
 
-def dial(addr: Address, timeout: float, context: Optional[_ssl.SSLContext],
-         max_frame: int = 16 * 1024 * 1024) -> socket.socket:
+def dial(
+    addr: Address, timeout: float, context: _ssl.SSLContext | None, max_frame: int = 16 * 1024 * 1024
+) -> socket.socket:
     """Connect to ``addr``; the socket is left blocking. With TLS (``tls://``, ``wss://`` or a
     ``context``) the handshake is done here and the socket returned is the plain end of a
     :class:`TlsPump`; with WebSocket (``ws://``, ``wss://``) the plain end of a ``WsPump``."""
@@ -58,11 +61,14 @@ def dial(addr: Address, timeout: float, context: Optional[_ssl.SSLContext],
         host = addr.host if addr.scheme != "unix" else None
         if host is None and ctx.check_hostname:
             sock.close()
-            raise ValueError(f"{addr.base}: TLS over a Unix socket has no host name to check the certificate "
-                             "against; pass an ssl context with check_hostname=False, or use tls://HOST:PORT")
+            raise ValueError(
+                f"{addr.base}: TLS over a Unix socket has no host name to check the certificate "
+                "against; pass an ssl context with check_hostname=False, or use tls://HOST:PORT"
+            )
         sock = tls_client(sock, ctx, host, addr.base, timeout)  # owns (and on failure closes) sock
     if addr.scheme in ("ws", "wss"):
         from .websocket import ws_client
+
         host_header = f"[{addr.host}]:{addr.port}" if ":" in addr.host else f"{addr.host}:{addr.port}"
         sock = ws_client(sock, host_header, "/", addr.base, timeout, max_frame)  # owns sock
     sock.settimeout(None)
@@ -75,8 +81,9 @@ def listen(addr: Address, backlog: int = 64) -> socket.socket:
         path = addr.path
         if os.path.exists(path):
             if not stat.S_ISSOCK(os.stat(path).st_mode):
-                raise FileExistsError(f"cannot serve on unix://{path}: the path exists and is not a socket; "
-                                      "choose another path")
+                raise FileExistsError(
+                    f"cannot serve on unix://{path}: the path exists and is not a socket; choose another path"
+                )
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
                 probe.connect(path)
@@ -101,7 +108,7 @@ def listen(addr: Address, backlog: int = 64) -> socket.socket:
     return sock
 
 
-def send_buffers(sock: socket.socket, bufs: List[Buffer]) -> None:
+def send_buffers(sock: socket.socket, bufs: list[Buffer]) -> None:
     """Write all of ``bufs``; plain sockets use ``sendmsg`` (no copy), TLS sockets one ``sendall``."""
     if isinstance(sock, _ssl.SSLSocket) or not hasattr(sock, "sendmsg"):
         sock.sendall(b"".join(bufs))
@@ -109,7 +116,7 @@ def send_buffers(sock: socket.socket, bufs: List[Buffer]) -> None:
     views = [memoryview(b).cast("B") if not isinstance(b, bytes) else b for b in bufs]
     i = 0
     while i < len(views):
-        group = views[i:i + 512]  # stay under IOV_MAX
+        group = views[i : i + 512]  # stay under IOV_MAX
         sent = sock.sendmsg(group)
         # Skip what went out; a partial send leaves the rest of one buffer.
         for b in group:
@@ -151,7 +158,7 @@ class FrameReader:
             return True  # decrypted bytes are waiting inside the TLS layer, not on the fd
         return bool(self._poll.poll(max(0, int(timeout * 1000))))
 
-    def _read(self, view: memoryview, tick: float) -> Optional[int]:
+    def _read(self, view: memoryview, tick: float) -> int | None:
         """Bytes read into ``view`` (0 at EOF), or None after ``tick`` seconds without data.
         Tries a non-blocking read first: under load data is usually there, saving a poll."""
         if self._nowait:
@@ -168,7 +175,7 @@ class FrameReader:
         self.bytes_read += n
         return n
 
-    def _big_buffer(self, length: int) -> Tuple[Any, memoryview]:
+    def _big_buffer(self, length: int) -> tuple[Any, memoryview]:
         # From Arrow's memory pool when pyarrow is loaded (no zero-fill, no fresh pages per
         # frame: a bytearray of this size is a new mmap, page-faulted in for every batch).
         pa = sys.modules.get("pyarrow")
@@ -178,7 +185,7 @@ class FrameReader:
         b = bytearray(length)
         return b, memoryview(b)
 
-    def frames(self, tick: float) -> Iterator[Union[Buffer, object]]:
+    def frames(self, tick: float) -> Iterator[Buffer | object]:
         """Yield frames, or :data:`IDLE` after ``tick`` seconds without data. Ends at EOF.
 
         Frames up to 64 KiB come as ``bytes``; bigger ones as a writable buffer of their own
@@ -193,18 +200,19 @@ class FrameReader:
                 s = self._start
                 length = (buf[s] << 16) | (buf[s + 1] << 8) | buf[s + 2]
                 if length > self._max:
-                    raise FrameError(f"frame of {length} bytes exceeds this side's limit of {self._max} "
-                                     f"bytes{self.what}")
+                    raise FrameError(
+                        f"frame of {length} bytes exceeds this side's limit of {self._max} bytes{self.what}"
+                    )
                 have = self._end - s - 3
                 if have >= length:
                     self._start = s + 3 + length
-                    yield bytes(view[s + 3:s + 3 + length])
+                    yield bytes(view[s + 3 : s + 3 + length])
                     continue
                 if length > _SMALL:
                     # A big frame gets its own buffer: read straight into it and hand it out
                     # without another copy (Arrow reads record batches from it zero-copy).
                     big, mv = self._big_buffer(length)
-                    mv[:have] = view[s + 3:self._end]
+                    mv[:have] = view[s + 3 : self._end]
                     self._start = self._end = 0
                     got = have
                     while got < length:
@@ -226,9 +234,9 @@ class FrameReader:
             # Make room: move the partial frame to the front.
             if self._start:
                 rest = self._end - self._start
-                buf[:rest] = view[self._start:self._end]
+                buf[:rest] = view[self._start : self._end]
                 self._start, self._end = 0, rest
-            n = self._read(view[self._end:], tick)
+            n = self._read(view[self._end :], tick)
             if n is None:
                 due = clock() + tick
                 yield IDLE
@@ -258,10 +266,18 @@ _LINGER = 2.0  # seconds a closed connection keeps reading the peer, so our last
 class TlsPump:
     """Runs TLS for one connection on one thread; :attr:`app` is the plain socket to use."""
 
-    def __init__(self, raw: socket.socket, context: _ssl.SSLContext, *, server_side: bool,
-                 hostname: Optional[str], label: str, handshake_timeout: float) -> None:
+    def __init__(
+        self,
+        raw: socket.socket,
+        context: _ssl.SSLContext,
+        *,
+        server_side: bool,
+        hostname: str | None,
+        label: str,
+        handshake_timeout: float,
+    ) -> None:
         self.label = label
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.ready = False  # the handshake succeeded
         self.handshaken = threading.Event()  # the handshake ended (``ready`` says how)
         self._server_side = server_side
@@ -286,7 +302,7 @@ class TlsPump:
         except OSError:
             pass
 
-    def join(self, timeout: Optional[float] = None) -> None:
+    def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
 
     def _run(self) -> None:
@@ -298,8 +314,12 @@ class TlsPump:
             if not self.ready:
                 self._flush_alert()
                 if self._server_side:
-                    log.warning("rs_spark.net: TLS handshake with %s failed: %s; the connection was closed "
-                                "(a client without TLS, an untrusted certificate, or a slow client)", self.label, exc)
+                    log.warning(
+                        "rs_spark.net: TLS handshake with %s failed: %s; the connection was closed "
+                        "(a client without TLS, an untrusted certificate, or a slow client)",
+                        self.label,
+                        exc,
+                    )
             elif not isinstance(exc, (OSError, _ssl.SSLError)):
                 log.exception("rs_spark.net: the TLS thread of %s failed", self.label)
         finally:
@@ -321,7 +341,7 @@ class TlsPump:
         raw_in = raw_out = True  # network socket open for reading / writing
         app_in = app_out = True  # local pair open for reading / writing
         close_notify = False  # our close_notify is queued: shut raw for writing once flushed
-        linger: Optional[float] = None
+        linger: float | None = None
         poller = select.poll()
         RFD, PFD = raw.fileno(), pair.fileno()
         poller.register(RFD, 0)
@@ -359,7 +379,8 @@ class TlsPump:
                     poller.unregister(PFD)  # it would report POLLHUP for ever
                     pair_registered = False
                 if (not raw_in and (not raw_out or net_off >= len(to_net))) or (
-                        linger is not None and time.monotonic() > linger):
+                    linger is not None and time.monotonic() > linger
+                ):
                     return
             if not raw_in and not raw_out and not app_out:
                 return
@@ -380,8 +401,7 @@ class TlsPump:
             now = time.monotonic()
             if handshaking:
                 if now > deadline:
-                    raise TimeoutError(f"TLS handshake with {self.label} did not finish within "
-                                       f"{self._timeout} s")
+                    raise TimeoutError(f"TLS handshake with {self.label} did not finish within {self._timeout} s")
                 wait = deadline - now
             elif linger is not None:
                 wait = max(0.0, linger - now)
@@ -434,8 +454,9 @@ class TlsPump:
                 else:
                     if handshaking:
                         if ev & (select.POLLHUP | select.POLLERR):
-                            raise ConnectionAbortedError(f"the connection to {self.label} was closed during the "
-                                                         "TLS handshake")
+                            raise ConnectionAbortedError(
+                                f"the connection to {self.label} was closed during the TLS handshake"
+                            )
                         continue
                     if ev & select.POLLOUT and app_out and app_off < len(to_app):
                         try:
@@ -503,8 +524,9 @@ def _shut(sock: socket.socket, how: int) -> None:
         pass
 
 
-def tls_client(raw: socket.socket, context: _ssl.SSLContext, hostname: Optional[str], label: str,
-               timeout: float) -> socket.socket:
+def tls_client(
+    raw: socket.socket, context: _ssl.SSLContext, hostname: str | None, label: str, timeout: float
+) -> socket.socket:
     """TLS over a connected socket, handshake done: returns the plain socket to use
     (raises ``ssl.SSLError`` if the handshake failed, ``socket.timeout`` if it took too long)."""
     try:
@@ -519,13 +541,19 @@ def tls_client(raw: socket.socket, context: _ssl.SSLContext, hostname: Optional[
         pump.abort()
         err = pump.error
         if isinstance(err, TimeoutError):
-            raise _ssl.SSLError(0, f"the handshake did not finish within {timeout} s: is {label} serving TLS "
-                                "(a tcp:// server never answers a TLS client), and not overloaded?")
+            raise _ssl.SSLError(
+                0,
+                f"the handshake did not finish within {timeout} s: is {label} serving TLS "
+                "(a tcp:// server never answers a TLS client), and not overloaded?",
+            )
         if isinstance(err, _ssl.SSLCertVerificationError):
-            raise _ssl.SSLError(0, f"{err.verify_message or err}: this client does not trust the certificate of "
-                                f"{label}; "
-                                "pass ssl=ssl.create_default_context(cafile='server-cert.pem') with the server's "
-                                "certificate or the CA that signed it")
+            raise _ssl.SSLError(
+                0,
+                f"{err.verify_message or err}: this client does not trust the certificate of "
+                f"{label}; "
+                "pass ssl=ssl.create_default_context(cafile='server-cert.pem') with the server's "
+                "certificate or the CA that signed it",
+            )
         raise _ssl.SSLError(0, f"{err}: is {label} serving TLS (a tcp:// server cannot answer a TLS client)?")
     return pump.app
 
@@ -554,7 +582,7 @@ class _Refuser:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: dict = {}
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     def refuse(self, sock: socket.socket, data: bytes) -> None:
         try:
@@ -606,7 +634,7 @@ _REFUSE_MAX = 256
 _refuser = _Refuser()
 
 
-def refuse(sock: socket.socket, frame: List[Buffer]) -> None:
+def refuse(sock: socket.socket, frame: list[Buffer]) -> None:
     """Send ``frame`` (an encoded ERROR frame) on a refused socket and close it without a reset."""
     _refuser.refuse(sock, b"".join(bytes(b) for b in frame))
 

@@ -11,6 +11,7 @@ Only what RSocket needs: binary messages (fragmented ones are reassembled), ping
 close. Clients mask what they send, servers refuse unmasked client frames (status 1002), as
 the RFC requires. The handshake offers and accepts the ``rsocket`` subprotocol.
 """
+
 from __future__ import annotations
 
 import base64
@@ -22,7 +23,8 @@ import socket
 import struct
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
+from typing import Any
 
 SETUP_MAX_BYTES = 64 * 1024
 """The largest message a server accepts before the first (SETUP) one: as ``connection.SETUP_MAX_BYTES``."""
@@ -45,7 +47,7 @@ def accept_value(key: str) -> str:
     return base64.b64encode(hashlib.sha1(key.encode("ascii") + _GUID).digest()).decode("ascii")
 
 
-def mask(data: "bytes | bytearray", key: "bytes | bytearray") -> bytes:
+def mask(data: bytes | bytearray, key: bytes | bytearray) -> bytes:
     """XOR ``data`` with the 4-byte ``key`` repeated (masking and unmasking are the same)."""
     n = len(data)
     if not n:
@@ -54,7 +56,7 @@ def mask(data: "bytes | bytearray", key: "bytes | bytearray") -> bytes:
     return (int.from_bytes(data, "little") ^ int.from_bytes(k, "little")).to_bytes(n, "little")
 
 
-def _read_head(sock: socket.socket, deadline: float) -> Tuple[bytes, bytes]:
+def _read_head(sock: socket.socket, deadline: float) -> tuple[bytes, bytes]:
     """Read an HTTP head (up to the blank line); returns (head, bytes read past it)."""
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -66,14 +68,14 @@ def _read_head(sock: socket.socket, deadline: float) -> Tuple[bytes, bytes]:
         if not chunk:
             raise HandshakeError("the connection closed during the WebSocket handshake")
         buf += chunk
-        if len(buf) > _MAX_HEADER and b"\r\n\r\n" not in buf[:_MAX_HEADER + 4]:
+        if len(buf) > _MAX_HEADER and b"\r\n\r\n" not in buf[: _MAX_HEADER + 4]:
             raise HandshakeError(f"the WebSocket handshake headers exceed {_MAX_HEADER} bytes")
     head, _, rest = buf.partition(b"\r\n\r\n")
     return head, rest
 
 
-def _headers(lines: list) -> Dict[str, str]:
-    out: Dict[str, str] = {}
+def _headers(lines: list) -> dict[str, str]:
+    out: dict[str, str] = {}
     for line in lines:
         k, sep, v = line.partition(":")
         if sep:
@@ -84,16 +86,19 @@ def _headers(lines: list) -> Dict[str, str]:
 def client_handshake(sock: socket.socket, host: str, path: str, timeout: float) -> bytes:
     """Upgrade a connected socket to WebSocket as a client; returns bytes read past the answer."""
     key = base64.b64encode(os.urandom(16)).decode("ascii")
-    req = (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rsocket\r\n\r\n")
+    req = (
+        f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rsocket\r\n\r\n"
+    )
     sock.settimeout(timeout)
     sock.sendall(req.encode("ascii"))
     head, rest = _read_head(sock, time.monotonic() + timeout)
     lines = head.decode("latin-1").split("\r\n")
     status = lines[0].split(" ", 2)
     if len(status) < 2 or status[1] != "101":
-        raise HandshakeError(f"the server answered {lines[0]!r} instead of switching to WebSocket "
-                             "(is it a ws:// endpoint?)")
+        raise HandshakeError(
+            f"the server answered {lines[0]!r} instead of switching to WebSocket (is it a ws:// endpoint?)"
+        )
     if _headers(lines[1:]).get("sec-websocket-accept") != accept_value(key):
         raise HandshakeError("the server's Sec-WebSocket-Accept does not match our key: not a WebSocket server")
     return rest
@@ -110,10 +115,15 @@ def server_handshake(sock: socket.socket, timeout: float, allowed_origins: Seque
     if origin is not None and origin not in allowed_origins:
         # Browsers send Origin on every WebSocket upgrade and other clients do not: without this any
         # page the user visits could read or feed a ws://127.0.0.1 endpoint (WebSockets ignore CORS).
-        body = (f"WebSocket upgrades from web pages are refused unless their origin is allowed; {origin!r} is "
-                "not (Server(..., allowed_origins=[...]))").encode()
-        sock.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        body = (
+            f"WebSocket upgrades from web pages are refused unless their origin is allowed; {origin!r} is "
+            "not (Server(..., allowed_origins=[...]))"
+        ).encode()
+        sock.sendall(
+            b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
         raise HandshakeError(f"refused a WebSocket upgrade from origin {origin!r} (not in allowed_origins)")
     why = ""
     if not lines[0].startswith("GET "):
@@ -126,19 +136,24 @@ def server_handshake(sock: socket.socket, timeout: float, allowed_origins: Seque
         why = "Sec-WebSocket-Key is missing"
     if why:
         body = why.encode()
-        sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        sock.sendall(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
         raise HandshakeError(f"refused a WebSocket upgrade: {why}")
     protos = [p.strip() for p in h.get("sec-websocket-protocol", "").split(",") if p.strip()]
-    resp = ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Accept: {accept_value(h['sec-websocket-key'])}\r\n")
+    resp = (
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Accept: {accept_value(h['sec-websocket-key'])}\r\n"
+    )
     if "rsocket" in protos:
         resp += "Sec-WebSocket-Protocol: rsocket\r\n"
     sock.sendall((resp + "\r\n").encode("ascii"))
     return rest
 
 
-def encode_frame(opcode: int, payload: Any, masked: bool) -> List[Any]:
+def encode_frame(opcode: int, payload: Any, masked: bool) -> list[Any]:
     """One final WebSocket frame as buffers to send: header, payload (masked with a random
     key if ``masked``)."""
     n = len(payload)
@@ -156,7 +171,7 @@ def encode_frame(opcode: int, payload: Any, masked: bool) -> List[Any]:
     return [head, payload]
 
 
-def _recv_into_new(sock: socket.socket, n: int) -> Optional[bytearray]:
+def _recv_into_new(sock: socket.socket, n: int) -> bytearray | None:
     """Exactly ``n`` bytes from ``sock``, or None at EOF."""
     out = bytearray(n)
     view = memoryview(out)
@@ -169,7 +184,7 @@ def _recv_into_new(sock: socket.socket, n: int) -> Optional[bytearray]:
     return out
 
 
-def _send_all(sock: socket.socket, parts: List[Any]) -> None:
+def _send_all(sock: socket.socket, parts: list[Any]) -> None:
     views = [memoryview(p) for p in parts if len(p)]
     while views:
         sent = sock.sendmsg(views)
@@ -191,9 +206,18 @@ class _Closed(Exception):
 class WsPump:
     """WebSocket for one connection; :attr:`app` is the plain socket carrying prefixed frames."""
 
-    def __init__(self, raw: socket.socket, *, client: bool, label: str, max_message: int,
-                 handshake_timeout: float = 0.0, leftover: bytes = b"", allowed_origins: Sequence[str] = (),
-                 on_closed: Optional[Callable[[], None]] = None) -> None:
+    def __init__(
+        self,
+        raw: socket.socket,
+        *,
+        client: bool,
+        label: str,
+        max_message: int,
+        handshake_timeout: float = 0.0,
+        leftover: bytes = b"",
+        allowed_origins: Sequence[str] = (),
+        on_closed: Callable[[], None] | None = None,
+    ) -> None:
         self.label = label
         self._on_closed = on_closed
         self._allowed_origins = tuple(allowed_origins)
@@ -221,7 +245,7 @@ class WsPump:
         if self._pending:
             take = self._pending[:n]
             self._pending = self._pending[n:]
-            out[:len(take)] = take
+            out[: len(take)] = take
             got = len(take)
         view = memoryview(out)
         while got < n:
@@ -255,7 +279,7 @@ class WsPump:
             self._finish()
 
     def _read_messages(self) -> None:
-        message: "bytes | bytearray" = bytearray()
+        message: bytes | bytearray = bytearray()
         in_message = False
         while True:
             b0, b1 = self._recv_exact(2)
@@ -274,10 +298,13 @@ class WsPump:
             limit = self._max if self._client or self._setup_seen else min(self._max, SETUP_MAX_BYTES)
             if not control and len(message) + n > limit:
                 # Checked before reading: before its SETUP a peer may not make us allocate more than a SETUP needs.
-                raise _Closed(1009, f"a message above {limit} bytes (" + (
-                    "the frame size limit)" if limit == self._max else "before SETUP; a SETUP frame is small)"))
+                raise _Closed(
+                    1009,
+                    f"a message above {limit} bytes ("
+                    + ("the frame size limit)" if limit == self._max else "before SETUP; a SETUP frame is small)"),
+                )
             key = self._recv_exact(4) if masked else b""
-            payload: "bytes | bytearray" = self._recv_exact(n)
+            payload: bytes | bytearray = self._recv_exact(n)
             if masked:
                 payload = mask(payload, key)
             if op == _PING:
@@ -331,7 +358,7 @@ class WsPump:
         finally:
             self._finish()
 
-    def _send(self, parts: List[Any]) -> None:
+    def _send(self, parts: list[Any]) -> None:
         with self._send_lock:
             if not self._close_sent:
                 _send_all(self._raw, parts)
@@ -342,8 +369,9 @@ class WsPump:
                 return
             self._close_sent = True
             try:
-                _send_all(self._raw, encode_frame(_CLOSE, struct.pack("!H", code) + reason.encode()[:120],
-                                                  self._client))
+                _send_all(
+                    self._raw, encode_frame(_CLOSE, struct.pack("!H", code) + reason.encode()[:120], self._client)
+                )
             except OSError:
                 pass
 
@@ -367,9 +395,9 @@ class _DeferredShutdown:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._due: List[Tuple[float, int, socket.socket]] = []  # a heap; the int breaks ties
+        self._due: list[tuple[float, int, socket.socket]] = []  # a heap; the int breaks ties
         self._seq = 0
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     def shut_at(self, deadline: float, sock: socket.socket) -> None:
         with self._cond:
@@ -405,8 +433,7 @@ def _shut(sock: socket.socket, how: int) -> None:
         pass
 
 
-def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: float,
-              max_message: int) -> socket.socket:
+def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: float, max_message: int) -> socket.socket:
     """WebSocket over a connected socket, handshake done: returns the plain socket to use."""
     try:
         rest = client_handshake(raw, host, path, timeout)
@@ -417,18 +444,40 @@ def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: flo
         raise
 
 
-def ws_server(raw: socket.socket, label: str, timeout: float, max_message: int,
-              allowed_origins: Sequence[str] = (), on_closed: Optional[Callable[[], None]] = None) -> socket.socket:
+def ws_server(
+    raw: socket.socket,
+    label: str,
+    timeout: float,
+    max_message: int,
+    allowed_origins: Sequence[str] = (),
+    on_closed: Callable[[], None] | None = None,
+) -> socket.socket:
     """WebSocket on an accepted socket: returns the plain socket at once; the handshake runs on
     the pump thread within ``timeout`` (a bad or slow one closes that socket, logged).
     ``on_closed`` runs once the network socket is closed."""
     try:
-        return WsPump(raw, client=False, label=label, max_message=max_message, handshake_timeout=timeout,
-                      allowed_origins=allowed_origins, on_closed=on_closed).app
+        return WsPump(
+            raw,
+            client=False,
+            label=label,
+            max_message=max_message,
+            handshake_timeout=timeout,
+            allowed_origins=allowed_origins,
+            on_closed=on_closed,
+        ).app
     except BaseException:
         raw.close()
         raise
 
 
-__all__ = ["WsPump", "ws_client", "ws_server", "client_handshake", "server_handshake", "accept_value",
-           "encode_frame", "mask", "HandshakeError"]
+__all__ = [
+    "WsPump",
+    "ws_client",
+    "ws_server",
+    "client_handshake",
+    "server_handshake",
+    "accept_value",
+    "encode_frame",
+    "mask",
+    "HandshakeError",
+]

@@ -4,11 +4,12 @@ Each connection has one, so calls into user code (``request``/``cancel`` on a lo
 Subscription, ``on_next`` on a local Subscriber) never run on the thread that reads the socket:
 a slow subscriber cannot stop keepalives from being read, and calls stay serial (rule 2.7).
 """
+
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from ..streams.errors import report_dropped
 
@@ -17,7 +18,7 @@ _STOP = None
 
 class SerialExecutor:
     def __init__(self, name: str) -> None:
-        self._q: "queue.SimpleQueue[Optional[Callable[[], None]]]" = queue.SimpleQueue()
+        self._q: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
@@ -56,7 +57,7 @@ class SerialExecutor:
         except BaseException as exc:  # user code failing must not kill the connection's thread
             report_dropped(exc, "rs_spark.net: a task on a connection's signal thread raised")
 
-    def join(self, timeout: Optional[float] = None) -> None:
+    def join(self, timeout: float | None = None) -> None:
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
 

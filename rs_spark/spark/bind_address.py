@@ -8,10 +8,11 @@ listens on 127.0.0.1 only. Otherwise it also listens on the address Spark itself
 driver (``spark.driver.bindAddress``, ``spark.driver.host``, ``SPARK_LOCAL_IP``, else the
 interface of the default route); never on every interface.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Dict, Iterable, List, Optional
+from collections.abc import Iterable
 
 from ..arrow.batch_server import default_route_address
 
@@ -19,12 +20,12 @@ LOOPBACK = "127.0.0.1"
 _SUBMIT_CLASS = "org.apache.spark.deploy.SparkSubmit"
 
 
-def batch_server_binds() -> List[str]:
+def batch_server_binds() -> list[str]:
     """The addresses the batch server of this reader process listens on."""
     return binds_for(driver_conf(), os.environ.get("SPARK_LOCAL_IP"), default_route_address())
 
 
-def binds_for(conf: Dict[str, str], local_ip: Optional[str], route_ip: Optional[str]) -> List[str]:
+def binds_for(conf: dict[str, str], local_ip: str | None, route_ip: str | None) -> list[str]:
     """Loopback, plus the driver's address unless the master is local (see the module docstring)."""
     if conf.get("spark.master", "").startswith("local"):
         return [LOOPBACK]
@@ -34,7 +35,7 @@ def binds_for(conf: Dict[str, str], local_ip: Optional[str], route_ip: Optional[
     return [LOOPBACK, host]
 
 
-def driver_conf(pid: Optional[int] = None) -> Dict[str, str]:
+def driver_conf(pid: int | None = None) -> dict[str, str]:
     """The Spark configuration the driver JVM above ``pid`` was started with ({} if there is none)."""
     argv = _driver_argv(os.getpid() if pid is None else pid)
     if argv is None:
@@ -44,9 +45,9 @@ def driver_conf(pid: Optional[int] = None) -> Dict[str, str]:
     return conf
 
 
-def parse_submit_args(argv: Iterable[str]) -> Dict[str, str]:
+def parse_submit_args(argv: Iterable[str]) -> dict[str, str]:
     """``--master m`` and ``--conf k=v`` (both also as ``--opt=value``) of a spark-submit command line."""
-    conf: Dict[str, str] = {}
+    conf: dict[str, str] = {}
     args = list(argv)
     for i, a in enumerate(args):
         value = args[i + 1] if i + 1 < len(args) else ""
@@ -62,7 +63,7 @@ def parse_submit_args(argv: Iterable[str]) -> Dict[str, str]:
     return conf
 
 
-def _driver_argv(pid: int) -> Optional[List[str]]:
+def _driver_argv(pid: int) -> list[str] | None:
     """The command line of the nearest ancestor of ``pid`` that runs SparkSubmit."""
     for _ in range(16):  # reader -> pyspark daemon -> JVM: a few levels at most
         argv = _cmdline(pid)
@@ -75,7 +76,7 @@ def _driver_argv(pid: int) -> Optional[List[str]]:
     return None
 
 
-def _cmdline(pid: int) -> List[str]:
+def _cmdline(pid: int) -> list[str]:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
@@ -83,18 +84,18 @@ def _cmdline(pid: int) -> List[str]:
         return []
 
 
-def _parent(pid: int) -> Optional[int]:
+def _parent(pid: int) -> int | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             stat = f.read()
-        return int(stat[stat.rindex(b")") + 2:].split()[1])  # after "(comm) state"
+        return int(stat[stat.rindex(b")") + 2 :].split()[1])  # after "(comm) state"
     except (OSError, ValueError, IndexError):
         return None
 
 
-def _defaults_file() -> Dict[str, str]:
+def _defaults_file() -> dict[str, str]:
     conf_dir = os.environ.get("SPARK_CONF_DIR") or os.path.join(os.environ.get("SPARK_HOME", ""), "conf")
-    conf: Dict[str, str] = {}
+    conf: dict[str, str] = {}
     try:
         with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
             for line in f:

@@ -22,6 +22,7 @@ delivered when Spark retries it (its rows replay identically from the checkpoint
 
 No pyspark here: this module runs in any Python process.
 """
+
 from __future__ import annotations
 
 import enum
@@ -33,7 +34,7 @@ import tempfile
 import threading
 import uuid
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any
 
 import pyarrow as pa
 
@@ -49,8 +50,9 @@ META_BATCH = b"rs_spark.batch_id"
 META_START = b"rs_spark.start_row"
 META_TOTAL = b"rs_spark.batch_rows"
 ELEMENTS = ("dicts", "rows", "tuples", "batches")
-ACK_SCHEMA = pa.schema([("status", pa.string()), ("batch_id", pa.int64()), ("rows", pa.int64()),
-                        ("delivered", pa.int64())])
+ACK_SCHEMA = pa.schema(
+    [("status", pa.string()), ("batch_id", pa.int64()), ("rows", pa.int64()), ("delivered", pa.int64())]
+)
 
 
 class SinkError(RuntimeError):
@@ -69,18 +71,22 @@ class QueryFailed(RuntimeError):
     """The streaming query writing into the Subscriber failed."""
 
 
-def _read_ledger(path: str) -> Tuple[int, int, int]:
+def _read_ledger(path: str) -> tuple[int, int, int]:
     """(batch_id, rows, total) from a ledger file, checked: it decides what is never delivered again."""
     try:
-        with open(path, "r", encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             d = json.loads(f.read(64 * 1024))
         values = (d["batch_id"], d["rows"], d["total"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SinkError(f"the sink ledger {path} cannot be read ({type(exc).__name__}: {exc}); restore it or remove "
-                        "it (then every micro-batch the query replays is delivered again)") from exc
+        raise SinkError(
+            f"the sink ledger {path} cannot be read ({type(exc).__name__}: {exc}); restore it or remove "
+            "it (then every micro-batch the query replays is delivered again)"
+        ) from exc
     if not all(type(v) is int for v in values) or values[0] < -1 or not 0 <= values[1] <= values[2]:
-        raise SinkError(f"the sink ledger {path} holds {d!r}, not batch_id >= -1 and 0 <= rows <= total: it was "
-                        "not written by rs_spark; restore it or remove it")
+        raise SinkError(
+            f"the sink ledger {path} holds {d!r}, not batch_id >= -1 and 0 <= rows <= total: it was "
+            "not written by rs_spark; restore it or remove it"
+        )
     return values
 
 
@@ -89,7 +95,7 @@ class Ledger:
 
     __slots__ = ("batch_id", "rows", "total", "path")
 
-    def __init__(self, path: Optional[str] = None) -> None:
+    def __init__(self, path: str | None = None) -> None:
         self.batch_id = -1
         self.rows = 0
         self.total = 0
@@ -112,23 +118,24 @@ class Ledger:
             os.fsync(f.fileno())
         os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new ledger, never half
 
-    def as_dict(self) -> Dict[str, int]:
+    def as_dict(self) -> dict[str, int]:
         return {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
 
 
-def batch_meta(batch: pa.RecordBatch) -> "tuple[int, int, int]":
+def batch_meta(batch: pa.RecordBatch) -> tuple[int, int, int]:
     md = batch.schema.metadata or {}
     try:
         return int(md[META_BATCH]), int(md[META_START]), int(md[META_TOTAL])
     except (KeyError, ValueError):
-        raise SinkError("a record batch reached the sink hub without rs_spark batch metadata; only the "
-                        "reactive sink's commit may write to this endpoint") from None
+        raise SinkError(
+            "a record batch reached the sink hub without rs_spark batch metadata; only the "
+            "reactive sink's commit may write to this endpoint"
+        ) from None
 
 
 def tag_batch(batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> pa.RecordBatch:
     md = dict(batch.schema.metadata or {})
-    md.update({META_BATCH: str(batch_id).encode(), META_START: str(start).encode(),
-               META_TOTAL: str(total).encode()})
+    md.update({META_BATCH: str(batch_id).encode(), META_START: str(start).encode(), META_TOTAL: str(total).encode()})
     return batch.replace_schema_metadata(md)
 
 
@@ -139,7 +146,7 @@ class DeliverySubscription(DrainSubscription):
 
     __slots__ = ("_hub", "batch_id", "row")
 
-    def __init__(self, subscriber: Subscriber[Any], hub: "DeliveryHub") -> None:
+    def __init__(self, subscriber: Subscriber[Any], hub: DeliveryHub) -> None:
         super().__init__(subscriber)
         self._hub = hub
         self.batch_id = -1
@@ -172,7 +179,7 @@ class _Current:
         self.batch_id = batch_id
         self.start = start
         self.pos = 0
-        self.rows: Optional[List[Any]] = None if elements == "batches" else batch_elements(batch, elements)
+        self.rows: list[Any] | None = None if elements == "batches" else batch_elements(batch, elements)
 
 
 class Offer(enum.Enum):
@@ -186,25 +193,33 @@ class Offer(enum.Enum):
 class DeliveryHub:
     """Holds one subscription to ``subscriber`` and delivers commits into it (see module doc)."""
 
-    def __init__(self, subscriber: Subscriber[Any], *, elements: str = "dicts",
-                 ledger: Optional[str] = None, name: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        subscriber: Subscriber[Any],
+        *,
+        elements: str = "dicts",
+        ledger: str | None = None,
+        name: str | None = None,
+    ) -> None:
         if elements not in ELEMENTS:
             raise ValueError(f"elements={elements!r}: use one of {', '.join(ELEMENTS)}")
         if subscriber is None or not callable(getattr(subscriber, "on_subscribe", None)):
-            raise TypeError(f"the sink needs a Reactive Streams Subscriber (on_subscribe/on_next/on_error/"
-                            f"on_complete), got {subscriber!r}")
+            raise TypeError(
+                f"the sink needs a Reactive Streams Subscriber (on_subscribe/on_next/on_error/"
+                f"on_complete), got {subscriber!r}"
+            )
         self.elements = elements
         self.defer_abort = False  # True when the query's end is watched (rs_spark.write_stream)
         self.name = name or f"sink-{uuid.uuid4().hex[:10]}"
         self._lock = threading.Lock()
         self.ledger = Ledger(ledger)
-        self._queue: Deque[_Current] = deque()
-        self._active: Optional["_CommitChannel"] = None
-        self._ended: Optional[str] = None  # why the hub takes no more batches
+        self._queue: deque[_Current] = deque()
+        self._active: _CommitChannel | None = None
+        self._ended: str | None = None  # why the hub takes no more batches
         self._cancelled = False  # ended because the Subscriber cancelled
-        self._subscriber_raised: Optional[BaseException] = None
-        self._violation: Optional[BaseException] = None
-        self._pending_terminal: Optional[BaseException] = None
+        self._subscriber_raised: BaseException | None = None
+        self._violation: BaseException | None = None
+        self._pending_terminal: BaseException | None = None
         self._terminal_wanted = False
         self.delivered = 0  # elements handed to on_next in total
         self.batches_delivered = 0
@@ -214,7 +229,7 @@ class DeliveryHub:
         subscribe_with(subscriber, self._sub)
 
     # -- serving ------------------------------------------------------------------------
-    def serve(self, bind: str = "tcp://127.0.0.1:0", token: Optional[str] = None) -> str:
+    def serve(self, bind: str = "tcp://127.0.0.1:0", token: str | None = None) -> str:
         """Serve the hub; return the address (with ``?token=``) for the sink's ``endpoint`` option."""
         from ..net import Server
 
@@ -250,11 +265,11 @@ class DeliveryHub:
             return n
 
     @property
-    def ended(self) -> Optional[str]:
+    def ended(self) -> str | None:
         """Why the hub takes no more batches (None while it does)."""
         return self._ended
 
-    def finish(self, error: Optional[BaseException] = None) -> None:
+    def finish(self, error: BaseException | None = None) -> None:
         """The query ended: ``on_complete`` (or ``on_error(error)``) after what was delivered.
         Idempotent; a batch in flight is cut off (its delivered rows stay delivered)."""
         with self._lock:
@@ -284,47 +299,59 @@ class DeliveryHub:
             return
         with self._lock:
             cut = self._active is not None
-        self.finish(BatchAborted(f"Spark aborted micro-batch {batch_id}{' while it was being delivered' if cut else ''}"
-                                 f": {reason}"))
+        self.finish(
+            BatchAborted(
+                f"Spark aborted micro-batch {batch_id}{' while it was being delivered' if cut else ''}: {reason}"
+            )
+        )
 
-    def wait_idle(self, timeout: Optional[float] = None) -> bool:
+    def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no commit is being delivered."""
         with self._lock:
             return self._idle.wait_for(lambda: self._active is None, timeout)
 
     # -- commits (connection signal threads) --------------------------------------------
-    def _attach(self, ch: "_CommitChannel") -> Optional[BaseException]:
+    def _attach(self, ch: _CommitChannel) -> BaseException | None:
         with self._lock:
             if self._ended is not None:
                 return self._refusal()
             old, self._active = self._active, ch
             self._queue.clear()
         if old is not None:
-            log.warning("sink '%s': a new commit arrived while an older one was still open; the older one "
-                        "(its process is probably gone) is dropped and its rows not yet delivered will be "
-                        "resent by the new one", self.name)
+            log.warning(
+                "sink '%s': a new commit arrived while an older one was still open; the older one "
+                "(its process is probably gone) is dropped and its rows not yet delivered will be "
+                "resent by the new one",
+                self.name,
+            )
             old.refuse(SinkError(f"sink '{self.name}': superseded by a newer commit"))
         return None
 
     def _refusal(self) -> BaseException:
         raised = self._subscriber_raised
         if raised is not None:
-            return SinkError(f"sink '{self.name}': the Subscriber raised {type(raised).__name__}: {raised} in "
-                             f"on_next at micro-batch {self._sub.batch_id}, row {self._sub.row} (rule 2.13: "
-                             "treated as cancellation); the query stops. Fix the Subscriber, then restart "
-                             "the query from its checkpoint")
+            return SinkError(
+                f"sink '{self.name}': the Subscriber raised {type(raised).__name__}: {raised} in "
+                f"on_next at micro-batch {self._sub.batch_id}, row {self._sub.row} (rule 2.13: "
+                "treated as cancellation); the query stops. Fix the Subscriber, then restart "
+                "the query from its checkpoint"
+            )
         violation = self._violation
         if violation is not None:
-            return SinkError(f"sink '{self.name}': the Subscriber broke the Reactive Streams spec after micro-batch "
-                             f"{self._sub.batch_id}, row {self._sub.row}: {violation} It got on_error and the query "
-                             "stops; fix the Subscriber, then restart the query from its checkpoint")
+            return SinkError(
+                f"sink '{self.name}': the Subscriber broke the Reactive Streams spec after micro-batch "
+                f"{self._sub.batch_id}, row {self._sub.row}: {violation} It got on_error and the query "
+                "stops; fix the Subscriber, then restart the query from its checkpoint"
+            )
         if self._cancelled:
-            return SubscriberCancelled(f"sink '{self.name}': the Subscriber cancelled its subscription after "
-                                       f"micro-batch {self._sub.batch_id}, row {self._sub.row}; the query stops. "
-                                       "Restart it with a new Subscriber to continue from the checkpoint")
+            return SubscriberCancelled(
+                f"sink '{self.name}': the Subscriber cancelled its subscription after "
+                f"micro-batch {self._sub.batch_id}, row {self._sub.row}; the query stops. "
+                "Restart it with a new Subscriber to continue from the checkpoint"
+            )
         return SinkError(f"sink '{self.name}' takes no more batches: {self._ended}")
 
-    def offer(self, ch: "_CommitChannel", batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> "Offer":
+    def offer(self, ch: _CommitChannel, batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> Offer:
         """A record batch from ``ch``: queued for delivery, skipped, or a duplicate (see :class:`Offer`)."""
         led = self.ledger
         with self._lock:
@@ -339,18 +366,30 @@ class DeliveryHub:
                 if batch_id < led.batch_id:
                     # A restart re-runs only the last batch; an older one is a late task attempt or a
                     # query whose checkpoint is behind this sink's ledger: say so, its rows are dropped.
-                    log.warning("sink '%s': micro-batch %d is older than micro-batch %d, the last this sink "
-                                "delivered; not delivering it. If this query started from a new or different "
-                                "checkpointLocation than the one that wrote this sink's ledger, its first %d "
-                                "micro-batches are skipped: use that checkpoint, or a new ledger/endpoint",
-                                self.name, batch_id, led.batch_id, led.batch_id + 1)
+                    log.warning(
+                        "sink '%s': micro-batch %d is older than micro-batch %d, the last this sink "
+                        "delivered; not delivering it. If this query started from a new or different "
+                        "checkpointLocation than the one that wrote this sink's ledger, its first %d "
+                        "micro-batches are skipped: use that checkpoint, or a new ledger/endpoint",
+                        self.name,
+                        batch_id,
+                        led.batch_id,
+                        led.batch_id + 1,
+                    )
                 self._active = None
                 self._idle.notify_all()
                 return Offer.DUPLICATE
             if batch_id > led.batch_id:
                 if not led.complete:
-                    log.warning("sink '%s': micro-batch %d was cut off after %d of %d rows and Spark moved on to "
-                                "%d without retrying it", self.name, led.batch_id, led.rows, led.total, batch_id)
+                    log.warning(
+                        "sink '%s': micro-batch %d was cut off after %d of %d rows and Spark moved on to "
+                        "%d without retrying it",
+                        self.name,
+                        led.batch_id,
+                        led.rows,
+                        led.total,
+                        batch_id,
+                    )
                 led.batch_id, led.rows, led.total = batch_id, 0, total
             q = self._queue
             expect = (q[-1].start + q[-1].batch.num_rows) if q else led.rows  # the next row not yet taken
@@ -358,8 +397,10 @@ class DeliveryHub:
             if end <= expect:
                 return Offer.SKIP  # delivered before the commit was cut off and retried
             if start > expect:
-                raise SinkError(f"sink '{self.name}': micro-batch {batch_id} arrived with a gap (rows {expect}.."
-                                f"{start - 1} missing); the commit sent its record batches out of order")
+                raise SinkError(
+                    f"sink '{self.name}': micro-batch {batch_id} arrived with a gap (rows {expect}.."
+                    f"{start - 1} missing); the commit sent its record batches out of order"
+                )
             if start < expect:
                 batch, start = batch.slice(expect - start), expect
             ch.new_rows = True
@@ -367,7 +408,7 @@ class DeliveryHub:
         self._sub._schedule()
         return Offer.QUEUED
 
-    def _channel_done(self, ch: "_CommitChannel", error: Optional[BaseException]) -> None:
+    def _channel_done(self, ch: _CommitChannel, error: BaseException | None) -> None:
         with self._lock:
             if ch is not self._active:
                 return
@@ -458,7 +499,7 @@ class DeliveryHub:
         elif ch is not None:
             ch.pull()
 
-    def _downstream_gone(self, exc: Optional[BaseException]) -> None:
+    def _downstream_gone(self, exc: BaseException | None) -> None:
         """The Subscriber cancelled, raised, or was terminated: refuse the commit in flight."""
         with self._lock:
             if self._ended is None:
@@ -481,15 +522,15 @@ class _CommitChannel:
 
     def __init__(self, hub: DeliveryHub) -> None:
         self._hub = hub
-        self._in: Optional[Subscription] = None
-        self._answers: Optional[_Answers] = None
-        self._pending: List[Any] = []  # an answer decided before the client subscribed to answers
+        self._in: Subscription | None = None
+        self._answers: _Answers | None = None
+        self._pending: list[Any] = []  # an answer decided before the client subscribed to answers
         self._lock = threading.Lock()
         self._asked = False
-        self._piece: "tuple[int, int]" = (-2, -1)
+        self._piece: tuple[int, int] = (-2, -1)
         self._piece_rows = 0
         self.complete = False
-        self.assigned: Optional[int] = None
+        self.assigned: int | None = None
         self.duplicate = False
         self.new_rows = False
 
@@ -554,8 +595,15 @@ class _CommitChannel:
             self._deliver(a, p)
 
     def answer(self, status: str, batch_id: int, rows: int, delivered: int) -> None:
-        ack = pa.record_batch([pa.array([status]), pa.array([batch_id], pa.int64()), pa.array([rows], pa.int64()),
-                               pa.array([delivered], pa.int64())], schema=ACK_SCHEMA)
+        ack = pa.record_batch(
+            [
+                pa.array([status]),
+                pa.array([batch_id], pa.int64()),
+                pa.array([rows], pa.int64()),
+                pa.array([delivered], pa.int64()),
+            ],
+            schema=ACK_SCHEMA,
+        )
         self._send(ack)
 
     def refuse(self, error: BaseException) -> None:
@@ -620,13 +668,13 @@ class SinkEndpoint:
         self.hub = hub
         self.address = address
 
-    def finish(self, error: Optional[BaseException] = None) -> None:
+    def finish(self, error: BaseException | None = None) -> None:
         self.hub.finish(error)
 
     def stop(self) -> None:
         self.hub.stop()
 
-    def __enter__(self) -> "SinkEndpoint":
+    def __enter__(self) -> SinkEndpoint:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -636,8 +684,15 @@ class SinkEndpoint:
         return f"<SinkEndpoint {self.address.split('?')[0]}>"
 
 
-def serve_sink(subscriber: Subscriber[Any], *, elements: str = "dicts", bind: str = "tcp://127.0.0.1:0",
-               token: Optional[str] = None, ledger: Optional[str] = None, name: Optional[str] = None) -> SinkEndpoint:
+def serve_sink(
+    subscriber: Subscriber[Any],
+    *,
+    elements: str = "dicts",
+    bind: str = "tcp://127.0.0.1:0",
+    token: str | None = None,
+    ledger: str | None = None,
+    name: str | None = None,
+) -> SinkEndpoint:
     """Serve ``subscriber`` for ``df.writeStream.format("reactive").option("endpoint", ep.address)``.
 
     The Subscriber is subscribed once, now, and receives the rows of every micro-batch of every
@@ -651,7 +706,7 @@ def serve_sink(subscriber: Subscriber[Any], *, elements: str = "dicts", bind: st
     return SinkEndpoint(hub, hub.serve(bind, token))
 
 
-def send_control(endpoint: str, message: Dict[str, Any], timeout: float = 10.0) -> None:
+def send_control(endpoint: str, message: dict[str, Any], timeout: float = 10.0) -> None:
     """Send one control message to the hub at ``endpoint`` (an address from :func:`serve_sink`)."""
     from ..net import connect_subscriber, parse_address
     from ..streams import just
@@ -663,6 +718,19 @@ def send_control(endpoint: str, message: Dict[str, Any], timeout: float = 10.0) 
     sub.wait(timeout)
 
 
-__all__ = ["DeliveryHub", "DeliverySubscription", "SinkEndpoint", "serve_sink", "send_control", "SinkError",
-           "SubscriberCancelled", "BatchAborted", "QueryFailed", "Ledger", "tag_batch", "batch_meta", "ELEMENTS",
-           "ACK_SCHEMA"]
+__all__ = [
+    "DeliveryHub",
+    "DeliverySubscription",
+    "SinkEndpoint",
+    "serve_sink",
+    "send_control",
+    "SinkError",
+    "SubscriberCancelled",
+    "BatchAborted",
+    "QueryFailed",
+    "Ledger",
+    "tag_batch",
+    "batch_meta",
+    "ELEMENTS",
+    "ACK_SCHEMA",
+]

@@ -4,14 +4,15 @@ Used by the delivery hub (endpoint mode) and by tasks delivering in factory mode
 Subscriber the same elements, including for batches without columns (one empty element per row).
 pyspark is imported only for ``rows``: the hub may run in a process without Spark.
 """
+
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 import pyarrow as pa
 
 
-def batch_elements(batch: pa.RecordBatch, elements: str) -> List[Any]:
+def batch_elements(batch: pa.RecordBatch, elements: str) -> list[Any]:
     """The rows of ``batch`` as ``dicts``, ``tuples`` or ``rows`` (pyspark Rows), in order."""
     if elements == "dicts":
         return batch.to_pylist() if batch.num_columns else [{} for _ in range(batch.num_rows)]

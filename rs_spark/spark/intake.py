@@ -7,6 +7,7 @@ that bound hold, and it is checked: a publisher that sends more than requested, 
 after a terminal signal, or signals from two threads at once fails the query with an error
 naming the rule and the offset).
 """
+
 from __future__ import annotations
 
 import collections
@@ -14,7 +15,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable, Deque, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -29,7 +31,7 @@ _CANCEL = -1
 _ARROW = (pa.RecordBatch, pa.Table)
 
 
-def _has_arrow(items: List[Any]) -> bool:
+def _has_arrow(items: list[Any]) -> bool:
     """Whether any element is a RecordBatch or Table (checks each distinct type once, not each element)."""
     return any(issubclass(t, _ARROW) for t in set(map(type, items)))
 
@@ -43,7 +45,7 @@ class Chunk:
         self.batch = batch
 
 
-Precompute = Callable[[List[Any]], Optional[pa.RecordBatch]]
+Precompute = Callable[[list[Any]], pa.RecordBatch | None]
 """Converts plain elements to a RecordBatch with one row per element, or returns None (e.g. a
 malformed element: the reader converts those itself, naming the offset)."""
 
@@ -63,34 +65,34 @@ class PublisherFailed(RuntimeError):
 class Intake:
     """A Subscriber with a bounded buffer; the reader process calls the other methods."""
 
-    def __init__(self, max_buffered: int, base_offset: int, precompute: Optional[Precompute] = None) -> None:
+    def __init__(self, max_buffered: int, base_offset: int, precompute: Precompute | None = None) -> None:
         self.max_buffered = max_buffered
         self._cond = threading.Condition(threading.Lock())
-        self._wake_at: Optional[int] = None  # a waiting reader wants received rows to reach this
+        self._wake_at: int | None = None  # a waiting reader wants received rows to reach this
         self._signal = threading.Lock()  # held during each signal: a second one at once breaks rule 1.3
         # Received elements, oldest first, in two stages: `_ready` (moved there by the converter
         # thread, plain runs converted to Chunks) then `_buffer` (as the publisher sent them).
-        self._buffer: Deque[Any] = collections.deque()
-        self._ready: Deque[Any] = collections.deque()
+        self._buffer: collections.deque[Any] = collections.deque()
+        self._ready: collections.deque[Any] = collections.deque()
         self._head = threading.Condition(threading.Lock())  # the reader and the converter at the head
         self._converting = False  # the converter holds elements between the two stages
         self._precompute = precompute
         self.chunk = 8192  # elements the converter takes at once (the reader tunes it per micro-batch)
         self._convert_wake = threading.Event()
-        self._converter: Optional[threading.Thread] = None
+        self._converter: threading.Thread | None = None
         self._closed = False
         self._taken_rows = 0  # rows the reader took out; buffered = received - taken
         self._taken_elements = 0
-        self._subscription: Optional[Subscription] = None
+        self._subscription: Subscription | None = None
         # Every request/cancel goes through one thread: calls stay serial (rule 2.7), and a
         # synchronous publisher produces the next micro-batch there while Spark runs this one.
-        self._calls: "queue.SimpleQueue[int]" = queue.SimpleQueue()
-        self._caller: Optional[threading.Thread] = None
+        self._calls: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._caller: threading.Thread | None = None
         self._requested = 0  # elements requested in total (saturating)
         self._received = 0  # elements received in total
         self._received_rows = 0
         self._terminal: Any = None  # _COMPLETE or the publisher's exception
-        self._violation: Optional[SpecViolation] = None
+        self._violation: SpecViolation | None = None
         self._base_offset = base_offset  # stream offset of the first row this intake receives
         self.dropped_rows = 0  # rows dropped as malformed (set by the reader)
         self.last_signal = time.monotonic()
@@ -103,12 +105,12 @@ class Intake:
             dup = self._subscription is not None
             if not dup:
                 self._subscription = subscription
-                self._caller = threading.Thread(target=self._call_loop, args=(subscription,),
-                                                name="rs-spark-demand", daemon=True)
+                self._caller = threading.Thread(
+                    target=self._call_loop, args=(subscription,), name="rs-spark-demand", daemon=True
+                )
                 self._caller.start()
                 if self._precompute is not None:
-                    self._converter = threading.Thread(target=self._convert_loop, name="rs-spark-convert",
-                                                       daemon=True)
+                    self._converter = threading.Thread(target=self._convert_loop, name="rs-spark-convert", daemon=True)
                     self._converter.start()
             self._cond.notify_all()
         if dup:
@@ -119,8 +121,10 @@ class Intake:
             self._violate("2.13", "the publisher signalled on_next(None)")
             raise TypeError("on_next(None) is illegal (rule 2.13)")
         if not self._signal.acquire(blocking=False):
-            self._violate("1.3", "the publisher signalled on_next while another signal was still running "
-                                 "(signals must not overlap)")
+            self._violate(
+                "1.3",
+                "the publisher signalled on_next while another signal was still running (signals must not overlap)",
+            )
             return
         try:
             # No lock on this hot path: only this (serial) signal writes the receive counters,
@@ -145,16 +149,20 @@ class Intake:
         if self._violation is not None:
             return False
         if self._terminal is not None:
-            self._violate("1.7", "the publisher signalled on_next after "
-                          + ("on_complete" if self._terminal is _COMPLETE else "on_error"))
+            self._violate(
+                "1.7",
+                "the publisher signalled on_next after "
+                + ("on_complete" if self._terminal is _COMPLETE else "on_error"),
+            )
             return False
         if self._received + n > self._requested:
-            self._violate("1.1", f"the publisher sent element #{self._received + n} but only "
-                          f"{self._requested} were requested")
+            self._violate(
+                "1.1", f"the publisher sent element #{self._received + n} but only {self._requested} were requested"
+            )
             return False
         return True
 
-    def on_next_many(self, items: List[Any]) -> None:
+    def on_next_many(self, items: list[Any]) -> None:
         """Receive several elements in one call (from rs_spark's own sources; same rules)."""
         if not self._signal.acquire(blocking=False):
             self._violate("1.3", "the publisher signalled on_next while another signal was still running")
@@ -211,8 +219,10 @@ class Intake:
     def _violate_locked(self, rule: str, what: str) -> None:
         if self._violation is None:
             self._violation = SpecViolation(
-                rule, f"{what}, at stream offset {self._base_offset + self._received_rows}; "
-                "the publisher breaks the Reactive Streams spec, so the subscription was cancelled")
+                rule,
+                f"{what}, at stream offset {self._base_offset + self._received_rows}; "
+                "the publisher breaks the Reactive Streams spec, so the subscription was cancelled",
+            )
             self._calls.put(_CANCEL)  # not from inside the publisher's own signal
         self._cond.notify_all()
 
@@ -228,7 +238,7 @@ class Intake:
         return self._violation is not None
 
     @property
-    def subscription(self) -> Optional[Subscription]:
+    def subscription(self) -> Subscription | None:
         return self._subscription
 
     @property
@@ -248,7 +258,7 @@ class Intake:
         return self._terminal is _COMPLETE
 
     @property
-    def failed(self) -> Optional[BaseException]:
+    def failed(self) -> BaseException | None:
         t = self._terminal
         return t if isinstance(t, BaseException) else None
 
@@ -288,15 +298,18 @@ class Intake:
                 try:
                     s.cancel()
                 except BaseException as exc:  # rule 3.15: cancel must return normally
-                    log.warning("format('reactive'): the publisher's Subscription.cancel() raised %s: %s "
-                                "(Reactive Streams rule 3.15 says it must return normally); the subscription is "
-                                "abandoned", type(exc).__name__, exc)
+                    log.warning(
+                        "format('reactive'): the publisher's Subscription.cancel() raised %s: %s "
+                        "(Reactive Streams rule 3.15 says it must return normally); the subscription is "
+                        "abandoned",
+                        type(exc).__name__,
+                        exc,
+                    )
                 return
             try:
                 s.request(n)
             except BaseException as exc:  # rule 3.16 says request returns normally; this one did not
-                self._violate("3.16", f"the publisher's Subscription.request({n}) raised "
-                                      f"{type(exc).__name__}: {exc}")
+                self._violate("3.16", f"the publisher's Subscription.request({n}) raised {type(exc).__name__}: {exc}")
 
     def wait(self, rows: int, timeout: float) -> bool:
         """Wait until ``rows`` rows are buffered, a terminal/violation arrives, or ``timeout``."""
@@ -304,9 +317,12 @@ class Intake:
         with self._cond:
             self._wake_at = self._taken_rows + rows
             try:
-                while (self._received_rows - self._taken_rows < rows and self._terminal is None
-                       and self._violation is None
-                       and (self._requested > self._received or self._subscription is None)):
+                while (
+                    self._received_rows - self._taken_rows < rows
+                    and self._terminal is None
+                    and self._violation is None
+                    and (self._requested > self._received or self._subscription is None)
+                ):
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return False
@@ -315,8 +331,7 @@ class Intake:
             finally:
                 self._wake_at = None
 
-
-    def take_rows(self, max_rows: Optional[int]) -> Tuple[List[Any], int]:
+    def take_rows(self, max_rows: int | None) -> tuple[list[Any], int]:
         """Remove up to ``max_rows`` rows (all when None) from the buffer, splitting a batch element.
 
         Returns the elements (plain elements, the publisher's Arrow elements, and :class:`Chunk`
@@ -329,12 +344,16 @@ class Intake:
         with self._head:
             while self._converting:  # it holds elements that come before the rest: let it land them
                 self._head.wait()
-            out: List[Any] = []
+            out: list[Any] = []
             taken = elements = 0
             for src in (self._ready, self._buffer):
                 # Only the reader (under _head) removes elements; the publisher appends at the tail.
-                if (src is self._buffer and taken == 0 and len(src) == budget == avail
-                        and not isinstance(src[0], _ARROW)):
+                if (
+                    src is self._buffer
+                    and taken == 0
+                    and len(src) == budget == avail
+                    and not isinstance(src[0], _ARROW)
+                ):
                     out = [src.popleft() for _ in range(budget)]  # the common case: every row, plain elements
                     taken = elements = budget
                     break
@@ -378,10 +397,10 @@ class Intake:
                     buf = self._buffer
                     items = [buf.popleft() for _ in range(min(len(buf), self.chunk))]
                     self._converting = True
-                moved: List[Any] = []
+                moved: list[Any] = []
                 try:
-                    run: List[Any] = []
-                    items_left: List[Any]
+                    run: list[Any] = []
+                    items_left: list[Any]
                     if not _has_arrow(items):
                         run, items_left = items, []
                     else:
@@ -402,7 +421,7 @@ class Intake:
                         self._converting = False
                         self._head.notify_all()
 
-    def _convert_run(self, run: List[Any]) -> List[Any]:
+    def _convert_run(self, run: list[Any]) -> list[Any]:
         if not run:
             return []
         try:
@@ -430,7 +449,7 @@ class Intake:
             caller.join(wait)
         return not caller.is_alive()
 
-    def stats(self) -> Tuple[int, int, int, int]:
+    def stats(self) -> tuple[int, int, int, int]:
         """(requested, received, buffered elements, outstanding demand)."""
         requested, received = self._requested, self._received
         return requested, received, received - self._taken_elements, requested - received

@@ -6,17 +6,19 @@
 
 Or put the jar on ``spark.jars`` when building the session: ``configure(SparkSession.builder)``.
 """
+
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, List, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from ..jvm.gateway import ShimNotFound, jar_path, shim
 
 
-def jars(extra_jars: Iterable[str] = ()) -> List[str]:
+def jars(extra_jars: Iterable[str] = ()) -> list[str]:
     """The shim jar and ``extra_jars`` (e.g. ``rs_spark.jvm.debian_jar("reactive-streams")``)."""
     return [jar_path(), *extra_jars]
 
@@ -36,7 +38,8 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
         raise ShimNotFound(
             "rs_spark.spark.jvm needs the driver JVM (spark._jvm), and a Spark Connect client has none: the "
             "driver runs in the Connect server. Read a JVM publisher with option jvmPublisher "
-            "('com.example.Feeds#quotes', plus jvmJars): the reader process on the server starts its own JVM")
+            "('com.example.Feeds#quotes', plus jvmJars): the reader process on the server starts its own JVM"
+        )
     j: Any = spark._jvm  # a py4j JVMView: untyped
     wanted = jars(extra_jars)
     missing = [p for p in wanted if not _loaded(spark, p)]
@@ -45,7 +48,8 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
         if loader.getClass().getName() != "org.apache.spark.util.MutableURLClassLoader":
             raise ShimNotFound(
                 f"cannot add {missing} to this driver's class loader ({loader.getClass().getName()}); start the "
-                "session with rs_spark.spark.jvm.configure(SparkSession.builder) or --jars instead")
+                "session with rs_spark.spark.jvm.configure(SparkSession.builder) or --jars instead"
+            )
         for p in missing:
             loader.addURL(j.java.io.File(os.path.abspath(p)).toURI().toURL())
             spark.sparkContext._jsc.addJar(p)
@@ -75,8 +79,9 @@ def publisher(spark: SparkSession, jvm_publisher: Any, schema: Any = None, **kwa
     return JvmPublisher(jvm_publisher, jvm(spark), schema=arrow_schema(schema), **kwargs)
 
 
-def read_jvm_stream(spark: SparkSession, jvm_publisher: Any, schema: Any = None, *, batch_rows: int = 65536,
-                    **options: Any) -> DataFrame:
+def read_jvm_stream(
+    spark: SparkSession, jvm_publisher: Any, schema: Any = None, *, batch_rows: int = 65536, **options: Any
+) -> DataFrame:
     """``spark.readStream.format("reactive")`` over a JVM Publisher built in this driver.
 
     Spark's reader process has no py4j gateway, so the Publisher is wrapped here as a Python
@@ -89,8 +94,10 @@ def read_jvm_stream(spark: SparkSession, jvm_publisher: Any, schema: Any = None,
 
     pa_schema = arrow_schema(schema)
     if pa_schema is None:
-        raise ValueError("read_jvm_stream() needs schema= (DDL, StructType, pyarrow.Schema or 'name:type,...'); "
-                         "rs_spark.spark.jvm.schema_of(spark, 'com.acme.MyRecord') gives a record's or bean's")
+        raise ValueError(
+            "read_jvm_stream() needs schema= (DDL, StructType, pyarrow.Schema or 'name:type,...'); "
+            "rs_spark.spark.jvm.schema_of(spark, 'com.acme.MyRecord') gives a record's or bean's"
+        )
     pub = publisher(spark, jvm_publisher, pa_schema, elements="batches", batch_rows=batch_rows)
     options.setdefault("codec", "arrow")
     return read_stream(spark, pub, schema=pa_schema, **options)
@@ -103,7 +110,7 @@ def schema_of(spark: SparkSession, class_name: str, extra_jars: Iterable[str] = 
     return parse_spec(shim(jvm(spark, extra_jars)).schemaOf(class_name))
 
 
-def arrow_schema(schema: Any) -> Optional[Any]:
+def arrow_schema(schema: Any) -> Any | None:
     """None, shim spec text, pyarrow.Schema, Spark DDL or StructType -> pyarrow.Schema (or None)."""
     import pyarrow as pa
 
@@ -114,6 +121,7 @@ def arrow_schema(schema: Any) -> Optional[Any]:
 
     if isinstance(schema, str):
         from ..jvm.schema import parse_spec
+
         try:
             return parse_spec(schema)
         except ValueError:

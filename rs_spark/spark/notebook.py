@@ -5,6 +5,7 @@ process on the driver), so the Publisher is served on a loopback endpoint
 (:func:`rs_spark.net.serve`) and the source reaches it with option ``endpoint``. The endpoint
 lives until :func:`stop_served` is called or this process exits.
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,19 +14,20 @@ import shutil
 import tempfile
 import threading
 import uuid
-from typing import Any, List, Optional
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from ..net.address import parse
 
 log = logging.getLogger("rs_spark.spark.sink")
-_served: List[Any] = []  # servers this process started for read_stream; stopped by stop_served()
+_served: list[Any] = []  # servers this process started for read_stream; stopped by stop_served()
 _lock = threading.Lock()
 
 
-def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, *, bind: str = "tcp://127.0.0.1:0",
-                **options: Any) -> DataFrame:
+def read_stream(
+    spark: SparkSession, publisher: Any, schema: Any = None, *, bind: str = "tcp://127.0.0.1:0", **options: Any
+) -> DataFrame:
     """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
 
     ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
@@ -44,10 +46,13 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, *, bind
         raise TypeError(f"read_stream() needs a Publisher, got {publisher!r}")
     declared = schema if schema is not None else getattr(publisher, "schema", None)
     if declared is None:
-        raise ValueError("read_stream() needs schema= (DDL or StructType) or a publisher with a `schema` "
-                         "attribute (rs_spark.arrow.with_schema)")
+        raise ValueError(
+            "read_stream() needs schema= (DDL or StructType) or a publisher with a `schema` "
+            "attribute (rs_spark.arrow.with_schema)"
+        )
     if not isinstance(declared, str) and type(declared).__module__.startswith("pyarrow"):
         from pyspark.sql.pandas.types import from_arrow_schema
+
         declared = from_arrow_schema(declared)
     codec = options.pop("codec", "json")
     _check_reachable(spark, bind, "read_stream")
@@ -57,18 +62,29 @@ def read_stream(spark: SparkSession, publisher: Any, schema: Any = None, *, bind
     with _lock:
         _served.append(server)
     register(spark)
-    address = (parse(server.address).with_token(token).with_codec(codec if codec != "json" else None)
-               .format(with_token=True))
+    address = (
+        parse(server.address).with_token(token).with_codec(codec if codec != "json" else None).format(with_token=True)
+    )
     reader = spark.readStream.format("reactive").schema(declared).option("endpoint", address)
     for k, v in options.items():
         reader = reader.option(k, str(v))
     return reader.load()
 
 
-def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", ledger: Optional[str] = None,
-                 checkpoint: Optional[str] = None, trigger: Optional[dict] = None, query_name: Optional[str] = None,
-                 output_mode: Optional[str] = None, end_on_stop: bool = True, bind: str = "tcp://127.0.0.1:0",
-                 **options: Any) -> Any:
+def write_stream(
+    df: DataFrame,
+    subscriber: Any,
+    *,
+    elements: str = "dicts",
+    ledger: str | None = None,
+    checkpoint: str | None = None,
+    trigger: dict | None = None,
+    query_name: str | None = None,
+    output_mode: str | None = None,
+    end_on_stop: bool = True,
+    bind: str = "tcp://127.0.0.1:0",
+    **options: Any,
+) -> Any:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
 
     ``subscriber``: a Subscriber in this process (served on 127.0.0.1 for the query's commits;
@@ -87,7 +103,7 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
     from .session import register
 
     register(df.sparkSession)
-    hub: Optional[DeliveryHub] = None
+    hub: DeliveryHub | None = None
     if isinstance(subscriber, str):
         endpoint = subscriber
     else:
@@ -95,8 +111,8 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
         hub.defer_abort = True  # the query's end (watched below) decides: stop -> complete, failure -> error
         _check_reachable(df.sparkSession, bind, "write_stream")
         endpoint = hub.serve(bind)
-    staging: Optional[str] = None
-    temporary: Optional[str] = None  # a throw-away checkpoint of ours, removed when the query ends
+    staging: str | None = None
+    temporary: str | None = None  # a throw-away checkpoint of ours, removed when the query ends
     if not any(k.lower() == "staginglocation" for k in options) and _is_local(df.sparkSession):
         # Executors share this machine's disk in local mode: staging files beat carrying the
         # batch inside commit messages through the driver JVM (measured: benchmarks/sink.py).
@@ -108,8 +124,11 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
     if not checkpoint and not df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None):
         # Like Spark's memory sink: a throw-away checkpoint, so a quick notebook query just runs.
         checkpoint = temporary = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
-        log.warning("write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
-                    "over. Pass checkpoint= for exactly-once delivery across restarts", checkpoint)
+        log.warning(
+            "write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
+            "over. Pass checkpoint= for exactly-once delivery across restarts",
+            checkpoint,
+        )
     if checkpoint:
         w = w.option("checkpointLocation", checkpoint)
     if trigger:
@@ -126,7 +145,7 @@ def write_stream(df: DataFrame, subscriber: Any, *, elements: str = "dicts", led
             hub.stop()
         raise
 
-    def ended(error: Optional[str]) -> None:
+    def ended(error: str | None) -> None:
         for folder in (staging, temporary):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -161,7 +180,8 @@ def _check_reachable(spark: Any, bind: str, what: str) -> None:
         f"{what}(): this Spark Connect session's server runs at {host}, and it must connect back to the "
         f"Publisher/Subscriber in this process, which is served on {bind} (loopback: not reachable from "
         f"{host}). Pass bind='tcp://<an address of this machine that {host} can reach>:0' (a token is added), "
-        "or serve it with rs_spark.net yourself and use option endpoint")
+        "or serve it with rs_spark.net yourself and use option endpoint"
+    )
 
 
 def _is_local(spark: SparkSession) -> bool:

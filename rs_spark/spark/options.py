@@ -4,12 +4,14 @@ Spark hands a data source a case-insensitive dict whose keys are stored lower-ca
 ``dict(options).get("maxRecordsPerTrigger")`` silently misses. Everything here looks keys up
 case-insensitively, and an unknown key is an error that names the closest known option.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import difflib
 import re
-from typing import Any, Dict, Mapping, Optional, Tuple
+from collections.abc import Mapping
+from typing import Any
 
 from ..arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 
@@ -58,14 +60,14 @@ def _parse_bool(name: str, value: Any) -> bool:
     raise OptionError(f"option {name}={value!r} is not a boolean; use true or false")
 
 
-def _parse_choice(name: str, value: Any, choices: Tuple[str, ...]) -> str:
+def _parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     v = str(value).strip().lower()
     if v not in choices:
         raise OptionError(f"option {name}={value!r} must be one of {', '.join(choices)}")
     return v
 
 
-def lookup(options: Mapping[str, Any]) -> Dict[str, Any]:
+def lookup(options: Mapping[str, Any]) -> dict[str, Any]:
     """Return a plain dict keyed by lower-cased option names (works for Spark's dict and ours)."""
     return {str(k).lower(): v for k, v in dict(options).items()}
 
@@ -85,11 +87,11 @@ def check_known(options: Mapping[str, Any], known: Mapping[str, str], where: str
         )
 
 
-SOURCE_OPTIONS: Dict[str, str] = {
+SOURCE_OPTIONS: dict[str, str] = {
     "publisher": "package.module:factory called with the options dict; returns a Publisher",
     "endpoint": "an rs_spark.net address of a served Publisher",
     "jvmPublisher": "a JVM Publisher: com.example.Feeds#method (public static, no argument or a Map<String, String> "
-                    "of the options) or a Publisher class; built in a JVM the reader process starts",
+    "of the options) or a Publisher class; built in a JVM the reader process starts",
     "jvmJars": "with jvmPublisher: comma-separated jar paths or globs for that JVM's classpath",
     "token": "authentication token for the endpoint",
     "schema": "DDL schema when none is given with .schema() and the publisher declares none",
@@ -103,8 +105,8 @@ SOURCE_OPTIONS: Dict[str, str] = {
     "failOnDataLoss": "fail the query when planned elements cannot be replayed (default true)",
     "numPartitions": "split each micro-batch into this many partitions (default 1)",
     "batchTransport": "without logPath, how executors get a micro-batch's rows: auto (default: small ones inside "
-                      "the partition, large ones fetched from the driver-side reader process over TCP), inline "
-                      "or fetch",
+    "the partition, large ones fetched from the driver-side reader process over TCP), inline "
+    "or fetch",
     "mode": "FAILFAST (default), PERMISSIVE or DROPMALFORMED",
     "columnNameOfCorruptRecord": f"PERMISSIVE mode's text column (default {DEFAULT_CORRUPT_COLUMN})",
     "path": "ignored (Spark passes it for .load(path))",
@@ -115,28 +117,28 @@ SOURCE_OPTIONS: Dict[str, str] = {
 class SourceOptions:
     """The ``reactive`` source's options, parsed and validated."""
 
-    publisher: Optional[str]
-    endpoint: Optional[str]
-    token: Optional[str]
-    schema: Optional[str]
-    max_records_per_trigger: Optional[int]
-    min_records_per_trigger: Optional[int]
+    publisher: str | None
+    endpoint: str | None
+    token: str | None
+    schema: str | None
+    max_records_per_trigger: int | None
+    min_records_per_trigger: int | None
     max_trigger_delay: float
     poll_timeout: float
     max_buffered: int
     prefetch: bool
-    log_path: Optional[str]
+    log_path: str | None
     fail_on_data_loss: bool
     num_partitions: int
     batch_transport: str
     mode: Mode
     corrupt_column: str
-    raw: Dict[str, Any]
-    jvm_publisher: Optional[str] = None
-    jvm_jars: Optional[str] = None
+    raw: dict[str, Any]
+    jvm_publisher: str | None = None
+    jvm_jars: str | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, Any]) -> "SourceOptions":
+    def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
         check_known(options, SOURCE_OPTIONS, "format('reactive') (source)")
         o = lookup(options)
         publisher = o.get("publisher")
@@ -151,17 +153,19 @@ class SourceOptions:
                 "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
             )
         if o.get("jvmjars") and not jvm_publisher:
-            raise OptionError(f"option jvmJars={o.get('jvmjars')!r} is only used with option jvmPublisher; set "
-                              "jvmPublisher to the JVM Publisher factory (com.example.Feeds#method) or drop jvmJars")
+            raise OptionError(
+                f"option jvmJars={o.get('jvmjars')!r} is only used with option jvmPublisher; set "
+                "jvmPublisher to the JVM Publisher factory (com.example.Feeds#method) or drop jvmJars"
+            )
         if jvm_publisher and (":" in str(jvm_publisher).split("#")[0] or " " in str(jvm_publisher).strip()):
-            raise OptionError(f"option jvmPublisher={jvm_publisher!r} must look like 'com.example.Feeds#method' "
-                              "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)")
+            raise OptionError(
+                f"option jvmPublisher={jvm_publisher!r} must look like 'com.example.Feeds#method' "
+                "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)"
+            )
         if publisher and ":" not in str(publisher):
             raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
-        max_r = parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o \
-            else None
-        min_r = parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o \
-            else None
+        max_r = parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
+        min_r = parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o else None
         if max_r is not None and min_r is not None and min_r > max_r:
             raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
         max_buffered = parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
@@ -187,8 +191,9 @@ class SourceOptions:
             log_path=o.get("logpath") or None,
             fail_on_data_loss=_parse_bool("failOnDataLoss", o.get("failondataloss", "true")),
             num_partitions=parse_int("numPartitions", o.get("numpartitions", 1), 1),
-            batch_transport=_parse_choice("batchTransport", o.get("batchtransport", "auto"),
-                                          ("auto", "inline", "fetch")),
+            batch_transport=_parse_choice(
+                "batchTransport", o.get("batchtransport", "auto"), ("auto", "inline", "fetch")
+            ),
             mode=mode,
             corrupt_column=str(o.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN)),
             raw=o,
@@ -197,5 +202,12 @@ class SourceOptions:
         )
 
 
-__all__ = ["OptionError", "SourceOptions", "SOURCE_OPTIONS", "parse_duration", "check_known", "lookup",
-           "PASS_THROUGH_PREFIX"]
+__all__ = [
+    "OptionError",
+    "SourceOptions",
+    "SOURCE_OPTIONS",
+    "parse_duration",
+    "check_known",
+    "lookup",
+    "PASS_THROUGH_PREFIX",
+]

@@ -6,6 +6,7 @@ created with ``O_EXCL | O_NOFOLLOW`` (an existing file or a planted link is an e
 overwritten), whatever the process's umask. Folders that already exist keep their mode: they are
 the user's. On remote file systems (``s3://``, ``hdfs://``, ...) permissions are the store's.
 """
+
 from __future__ import annotations
 
 import os

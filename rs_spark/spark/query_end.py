@@ -5,26 +5,28 @@ observed in the process that started it, by a ``StreamingQueryListener``. One li
 SparkSession, holding the callbacks of the queries this process started with
 :func:`rs_spark.write_stream`; it lives and acts in this process only.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, Optional
+from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
-Callback = Callable[[Optional[str]], None]
+Callback = Callable[[str | None], None]
 
 
 class QueryEndListener(StreamingQueryListener):
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._callbacks: Dict[str, Callback] = {}
+        self._callbacks: dict[str, Callback] = {}
 
     def watch(self, query_id: str, callback: Callback) -> None:
         with self._lock:
             self._callbacks[query_id] = callback
 
-    def fire(self, query_id: str, exception: Optional[str]) -> None:
+    def fire(self, query_id: str, exception: str | None) -> None:
         with self._lock:
             cb = self._callbacks.pop(query_id, None)
         if cb is not None:
@@ -64,8 +66,9 @@ def on_query_end(spark: Any, query: Any, callback: Callback) -> None:
         # client miss a QueryTerminatedEvent the server's log says it sent (a session that had
         # run a query before; not reproducible at will). So also wait for the end here;
         # whichever comes first fires, once.
-        threading.Thread(target=_await_end, args=(query, listener, qid), name=f"rs-spark-query-end {qid}",
-                         daemon=True).start()
+        threading.Thread(
+            target=_await_end, args=(query, listener, qid), name=f"rs-spark-query-end {qid}", daemon=True
+        ).start()
 
 
 def _await_end(query: Any, listener: QueryEndListener, qid: str) -> None:

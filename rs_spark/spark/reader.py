@@ -10,6 +10,7 @@ carries (inline Arrow IPC bytes) or names (a slice of a replay-log segment).
 Offsets are ``{"offset": n}``: ``n`` counts records received from the publisher since the
 query began (a RecordBatch element counts its rows).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,8 @@ import logging
 import math
 import threading
 import time
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
@@ -81,7 +83,7 @@ class FetchPartition(InputPartition):
 class LogPartition(InputPartition):
     """Rows ``[lo, hi)`` of replay-log segments, read by the executor from the log."""
 
-    def __init__(self, uri: str, pieces: List[Tuple[str, int, int]]) -> None:
+    def __init__(self, uri: str, pieces: list[tuple[str, int, int]]) -> None:
         super().__init__(pieces[0][0] if pieces else None)
         self.uri = uri
         self.pieces = pieces
@@ -103,14 +105,15 @@ class _Live:
         self.schema = arrow_schema
         self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
         self.log = ReplayLog(opts.log_path) if opts.log_path else None
-        self.memory: Dict[int, _Planned] = {}
-        self._server: Optional[BatchServer] = None
+        self.memory: dict[int, _Planned] = {}
+        self._server: BatchServer | None = None
         if self.log is None:
             log.warning(
                 "format('reactive') runs without option logPath: planned micro-batches are kept only in the "
                 "reader process's memory, so if the driver restarts before a batch commits, its records cannot "
                 "be replayed (at-most-once for those; failOnDataLoss decides whether that fails the query). "
-                "Set logPath to a durable location for exactly-once replay.")
+                "Set logPath to a durable location for exactly-once replay."
+            )
             base = start
         else:
             base = max(start, self.log.end_offset())
@@ -122,7 +125,7 @@ class _Live:
         self.dropped = 0
         self.available_now_done = False
         self._subscribed = False
-        self.subscribe_error: Optional[BaseException] = None
+        self.subscribe_error: BaseException | None = None
         self._noted = -1
         self._stopped = False
         self._stop_lock = threading.Lock()
@@ -144,10 +147,14 @@ class _Live:
             try:
                 publisher.subscribe(self.intake)
             except BaseException as exc:
-                self.subscribe_error = SpecViolation("1.9", (
-                    f"format('reactive'): the publisher's subscribe() raised {type(exc).__name__}: {exc}. "
-                    "Publisher.subscribe must return normally and report failures with on_error; fix the "
-                    "publisher (or what it connects to) and restart the query"))
+                self.subscribe_error = SpecViolation(
+                    "1.9",
+                    (
+                        f"format('reactive'): the publisher's subscribe() raised {type(exc).__name__}: {exc}. "
+                        "Publisher.subscribe must return normally and report failures with on_error; fix the "
+                        "publisher (or what it connects to) and restart the query"
+                    ),
+                )
                 self.subscribe_error.__cause__ = exc
             finally:
                 done.set()
@@ -170,7 +177,7 @@ class _Live:
         if self.subscribe_error is not None:
             raise self.subscribe_error
 
-    def planned_end(self, start: int) -> Optional[int]:
+    def planned_end(self, start: int) -> int | None:
         """The end of a batch already planned from ``start`` (after a restart), if any."""
         if self.log is not None:
             for seg in self.log.segments():
@@ -180,7 +187,7 @@ class _Live:
         p = self.memory.get(start)
         return p.end if p else None
 
-    def store(self, start: int, end: int, batches: List[pa.RecordBatch]) -> None:
+    def store(self, start: int, end: int, batches: list[pa.RecordBatch]) -> None:
         """Make ``[start, end)`` replayable before its offset is returned."""
         batches = [b for b in batches if b.num_rows]
         if self.log is not None:
@@ -194,11 +201,13 @@ class _Live:
             self._server = BatchServer(self._lookup, binds=batch_server_binds())
         return self._server
 
-    def _lookup(self, key: int, lo: int, hi: int) -> Tuple[pa.Schema, List[pa.RecordBatch]]:
+    def _lookup(self, key: int, lo: int, hi: int) -> tuple[pa.Schema, list[pa.RecordBatch]]:
         planned = self.memory.get(key)  # dict reads are atomic; commit() only removes entries
         if planned is None:
-            raise LookupError(f"format('reactive'): the micro-batch planned at offset {key} is no longer held by "
-                              "the reader process (it was committed, or the driver restarted)")
+            raise LookupError(
+                f"format('reactive'): the micro-batch planned at offset {key} is no longer held by "
+                "the reader process (it was committed, or the driver restarted)"
+            )
         return self.schema, planned.table.slice(lo, hi - lo).to_batches()
 
     def report_in_flight_loss(self, logged_end: int) -> None:
@@ -208,9 +217,11 @@ class _Live:
         if received is None or received <= logged_end:
             return
         lost = received - logged_end
-        msg = (f"format('reactive'): the previous reader process received {lost} records (offsets {logged_end}.."
-               f"{received - 1}) that were not yet in the replay log at {self.opts.log_path} when it stopped; the "
-               "publisher cannot replay them (a new subscription starts after them)")
+        msg = (
+            f"format('reactive'): the previous reader process received {lost} records (offsets {logged_end}.."
+            f"{received - 1}) that were not yet in the replay log at {self.opts.log_path} when it stopped; the "
+            "publisher cannot replay them (a new subscription starts after them)"
+        )
         self.log.note_received(logged_end)  # reported once
         report_data_loss(self.opts, msg, "", "continue without them")
 
@@ -242,12 +253,18 @@ class _Live:
         if self.log is not None:
             dropped = self.intake.buffered_rows
             if dropped:
-                log.warning("format('reactive'): stopping drops %d records received after the last micro-batch "
-                            "(offsets from %d); the publisher cannot replay them", dropped, self.next_offset)
+                log.warning(
+                    "format('reactive'): stopping drops %d records received after the last micro-batch "
+                    "(offsets from %d); the publisher cannot replay them",
+                    dropped,
+                    self.next_offset,
+                )
             self.log.note_received(self.next_offset)  # a clean stop: nothing to report at the next start
         if not self.intake.cancel(wait=10.0):
-            log.warning("format('reactive'): the publisher did not accept cancel() within 10 s "
-                        "(its request() or cancel() is blocking); stopping anyway")
+            log.warning(
+                "format('reactive'): the publisher did not accept cancel() within 10 s "
+                "(its request() or cancel() is blocking); stopping anyway"
+            )
 
 
 class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -256,10 +273,10 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, opts: SourceOptions, schema: StructType) -> None:
         self._opts = opts
         self._schema_json = schema.json()
-        self._live: Optional[_Live] = None
+        self._live: _Live | None = None
         self._available_now = False
 
-    def __getstate__(self) -> Dict[str, Any]:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_live"] = None  # executors never need (or could unpickle) the live subscription
         return state
@@ -316,7 +333,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         live.note_received()  # so a crash's in-flight records are counted at the next start
         return {"offset": end}
 
-    def _rate_limit(self, limit: ReadLimit) -> Tuple[Optional[int], Optional[int]]:
+    def _rate_limit(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         """``(max_rows, min_rows)`` of this micro-batch, from Spark's limit and the options."""
         o = self._opts
         if isinstance(limit, ReadMaxRows):
@@ -325,7 +342,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return o.max_records_per_trigger, limit.min_rows
         return None, None
 
-    def _request(self, intake: Intake, max_rows: Optional[int], min_rows: Optional[int]) -> int:
+    def _request(self, intake: Intake, max_rows: int | None, min_rows: int | None) -> int:
         """Signal demand for this micro-batch and wait up to pollTimeout for it; the elements wanted."""
         o = self._opts
         if intake.received_rows == 0 and intake.buffered == 0 and not intake.terminated:
@@ -338,7 +355,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         intake.wait(max_rows or min_rows or 1, o.poll_timeout)
         return want
 
-    def _delay_batch(self, live: "_Live", min_rows: Optional[int]) -> bool:
+    def _delay_batch(self, live: _Live, min_rows: int | None) -> bool:
         """True to plan nothing yet: fewer than minRecordsPerTrigger and maxTriggerDelay not reached.
         A spec violation or a terminal signal never waits (its records are delivered first)."""
         intake = live.intake
@@ -347,7 +364,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return False
         return rows == 0 or time.monotonic() - live.last_batch_at < self._opts.max_trigger_delay
 
-    def _nothing_to_plan(self, live: "_Live", s: int) -> None:
+    def _nothing_to_plan(self, live: _Live, s: int) -> None:
         """No records to plan: raise what ended the publisher, or what it broke; else note AvailableNow's end."""
         intake = live.intake
         intake.check()
@@ -365,40 +382,54 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 log.warning(
                     "format('reactive'): Trigger.AvailableNow ends at offset %d: the publisher sent nothing "
                     "for pollTimeout=%ss although %d records were requested, and has not completed. If it "
-                    "is slow rather than done, raise option pollTimeout", s, self._opts.poll_timeout,
-                    intake.outstanding)
+                    "is slow rather than done, raise option pollTimeout",
+                    s,
+                    self._opts.poll_timeout,
+                    intake.outstanding,
+                )
 
-    def _await_on_subscribe(self, live: "_Live") -> None:
+    def _await_on_subscribe(self, live: _Live) -> None:
         """Rule 1.9: subscribe() must be followed by on_subscribe; without it no demand can be
         signalled, so waiting longer cannot help: fail after a bounded wait."""
         intake = live.intake
         limit = live.on_subscribe_limit()
-        while (intake.subscription is None and live.subscribe_error is None
-               and time.monotonic() - live.subscribed_at < limit):
+        while (
+            intake.subscription is None
+            and live.subscribe_error is None
+            and time.monotonic() - live.subscribed_at < limit
+        ):
             time.sleep(0.05)  # Spark (AvailableNow) would take an empty answer as "no more data"
         live.check_subscribed()
         waited = time.monotonic() - live.subscribed_at
         if intake.subscription is None:
-            raise SpecViolation("1.9", (
-                f"format('reactive'): the publisher did not call on_subscribe within {waited:.0f} s of "
-                "subscribe(), so no records can be requested; fix the publisher (or its factory) to "
-                "call subscriber.on_subscribe(subscription) first"))
+            raise SpecViolation(
+                "1.9",
+                (
+                    f"format('reactive'): the publisher did not call on_subscribe within {waited:.0f} s of "
+                    "subscribe(), so no records can be requested; fix the publisher (or its factory) to "
+                    "call subscriber.on_subscribe(subscription) first"
+                ),
+            )
 
-    def _plan(self, live: "_Live", s: int, elements: List[Any], taken: int) -> int:
+    def _plan(self, live: _Live, s: int, elements: list[Any], taken: int) -> int:
         """Convert the records taken into the micro-batch ``[s, s + taken)`` and make it replayable."""
         end = s + taken
         batches, malformed, dropped = _convert(live.converter, elements, s)
         live.malformed += malformed
         live.dropped += dropped
         if dropped:
-            log.warning("format('reactive'): dropped %d malformed records in offsets [%d, %d) (mode=DROPMALFORMED)",
-                        dropped, s, end)
+            log.warning(
+                "format('reactive'): dropped %d malformed records in offsets [%d, %d) (mode=DROPMALFORMED)",
+                dropped,
+                s,
+                end,
+            )
         live.store(s, end, batches)
         live.next_offset = end
         live.last_batch_at = time.monotonic()
         return end
 
-    def _elements_for(self, intake: Intake, rows: Optional[int]) -> int:
+    def _elements_for(self, intake: Intake, rows: int | None) -> int:
         if rows is None:
             return self._opts.max_buffered
         return max(1, math.ceil(rows / max(intake.rows_per_element(), 1e-9)))
@@ -409,19 +440,26 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             live.next_offset = s
             return s
         # s < next_offset: rows [s, next_offset) were planned but their plan is gone.
-        msg = (f"format('reactive'): Spark asked for records from offset {s}, but this reader already "
-               f"planned up to {live.next_offset} and cannot find the batch starting at {s}")
+        msg = (
+            f"format('reactive'): Spark asked for records from offset {s}, but this reader already "
+            f"planned up to {live.next_offset} and cannot find the batch starting at {s}"
+        )
         report_data_loss(self._opts, msg, "", "continue from the current offset")
         return s
 
-    def reportLatestOffset(self) -> Optional[dict]:
+    def reportLatestOffset(self) -> dict | None:
         live = self._live
         if live is None:
             return None
         requested, received, buffered, outstanding = live.intake.stats()
-        return {"offset": live.next_offset + live.intake.buffered_rows, "bufferedElements": buffered,
-                "outstandingDemand": outstanding, "receivedElements": received,
-                "malformedRecords": live.malformed, "droppedRecords": live.dropped}
+        return {
+            "offset": live.next_offset + live.intake.buffered_rows,
+            "bufferedElements": buffered,
+            "outstandingDemand": outstanding,
+            "receivedElements": received,
+            "malformedRecords": live.malformed,
+            "droppedRecords": live.dropped,
+        }
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         s, e = int(start["offset"]), int(end["offset"])
@@ -437,16 +475,21 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return _split_log(live.log.uri, [(seg.name, seg.rows) for seg in segs], n)
         planned = live.memory.get(s)
         if planned is None or planned.end != e:
-            return self._lost(s, e, f"the micro-batch [{s}, {e}) was planned by an earlier reader process "
-                              "(the driver restarted) and was kept only in its memory")
+            return self._lost(
+                s,
+                e,
+                f"the micro-batch [{s}, {e}) was planned by an earlier reader process "
+                "(the driver restarted) and was kept only in its memory",
+            )
         table = planned.table
         rows = table.num_rows
         if rows == 0:
             return []
-        parts: List[InputPartition] = []
+        parts: list[InputPartition] = []
         step = math.ceil(rows / n)
         inline = self._opts.batch_transport == "inline" or (
-            self._opts.batch_transport == "auto" and table.nbytes <= _INLINE_MAX_BYTES * n)
+            self._opts.batch_transport == "auto" and table.nbytes <= _INLINE_MAX_BYTES * n
+        )
         server = None if inline else live.server()
         for lo in range(0, rows, step):
             hi = min(lo + step, rows)
@@ -457,9 +500,13 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 parts.append(FetchPartition(server.grant(s, lo, hi), s, lo, hi))  # this range's credential only
         return parts
 
-    def _lost(self, s: int, e: int, why: str) -> List[InputPartition]:
-        report_data_loss(self._opts, f"format('reactive'): records at offsets [{s}, {e}) cannot be replayed: {why}",
-                         "Set option logPath for durable replay. ", f"skip these {e - s} records (they are lost)")
+    def _lost(self, s: int, e: int, why: str) -> list[InputPartition]:
+        report_data_loss(
+            self._opts,
+            f"format('reactive'): records at offsets [{s}, {e}) cannot be replayed: {why}",
+            "Set option logPath for durable replay. ",
+            f"skip these {e - s} records (they are lost)",
+        )
         return []
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -473,7 +520,8 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"format('reactive'): an executor could not fetch its micro-batch rows from the driver-side "
                     f"reader process: {exc}. Executors must reach the driver host on that port; otherwise set "
                     "option logPath to a location executors can read (also gives replay after a restart), or "
-                    "batchTransport=inline (rows travel inside Spark's tasks, slower for large batches)") from None
+                    "batchTransport=inline (rows travel inside Spark's tasks, slower for large batches)"
+                ) from None
         elif isinstance(partition, LogPartition):
             for name, lo, hi in partition.pieces:
                 yield from read_segment_slice(partition.uri, name, lo, hi)
@@ -495,12 +543,13 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._live.stop()
 
 
-def _convert(converter: ElementConverter, elements: List[Any], first_offset: int
-             ) -> Tuple[List[pa.RecordBatch], int, int]:
+def _convert(
+    converter: ElementConverter, elements: list[Any], first_offset: int
+) -> tuple[list[pa.RecordBatch], int, int]:
     """Convert what ``Intake.take_rows`` returned: Chunks are converted already; runs of plain
     elements and runs of Arrow elements go through the converter (which names bad offsets).
     Returns (batches, malformed, dropped)."""
-    out: List[pa.RecordBatch] = []
+    out: list[pa.RecordBatch] = []
     malformed = dropped = 0
     offset = first_offset
     i, n = 0, len(elements)
@@ -513,8 +562,11 @@ def _convert(converter: ElementConverter, elements: List[Any], first_offset: int
             continue
         arrow = isinstance(e, (pa.RecordBatch, pa.Table))
         j = i + 1
-        while (j < n and not isinstance(elements[j], Chunk)
-               and isinstance(elements[j], (pa.RecordBatch, pa.Table)) == arrow):
+        while (
+            j < n
+            and not isinstance(elements[j], Chunk)
+            and isinstance(elements[j], (pa.RecordBatch, pa.Table)) == arrow
+        ):
             j += 1
         run = elements[i:j]
         c = converter.convert(run, offset)
@@ -526,14 +578,14 @@ def _convert(converter: ElementConverter, elements: List[Any], first_offset: int
     return out, malformed, dropped
 
 
-def _split_log(uri: str, segs: List[Tuple[str, int]], n: int) -> List[InputPartition]:
+def _split_log(uri: str, segs: list[tuple[str, int]], n: int) -> list[InputPartition]:
     """Split the rows of ``segs`` (name, rows) into ``n`` row ranges of near-equal size."""
     total = sum(r for _, r in segs)
     if total == 0:
         return []
     step = math.ceil(total / n)
-    parts: List[InputPartition] = []
-    pieces: List[Tuple[str, int, int]] = []
+    parts: list[InputPartition] = []
+    pieces: list[tuple[str, int, int]] = []
     room = step
     for name, rows in segs:
         lo = 0
@@ -561,7 +613,7 @@ class ReactiveBatchReader(DataSourceReader):
         self._opts = opts
         self._schema_json = schema.json()
 
-    def partitions(self) -> List[InputPartition]:
+    def partitions(self) -> list[InputPartition]:
         return [SubscribePartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -573,7 +625,7 @@ class ReactiveBatchReader(DataSourceReader):
         it = BlockingIterator(prefetch=chunk)
         make_publisher(self._opts, schema).subscribe(it)
         offset = 0
-        pending: List[Any] = []
+        pending: list[Any] = []
         rows = 0
         with it:
             for element in it:
@@ -592,5 +644,11 @@ def _nonempty(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         yield batch
 
 
-__all__ = ["ReactiveStreamReader", "ReactiveBatchReader", "DataLossError", "InlinePartition", "LogPartition",
-           "FetchPartition"]
+__all__ = [
+    "ReactiveStreamReader",
+    "ReactiveBatchReader",
+    "DataLossError",
+    "InlinePartition",
+    "LogPartition",
+    "FetchPartition",
+]

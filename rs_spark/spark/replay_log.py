@@ -5,6 +5,7 @@ named ``<start>-<end>-<rows>.arrow`` (zero-padded, so names sort by offset). It 
 temporary name and moved into place, so a reader never sees half a segment. Executors
 read slices of segments by row range; ``commit(end)`` deletes segments wholly below ``end``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +13,7 @@ import json
 import logging
 import os
 import uuid
-from typing import List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -37,7 +38,7 @@ class Segment:
     name: str
 
 
-def open_fs(uri: str) -> Tuple[pafs.FileSystem, str]:
+def open_fs(uri: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow file system of ``uri`` (a local path or any pyarrow URI) and the path within it."""
     if "://" not in uri:
         return pafs.LocalFileSystem(), os.path.abspath(uri)
@@ -55,7 +56,7 @@ class ReplayLog:
     def _path(self, name: str) -> str:
         return f"{self._root.rstrip('/')}/{name}"
 
-    def segments(self) -> List[Segment]:
+    def segments(self) -> list[Segment]:
         """Segments in the log, in offset order."""
         infos = self._fs.get_file_info(pafs.FileSelector(self._root, allow_not_found=True))
         out = []
@@ -85,7 +86,7 @@ class ReplayLog:
             out.write(json.dumps({"received": int(offset)}).encode())
         self._fs.move(tmp, self._path(self._RECEIVED))
 
-    def received(self) -> Optional[int]:
+    def received(self) -> int | None:
         """The last offset :meth:`note_received` recorded (None if never)."""
         path = self._path(self._RECEIVED)
         try:
@@ -110,7 +111,7 @@ class ReplayLog:
         self._fs.move(tmp, self._path(name))  # atomic on local and HDFS; copy+delete on object stores
         return Segment(start, end, rows, name)
 
-    def covering(self, start: int, end: int) -> List[Segment]:
+    def covering(self, start: int, end: int) -> list[Segment]:
         """The segments that tile ``[start, end)`` exactly; :class:`MissingData` if any part is absent."""
         pos = start
         out = []
@@ -146,13 +147,13 @@ class MissingData(LookupError):
         self.start, self.end, self.found_until = start, end, found_until
 
 
-def read_segment_slice(uri: str, name: str, lo: int, hi: int) -> List[pa.RecordBatch]:
+def read_segment_slice(uri: str, name: str, lo: int, hi: int) -> list[pa.RecordBatch]:
     """Rows ``[lo, hi)`` of one segment (used on executors)."""
     fs, root = open_fs(uri)
     path = f"{root.rstrip('/')}/{name}"
     source = f"the replay-log segment {path}"
     reader = _open_segment(fs, path, source)
-    out: List[pa.RecordBatch] = []
+    out: list[pa.RecordBatch] = []
     pos = 0
     for i in range(reader.num_record_batches):
         b = _checked_batch(reader, i, source)

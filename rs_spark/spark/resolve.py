@@ -1,8 +1,10 @@
 """Where the Publisher comes from: a ``package.module:factory`` or an rs_spark.net endpoint."""
+
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Dict
+from collections.abc import Callable
+from typing import Any
 
 from .options import OptionError, SourceOptions
 
@@ -44,7 +46,7 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
         return _jvm_publisher(opts, schema)
     if opts.publisher:
         factory = load_factory(opts.publisher)
-        options: Dict[str, Any] = dict(opts.raw)
+        options: dict[str, Any] = dict(opts.raw)
         try:
             pub = factory(options)
         except Exception as exc:
@@ -62,8 +64,9 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
     try:
         from ..net import connect
     except ImportError as exc:  # pragma: no cover - rs_spark.net ships with the package
-        raise OptionError(f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to "
-                          f"import: {exc}") from exc
+        raise OptionError(
+            f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}"
+        ) from exc
     kwargs = {"token": opts.token} if opts.token else {}
     return connect(opts.endpoint or "", **kwargs)
 
@@ -84,8 +87,14 @@ def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
         except ValueError:
             schema = None  # a type the shim does not carry: the element class declares, the reader converts
     try:
-        return open_publisher(opts.jvm_publisher or "", opts.jvm_jars, dict(opts.raw), schema=schema,
-                              elements="batches", batch_rows=max(1, min(65_536, opts.max_buffered)))
+        return open_publisher(
+            opts.jvm_publisher or "",
+            opts.jvm_jars,
+            dict(opts.raw),
+            schema=schema,
+            elements="batches",
+            batch_rows=max(1, min(65_536, opts.max_buffered)),
+        )
     except JvmFactoryError as exc:
         raise PublisherFactoryError(str(exc)) from None
 

@@ -1,4 +1,5 @@
 """SparkSession helpers: the Python workers must run this interpreter, and the source must be registered."""
+
 from __future__ import annotations
 
 import os
@@ -39,10 +40,13 @@ def register(spark: SparkSession, replace: bool = False) -> None:
 def local_session(app_name: str = "rs_spark", master: str = "local[2]", **conf: Any) -> SparkSession:
     """A SparkSession for local use with workers on this interpreter and ``reactive`` registered."""
     ensure_worker_python()
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.streaming.stopTimeout", "30s"))
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+    )
     for k, v in conf.items():
         builder = builder.config(k.replace("__", "."), v)
     spark = builder.getOrCreate()

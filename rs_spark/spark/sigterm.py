@@ -8,6 +8,7 @@ alive after their query. So the handler takes no lock and calls nothing of ours:
 to a pipe. A normal thread waits on that pipe, runs ``stop`` once and ends the process the way
 SIGTERM's default action would have (the main thread is blocked reading from the JVM).
 """
+
 from __future__ import annotations
 
 import logging
@@ -15,8 +16,8 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
-from typing import Callable
 
 log = logging.getLogger("rs_spark.spark.reader")
 
@@ -57,8 +58,12 @@ class SigtermStop:
         try:
             self._stop()
         except Exception as exc:  # the process ends either way; say that the publisher may not know
-            log.warning("format('reactive'): stopping on SIGTERM failed (%s: %s); the publisher may not have "
-                        "been told to cancel", type(exc).__name__, exc)
+            log.warning(
+                "format('reactive'): stopping on SIGTERM failed (%s: %s); the publisher may not have "
+                "been told to cancel",
+                type(exc).__name__,
+                exc,
+            )
         finally:
             for stream in (sys.stdout, sys.stderr):
                 try:

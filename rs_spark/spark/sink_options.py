@@ -1,8 +1,10 @@
 """Options of the ``reactive`` sink (``df.writeStream.format("reactive")``), parsed in one place."""
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any
 
 from .delivery import ELEMENTS
 from .options import OptionError, check_known, lookup, parse_duration, parse_int
@@ -10,7 +12,7 @@ from .options import OptionError, check_known, lookup, parse_duration, parse_int
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
 
-SINK_OPTIONS: Dict[str, str] = {
+SINK_OPTIONS: dict[str, str] = {
     "endpoint": "address of a served Subscriber (rs_spark.serve_sink / rs_spark.write_stream), with ?token=",
     "subscriber": "package.module:factory called on executors, once per task, with the options dict",
     "token": "authentication token for the endpoint (or ?token= in it)",
@@ -29,7 +31,7 @@ _SIZE = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20
 def parse_size(name: str, value: Any) -> int:
     text = str(value).strip().lower()
     num = text.rstrip("bkmg")
-    unit = text[len(num):]
+    unit = text[len(num) :]
     try:
         return int(float(num) * _SIZE[unit])
     except (ValueError, KeyError):
@@ -38,41 +40,47 @@ def parse_size(name: str, value: Any) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class SinkOptions:
-    endpoint: Optional[str]
-    subscriber: Optional[str]
-    token: Optional[str]
+    endpoint: str | None
+    subscriber: str | None
+    token: str | None
     elements: str
     inline_max_bytes: int
-    staging_location: Optional[str]
-    commit_timeout: Optional[float]
-    raw: Dict[str, Any]
+    staging_location: str | None
+    commit_timeout: float | None
+    raw: dict[str, Any]
 
     @classmethod
-    def parse(cls, options: Mapping[str, Any]) -> "SinkOptions":
+    def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
         checked = {k: v for k, v in dict(options).items() if not str(k).lower().startswith(SUBSCRIBER_PREFIX)}
         try:
             check_known(checked, SINK_OPTIONS, "format('reactive') (sink)")
         except OptionError as exc:
-            raise OptionError(str(exc).replace("'publisher.' prefix", f"'{SUBSCRIBER_PREFIX}' prefix")
-                              .replace("your publisher factory", "your subscriber factory")) from None
+            raise OptionError(
+                str(exc)
+                .replace("'publisher.' prefix", f"'{SUBSCRIBER_PREFIX}' prefix")
+                .replace("your publisher factory", "your subscriber factory")
+            ) from None
         o = lookup(options)
         endpoint, subscriber = o.get("endpoint"), o.get("subscriber")
         if bool(endpoint) == bool(subscriber):
             raise OptionError(
                 "writeStream.format('reactive') needs exactly one of option 'endpoint' (a Subscriber served with "
                 "rs_spark.serve_sink; delivery in batchId order, exactly once) or option 'subscriber' "
-                "(\"package.module:factory\", one Subscriber per task on executors, at least once); got "
+                '("package.module:factory", one Subscriber per task on executors, at least once); got '
                 f"endpoint={endpoint!r}, subscriber={subscriber!r}. From a notebook, "
-                "rs_spark.write_stream(df, subscriber) sets this up for an in-memory Subscriber.")
+                "rs_spark.write_stream(df, subscriber) sets this up for an in-memory Subscriber."
+            )
         if subscriber and ":" not in str(subscriber):
             raise OptionError(f"option subscriber={subscriber!r} must look like 'package.module:factory'")
         elements = str(o.get("elements", "dicts")).lower()
         if elements not in ELEMENTS:
             raise OptionError(f"option elements={elements!r}: use one of {', '.join(ELEMENTS)}")
         if endpoint and "elements" in o:
-            raise OptionError("option elements applies to subscriber factories only; a served Subscriber chooses "
-                              "its elements where it is served: rs_spark.serve_sink(sub, elements=...) or "
-                              "rs_spark.write_stream(df, sub, elements=...)")
+            raise OptionError(
+                "option elements applies to subscriber factories only; a served Subscriber chooses "
+                "its elements where it is served: rs_spark.serve_sink(sub, elements=...) or "
+                "rs_spark.write_stream(df, sub, elements=...)"
+            )
         timeout = o.get("committimeout")
         return cls(
             endpoint=str(endpoint) if endpoint else None,

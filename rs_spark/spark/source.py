@@ -1,7 +1,8 @@
 """``format("reactive")``: the Spark data source class (registered as ``reactive``)."""
+
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -26,7 +27,7 @@ class ReactiveDataSource(DataSource):
     def name(cls) -> str:
         return "reactive"
 
-    def schema(self) -> Union[StructType, str]:
+    def schema(self) -> StructType | str:
         opts = SourceOptions.parse(self.options)
         declared: Any = opts.schema
         if not declared and opts.publisher:
@@ -47,8 +48,9 @@ class ReactiveDataSource(DataSource):
             try:
                 declared = from_arrow_schema(declared)
             except Exception as exc:
-                raise OptionError(f"the publisher's schema {declared!r} is not DDL, a StructType or a "
-                                  f"pyarrow.Schema: {exc}") from None
+                raise OptionError(
+                    f"the publisher's schema {declared!r} is not DDL, a StructType or a pyarrow.Schema: {exc}"
+                ) from None
         if opts.mode is Mode.PERMISSIVE:
             declared = _with_corrupt_column(declared, opts.corrupt_column)
         return declared
@@ -73,7 +75,7 @@ class ReactiveDataSource(DataSource):
         return ReactiveBatchWriter(SinkOptions.parse(self.options))
 
 
-def _with_corrupt_column(schema: Union[str, StructType], column: str) -> Union[str, StructType]:
+def _with_corrupt_column(schema: str | StructType, column: str) -> str | StructType:
     if isinstance(schema, str):
         names = [part.strip().split()[0].strip("`").lower() for part in schema.split(",") if part.strip()]
         return schema if column.lower() in names else f"{schema}, `{column}` STRING"

@@ -11,13 +11,15 @@ Subscriber's demand, so a slow Subscriber slows the commit and the query.
 With option ``subscriber`` (a factory) each task builds its own Subscriber and delivers its
 rows inside ``write()``: no ordering across tasks, and a retried task delivers again (at least once).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import logging
 import threading
 import uuid
-from typing import Any, Iterable, Iterator, List, Optional
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -43,8 +45,8 @@ class StagedPartition(WriterCommitMessage):
     mode) the rows the task's own Subscriber took."""
 
     rows: int
-    inline: Optional[bytes] = None
-    path: Optional[str] = None
+    inline: bytes | None = None
+    path: str | None = None
     delivered: int = 0
 
 
@@ -70,7 +72,8 @@ def stage(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartiti
             f"a partition of this micro-batch is {buf.size} bytes of Arrow, more than option inlineMaxBytes="
             f"{opts.inline_max_bytes} allows inside a commit message; set option stagingLocation (a directory "
             "every executor and the driver can reach: local path in local mode, s3://, hdfs://, ...) or raise "
-            "inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix")
+            "inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix"
+        )
     fs, root = open_fs(opts.staging_location)
     make_dirs(fs, root)
     path = f"{root.rstrip('/')}/part-{uuid.uuid4().hex}.arrow"
@@ -87,14 +90,16 @@ def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatc
         try:
             f = fs.open_input_stream(m.path)
         except (OSError, FileNotFoundError) as exc:
-            raise SinkError(f"staged partition {m.path} ({m.rows} rows) cannot be read at commit: {exc}; the "
-                            "driver must reach option stagingLocation") from None
+            raise SinkError(
+                f"staged partition {m.path} ({m.rows} rows) cannot be read at commit: {exc}; the "
+                "driver must reach option stagingLocation"
+            ) from None
         with f:
             data = f.read_buffer()
         yield from iter_stream(data, f"the staged partition {m.path} ({m.rows} rows)")
 
 
-def remove_staged(messages: List[Any], opts: SinkOptions) -> None:
+def remove_staged(messages: list[Any], opts: SinkOptions) -> None:
     paths = [m.path for m in messages if isinstance(m, StagedPartition) and m.path]
     if not paths:
         return
@@ -113,14 +118,18 @@ def deliver_in_task(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> Sta
     factory = load_factory(opts.subscriber or "", option="subscriber")
     sub = factory(dict(opts.raw))
     if sub is None or not callable(getattr(sub, "on_subscribe", None)):
-        raise OptionError(f"option subscriber={opts.subscriber!r}: the factory returned {sub!r}, which is not a "
-                          "Subscriber (on_subscribe/on_next/on_error/on_complete)")
+        raise OptionError(
+            f"option subscriber={opts.subscriber!r}: the factory returned {sub!r}, which is not a "
+            "Subscriber (on_subscribe/on_next/on_error/on_complete)"
+        )
     task = _TaskDelivery(sub, batches, opts.elements)
     from_iterable(task.items()).subscribe(task)
     if not task.done.wait(opts.commit_timeout):
         task.cancel_upstream()
-        raise SinkError(f"subscriber factory {opts.subscriber!r}: the Subscriber requested too little to take this "
-                        f"task's rows within commitTimeout={opts.commit_timeout} s ({task.taken} taken)")
+        raise SinkError(
+            f"subscriber factory {opts.subscriber!r}: the Subscriber requested too little to take this "
+            f"task's rows within commitTimeout={opts.commit_timeout} s ({task.taken} taken)"
+        )
     task.raise_failure(opts.subscriber)
     return StagedPartition(0, delivered=task.taken)
 
@@ -136,8 +145,8 @@ class _TaskDelivery:
         self._upstream: Any = None
         self.taken = 0  # elements (rows for batches) handed to the source so far
         self.done = threading.Event()
-        self.raised: Optional[BaseException] = None  # what the Subscriber's on_next raised
-        self.error: Optional[BaseException] = None  # what the source signalled
+        self.raised: BaseException | None = None  # what the Subscriber's on_next raised
+        self.error: BaseException | None = None  # what the source signalled
         self.cancelled = False  # the Subscriber cancelled
 
     def items(self) -> Iterator[Any]:
@@ -156,15 +165,19 @@ class _TaskDelivery:
         if self._upstream is not None:
             self._upstream.cancel()
 
-    def raise_failure(self, factory: Optional[str]) -> None:
+    def raise_failure(self, factory: str | None) -> None:
         """Raise what ended the stream abnormally, if anything, saying where."""
         if self.raised is not None:
             exc = self.raised
-            raise SinkError(f"the Subscriber from {factory!r} raised {type(exc).__name__}: {exc} in on_next after "
-                            f"{self.taken - 1} elements of this task (rule 2.13: treated as cancellation)") from exc
+            raise SinkError(
+                f"the Subscriber from {factory!r} raised {type(exc).__name__}: {exc} in on_next after "
+                f"{self.taken - 1} elements of this task (rule 2.13: treated as cancellation)"
+            ) from exc
         if self.cancelled:
-            raise SinkError(f"the Subscriber from {factory!r} cancelled its subscription after {self.taken} elements "
-                            "of this task; the query stops")
+            raise SinkError(
+                f"the Subscriber from {factory!r} cancelled its subscription after {self.taken} elements "
+                "of this task; the query stops"
+            )
         if self.error is not None:
             raise self.error
 
@@ -215,7 +228,7 @@ class _WatchedSubscription:
 
 
 # -- commit (driver-side Python worker) --------------------------------------------------------
-def deliver(messages: List[Any], batch_id: int, opts: SinkOptions) -> None:
+def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
     """Send the staged micro-batch to the hub; return when every row reached the Subscriber."""
     from ..net import connect_processor
     from ..net.errors import NetError, RemoteError
@@ -242,13 +255,17 @@ def deliver(messages: List[Any], batch_id: int, opts: SinkOptions) -> None:
         from_iterable(tagged()).subscribe(proc)
         acks = to_list(proc, timeout=opts.commit_timeout)
     except TimeoutError:
-        raise SinkError(f"delivering {where}: the Subscriber did not take the rows within commitTimeout="
-                        f"{opts.commit_timeout} s; it requests too slowly, or raise commitTimeout") from None
+        raise SinkError(
+            f"delivering {where}: the Subscriber did not take the rows within commitTimeout="
+            f"{opts.commit_timeout} s; it requests too slowly, or raise commitTimeout"
+        ) from None
     except RemoteError as exc:
         raise SinkError(f"delivering {where}: {exc.type_name}: {exc.remote_message}") from None
     except NetError as exc:
-        raise SinkError(f"delivering {where}: {exc}; is the process serving the Subscriber running? Restart the "
-                        "query from its checkpoint once it is: no row is delivered twice") from None
+        raise SinkError(
+            f"delivering {where}: {exc}; is the process serving the Subscriber running? Restart the "
+            "query from its checkpoint once it is: no row is delivered twice"
+        ) from None
     finally:
         if proc is not None:
             proc.close()  # Python workers may be reused: leave no channel open behind
@@ -256,8 +273,9 @@ def deliver(messages: List[Any], batch_id: int, opts: SinkOptions) -> None:
         raise SinkError(f"delivering {where}: the sink endpoint answered {acks!r}; it is not an rs_spark sink hub")
     ack = acks[0].to_pylist()[0]
     if ack["status"] not in ("delivered", "duplicate"):
-        raise SinkError(f"delivering {where}: the hub reports {ack['status']} ({ack['delivered']} of {ack['rows']} "
-                        "rows delivered)")
+        raise SinkError(
+            f"delivering {where}: the hub reports {ack['status']} ({ack['delivered']} of {ack['rows']} rows delivered)"
+        )
     if ack["status"] == "duplicate":
         log.info("sink: %s was delivered before (restart from checkpoint); not delivered again", where)
 
@@ -275,7 +293,7 @@ class _WriterBase:
 class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
     """``writeStream.format("reactive")``."""
 
-    def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         if self.opts.subscriber:
             return
         try:
@@ -283,15 +301,21 @@ class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
         finally:
             remove_staged(list(messages), self.opts)
 
-    def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         remove_staged(list(messages), self.opts)
         if self.opts.endpoint:
             try:
-                send_control(self._control_address(), {"op": "abort", "batch_id": batchId,
-                                                       "reason": "a task of the batch failed"})
+                send_control(
+                    self._control_address(),
+                    {"op": "abort", "batch_id": batchId, "reason": "a task of the batch failed"},
+                )
             except Exception as exc:  # the query fails anyway; the hub learns at query end
-                log.warning("sink: could not tell %s that micro-batch %d was aborted: %s",
-                            redact(self.opts.endpoint), batchId, _without_token(str(exc), self.opts.token))
+                log.warning(
+                    "sink: could not tell %s that micro-batch %d was aborted: %s",
+                    redact(self.opts.endpoint),
+                    batchId,
+                    _without_token(str(exc), self.opts.token),
+                )
 
     def _control_address(self) -> str:
         a = parse_address(self.opts.endpoint or "")
@@ -300,7 +324,7 @@ class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
         return a.format(with_token=True)
 
 
-def _without_token(text: str, token: Optional[str]) -> str:
+def _without_token(text: str, token: str | None) -> str:
     """``text`` with the token's value masked: errors from below may quote an address in full."""
     return text.replace(token, "***") if token else text
 
@@ -311,7 +335,7 @@ class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):
     """``write.format("reactive")``: the whole DataFrame as one delivery (batch id from the hub's
     ledger is not used: each write is new data)."""
 
-    def commit(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         if self.opts.subscriber:
             return
         try:
@@ -319,9 +343,16 @@ class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):
         finally:
             remove_staged(list(messages), self.opts)
 
-    def abort(self, messages: List[Optional[WriterCommitMessage]]) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         ReactiveStreamWriter.abort(self, messages, -1)  # type: ignore[arg-type]
 
 
-__all__ = ["ReactiveStreamWriter", "ReactiveBatchWriter", "StagedPartition", "stage", "deliver", "read_staged",
-           "batch_meta"]
+__all__ = [
+    "ReactiveStreamWriter",
+    "ReactiveBatchWriter",
+    "StagedPartition",
+    "stage",
+    "deliver",
+    "read_staged",
+    "batch_meta",
+]

@@ -7,6 +7,7 @@ Pure Python; imports no pyspark. Quick tour::
     for x in rs.iterate(pub, prefetch=64):   # at most 64 elements in flight
         ...
 """
+
 from .aio import AsyncIteratorSubscriber, aiterate, from_async_iterable
 from .create import Emitter, Overflow, create
 from .demand import MAX_DEMAND, add_cap
@@ -19,12 +20,38 @@ from .subscribers import BlockingIterator, CallbackSubscriber, iterate, subscrib
 from .types import Processor, Publisher, Subscriber, Subscription
 
 __all__ = [
-    "Publisher", "Subscriber", "Subscription", "Processor",
-    "MAX_DEMAND", "add_cap", "DrainSubscription", "IteratorSubscription", "QueueSubscription",
-    "SpecViolation", "BufferOverflowError",
-    "from_iterable", "from_async_iterable", "range_", "just", "empty", "error", "defer",
-    "create", "Overflow", "Emitter",
-    "iterate", "BlockingIterator", "aiterate", "AsyncIteratorSubscriber", "to_list",
-    "subscribe_callbacks", "CallbackSubscriber",
-    "map", "filter", "take", "batch", "pipe", "PublisherBase",
+    "Publisher",
+    "Subscriber",
+    "Subscription",
+    "Processor",
+    "MAX_DEMAND",
+    "add_cap",
+    "DrainSubscription",
+    "IteratorSubscription",
+    "QueueSubscription",
+    "SpecViolation",
+    "BufferOverflowError",
+    "from_iterable",
+    "from_async_iterable",
+    "range_",
+    "just",
+    "empty",
+    "error",
+    "defer",
+    "create",
+    "Overflow",
+    "Emitter",
+    "iterate",
+    "BlockingIterator",
+    "aiterate",
+    "AsyncIteratorSubscriber",
+    "to_list",
+    "subscribe_callbacks",
+    "CallbackSubscriber",
+    "map",
+    "filter",
+    "take",
+    "batch",
+    "pipe",
+    "PublisherBase",
 ]

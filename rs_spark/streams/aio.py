@@ -2,12 +2,14 @@
 
 Signals cross into an event loop with ``call_soon_threadsafe``; nothing busy-waits.
 """
+
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections import deque
-from typing import Any, AsyncIterator, Deque, Optional
+from collections.abc import AsyncIterator
+from typing import Any
 
 from .drain import QueueSubscription, check_subscriber, subscribe_with
 from .errors import null_element_error
@@ -36,14 +38,14 @@ class _LoopThread:
 class _AsyncIterablePublisher(PublisherBase[Any]):
     __slots__ = ("_source", "_loop")
 
-    def __init__(self, source: Any, loop: Optional[asyncio.AbstractEventLoop]) -> None:
+    def __init__(self, source: Any, loop: asyncio.AbstractEventLoop | None) -> None:
         self._source = source
         self._loop = loop
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9
         loop = self._loop
-        private: Optional[_LoopThread] = None
+        private: _LoopThread | None = None
         if loop is None:
             try:
                 loop = asyncio.get_running_loop()
@@ -61,6 +63,7 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
             def cancel_task() -> None:
                 if task_box:
                     task_box[0].cancel()
+
             if not loop.is_closed():
                 loop.call_soon_threadsafe(cancel_task)
 
@@ -113,7 +116,7 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
         loop.call_soon_threadsafe(start)
 
 
-def from_async_iterable(source: Any, *, loop: Optional[asyncio.AbstractEventLoop] = None) -> PublisherBase[Any]:
+def from_async_iterable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> PublisherBase[Any]:
     """A Publisher of what an async iterable yields, pulled only as demand arrives.
 
     ``source`` is an async iterable, or a callable returning one (called per subscriber:
@@ -132,12 +135,12 @@ class AsyncIteratorSubscriber(AsyncIterator[Any]):
     def __init__(self, prefetch: int) -> None:
         self._prefetch = validate_prefetch(prefetch)
         self._limit = replenish_limit(self._prefetch)
-        self._queue: Deque[Any] = deque()
-        self._subscription: Optional[Subscription] = None
+        self._queue: deque[Any] = deque()
+        self._subscription: Subscription | None = None
         self._terminal: Any = None
         self._consumed = 0
-        self._waiter: Optional[asyncio.Future[None]] = None
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     # Subscriber side: any thread.
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -173,7 +176,7 @@ class AsyncIteratorSubscriber(AsyncIterator[Any]):
             loop.call_soon_threadsafe(_resolve, w)
 
     # Consumer side: the event loop.
-    def __aiter__(self) -> "AsyncIteratorSubscriber":
+    def __aiter__(self) -> AsyncIteratorSubscriber:
         return self
 
     async def __anext__(self) -> Any:
@@ -212,7 +215,7 @@ class AsyncIteratorSubscriber(AsyncIterator[Any]):
         self._terminal = StopAsyncIteration()
 
 
-def _resolve(fut: "asyncio.Future[None]") -> None:
+def _resolve(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
 

@@ -5,11 +5,13 @@ sending more than was requested (rule 1.1). ``create`` puts a *bounded* buffer b
 two and makes the choice explicit: when the buffer is full, ``Overflow`` says whether to fail
 the stream, drop the oldest or the newest element, or keep only the latest.
 """
+
 from __future__ import annotations
 
 import enum
 import threading
-from typing import Any, Callable, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .drain import QueueSubscription, check_subscriber, subscribe_with
 from .errors import BufferOverflowError, null_element_error, report_dropped
@@ -29,11 +31,21 @@ class Overflow(enum.Enum):
 class Emitter:
     """Handed to the ``create`` function: push elements from any thread, within the buffer bound."""
 
-    __slots__ = ("_sub", "_lock", "_capacity", "_overflow", "_on_drop", "_closed", "_dropped",
-                 "_cancel_callbacks", "__weakref__")
+    __slots__ = (
+        "_sub",
+        "_lock",
+        "_capacity",
+        "_overflow",
+        "_on_drop",
+        "_closed",
+        "_dropped",
+        "_cancel_callbacks",
+        "__weakref__",
+    )
 
-    def __init__(self, sub: QueueSubscription, capacity: int, overflow: Overflow,
-                 on_drop: Optional[Callable[[Any], None]]) -> None:
+    def __init__(
+        self, sub: QueueSubscription, capacity: int, overflow: Overflow, on_drop: Callable[[Any], None] | None
+    ) -> None:
         self._sub = sub
         self._lock = threading.Lock()
         self._capacity = capacity
@@ -41,7 +53,7 @@ class Emitter:
         self._on_drop = on_drop
         self._closed = False
         self._dropped = 0
-        self._cancel_callbacks: List[Callable[[], None]] = []
+        self._cancel_callbacks: list[Callable[[], None]] = []
         sub.set_hooks(on_release=self._released)  # the cancel callbacks run when the subscription ends
 
     def next(self, item: Any) -> bool:
@@ -79,12 +91,14 @@ class Emitter:
             else:
                 q.append(item)
         if overflowed:
-            sub.offer_error(BufferOverflowError(
-                f"create(): the buffer of {self._capacity} elements is full (the subscriber takes "
-                f"elements slower than they are pushed), so element {item!r} cannot be kept "
-                "(overflow=Overflow.ERROR). "
-                "Request more, raise buffer_size, or choose Overflow.DROP_OLDEST / DROP_NEWEST / LATEST."
-            ))
+            sub.offer_error(
+                BufferOverflowError(
+                    f"create(): the buffer of {self._capacity} elements is full (the subscriber takes "
+                    f"elements slower than they are pushed), so element {item!r} cannot be kept "
+                    "(overflow=Overflow.ERROR). "
+                    "Request more, raise buffer_size, or choose Overflow.DROP_OLDEST / DROP_NEWEST / LATEST."
+                )
+            )
         else:
             sub.drain()
         if dropped is not None and self._on_drop is not None:
@@ -152,8 +166,9 @@ class Emitter:
 class _Create(PublisherBase[Any]):
     __slots__ = ("_fn", "_overflow", "_capacity", "_on_drop")
 
-    def __init__(self, fn: Callable[[Emitter], Any], overflow: Overflow, capacity: int,
-                 on_drop: Optional[Callable[[Any], None]]) -> None:
+    def __init__(
+        self, fn: Callable[[Emitter], Any], overflow: Overflow, capacity: int, on_drop: Callable[[Any], None] | None
+    ) -> None:
         self._fn = fn
         self._overflow = overflow
         self._capacity = capacity
@@ -170,8 +185,13 @@ class _Create(PublisherBase[Any]):
             emitter.error(exc)
 
 
-def create(fn: Callable[[Emitter], Any], overflow: Overflow | str = Overflow.ERROR, *,
-           buffer_size: int = 1024, on_drop: Optional[Callable[[Any], None]] = None) -> PublisherBase[Any]:
+def create(
+    fn: Callable[[Emitter], Any],
+    overflow: Overflow | str = Overflow.ERROR,
+    *,
+    buffer_size: int = 1024,
+    on_drop: Callable[[Any], None] | None = None,
+) -> PublisherBase[Any]:
     """A Publisher fed by ``fn(emitter)``, called once per subscriber after ``on_subscribe``.
 
     ``fn`` may push synchronously and return, or register callbacks / start a thread that
@@ -184,8 +204,7 @@ def create(fn: Callable[[Emitter], Any], overflow: Overflow | str = Overflow.ERR
             overflow = Overflow(overflow.lower())
         except ValueError:
             raise ValueError(
-                f"create(overflow={overflow!r}) is not a strategy; use one of "
-                f"{[o.value for o in Overflow]}"
+                f"create(overflow={overflow!r}) is not a strategy; use one of {[o.value for o in Overflow]}"
             ) from None
     if isinstance(buffer_size, bool) or not isinstance(buffer_size, int) or buffer_size < 1:
         raise ValueError(f"create(buffer_size={buffer_size!r}) must be an int >= 1")

@@ -4,6 +4,7 @@ Modelled on RxJava's ``BackpressureHelper`` and Reactor's ``Operators.addCap``: 
 publisher, operator and subscriber in rs_spark uses these helpers instead of its own
 counters, so saturation (rule 3.17) and validation (rule 3.9) behave the same everywhere.
 """
+
 from __future__ import annotations
 
 MAX_DEMAND: int = 2**63 - 1

@@ -10,11 +10,13 @@ signals, signals never overlap (rule 1.3).
 Demand is the total requested so far, saturating at ``MAX_DEMAND`` (then unbounded,
 rule 3.17); the owner compares it with the total it has emitted (rule 1.1).
 """
+
 from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable, Deque, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .demand import MAX_DEMAND, invalid_request_error
 from .errors import null_element_error, report_dropped
@@ -29,8 +31,17 @@ class DrainSubscription:
     :meth:`_error`. :meth:`_release` frees the source (called once, by the owner).
     """
 
-    __slots__ = ("_lock", "_wip", "_requested", "_emitted", "_cancelled", "_done",
-                 "_downstream", "_bad_request", "__weakref__")
+    __slots__ = (
+        "_lock",
+        "_wip",
+        "_requested",
+        "_emitted",
+        "_cancelled",
+        "_done",
+        "_downstream",
+        "_bad_request",
+        "__weakref__",
+    )
 
     def __init__(self, subscriber: Subscriber[Any]) -> None:
         self._lock = threading.Lock()
@@ -39,7 +50,7 @@ class DrainSubscription:
         self._emitted = 0  # total emitted; written by the drain owner only
         self._cancelled = False
         self._done = False  # a terminal signal was sent, or cancellation was processed
-        self._downstream: Optional[Subscriber[Any]] = subscriber
+        self._downstream: Subscriber[Any] | None = subscriber
         self._bad_request: object = None
 
     # -- Subscription -------------------------------------------------------------------
@@ -269,14 +280,14 @@ class QueueSubscription(DrainSubscription):
 
     _COMPLETE = object()
 
-    def __init__(self, subscriber: Subscriber[Any],
-                 on_release: Optional[Callable[[], None]] = None,
-                 delay_error: bool = True) -> None:
+    def __init__(
+        self, subscriber: Subscriber[Any], on_release: Callable[[], None] | None = None, delay_error: bool = True
+    ) -> None:
         super().__init__(subscriber)
-        self._queue: Deque[Any] = deque()
+        self._queue: deque[Any] = deque()
         self._terminal: Any = None  # _COMPLETE or an exception, once offered
         self._on_release = on_release
-        self._on_demand: Optional[Callable[[], None]] = None
+        self._on_demand: Callable[[], None] | None = None
         # True: an error waits until queued elements are delivered (nothing lost while the
         # subscriber keeps requesting). False: it cuts ahead (operators, rule 4.2).
         self._delay_error = delay_error
@@ -291,7 +302,7 @@ class QueueSubscription(DrainSubscription):
         calls :meth:`drain` after releasing it."""
         self._queue.append(item)
 
-    def enqueue_terminal(self, error: Optional[BaseException]) -> None:
+    def enqueue_terminal(self, error: BaseException | None) -> None:
         """Queue ``on_complete`` (``error`` None) or ``on_error(error)`` behind the elements, without draining."""
         if self._terminal is None:
             self._terminal = self._COMPLETE if error is None else error
@@ -300,8 +311,9 @@ class QueueSubscription(DrainSubscription):
         """Deliver what is queued, within demand (on this thread, or the one already draining)."""
         self._schedule()
 
-    def set_hooks(self, on_release: Optional[Callable[[], None]] = None,
-                  on_demand: Optional[Callable[[], None]] = None) -> None:
+    def set_hooks(
+        self, on_release: Callable[[], None] | None = None, on_demand: Callable[[], None] | None = None
+    ) -> None:
         """Callbacks for the producer: ``on_release`` when the subscription ends, ``on_demand`` after a request."""
         if on_release is not None:
             self._on_release = on_release
@@ -372,7 +384,7 @@ class TerminalSubscription(DrainSubscription):
 
     __slots__ = ("_failure",)
 
-    def __init__(self, subscriber: Subscriber[Any], failure: Optional[BaseException]) -> None:
+    def __init__(self, subscriber: Subscriber[Any], failure: BaseException | None) -> None:
         super().__init__(subscriber)
         self._failure = failure
 
@@ -383,8 +395,7 @@ class TerminalSubscription(DrainSubscription):
             self._error(self._failure)
 
 
-def subscribe_with(subscriber: Subscriber[Any], subscription: DrainSubscription,
-                   start: bool = False) -> None:
+def subscribe_with(subscriber: Subscriber[Any], subscription: DrainSubscription, start: bool = False) -> None:
     """Hand ``subscription`` to ``subscriber`` (rule 1.9: on_subscribe first); then, if
     ``start``, drain once so that sources with something to say at once (empty, error) say it."""
     try:
@@ -404,5 +415,11 @@ def check_subscriber(subscriber: object) -> None:
         raise null_element_error("the subscriber passed to subscribe()")
 
 
-__all__ = ["DrainSubscription", "IteratorSubscription", "QueueSubscription",
-           "TerminalSubscription", "subscribe_with", "check_subscriber"]
+__all__ = [
+    "DrainSubscription",
+    "IteratorSubscription",
+    "QueueSubscription",
+    "TerminalSubscription",
+    "subscribe_with",
+    "check_subscriber",
+]

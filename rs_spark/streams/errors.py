@@ -1,4 +1,5 @@
 """Errors rs_spark raises for spec violations, and the one place dropped errors are reported."""
+
 from __future__ import annotations
 
 import logging

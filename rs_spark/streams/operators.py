@@ -8,12 +8,14 @@ emits through the shared drain loop. Errors from upstream propagate at once (rul
 Use them with ``publisher.pipe(map(f), filter(p))`` (fresh Processors per subscription), or
 directly as a Processor: ``pub.subscribe(proc); proc.subscribe(sub)`` (one subscriber).
 """
+
 from __future__ import annotations
 
 import builtins
 import itertools
 import threading
-from typing import Any, Callable, Iterator, List, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .demand import MAX_DEMAND, add_cap, is_valid_request
 from .drain import QueueSubscription, TerminalSubscription, check_subscriber, subscribe_with
@@ -43,7 +45,7 @@ class _Upstream:
 
     def __init__(self) -> None:
         self._ulock = threading.Lock()
-        self._upstream: Optional[Subscription] = None
+        self._upstream: Subscription | None = None
         self._pending = 0
         self._bad: object = None
         self._ucancelled = False
@@ -97,13 +99,13 @@ class Stage(_Upstream, PublisherBase[Any]):
 
     def __init__(self) -> None:
         _Upstream.__init__(self)
-        self._downstream: Optional[Subscriber[Any]] = None
+        self._downstream: Subscriber[Any] | None = None
         self._taken = False  # a downstream subscribed (unicast)
         self._ready = False  # downstream.on_subscribe has returned
         self._held: Any = None  # a terminal signal waiting for on_subscribe to return
         self._done = False  # a terminal signal was sent downstream (or will be, once ready)
 
-    def fresh(self) -> "Stage":  # pragma: no cover - abstract
+    def fresh(self) -> Stage:  # pragma: no cover - abstract
         raise NotImplementedError
 
     # -- Publisher ----------------------------------------------------------------------
@@ -197,7 +199,7 @@ class MapProcessor(Stage):
             raise TypeError(f"map() needs a callable, got {fn!r}")
         self._fn = fn
 
-    def fresh(self) -> "MapProcessor":
+    def fresh(self) -> MapProcessor:
         return MapProcessor(self._fn)
 
     def fuse_iterator(self, it: Iterator[Any]) -> Iterator[Any]:
@@ -234,7 +236,7 @@ class FilterProcessor(Stage):
             raise TypeError(f"filter() needs a callable, got {predicate!r}")
         self._pred = predicate
 
-    def fresh(self) -> "FilterProcessor":
+    def fresh(self) -> FilterProcessor:
         return FilterProcessor(self._pred)
 
     def fuse_iterator(self, it: Iterator[Any]) -> Iterator[Any]:
@@ -278,7 +280,7 @@ class TakeProcessor(Stage):
         self._seen = 0
         self._asked = 0  # total requested upstream
 
-    def fresh(self) -> "TakeProcessor":
+    def fresh(self) -> TakeProcessor:
         return TakeProcessor(self._limit)
 
     def fuse_iterator(self, it: Iterator[Any]) -> Iterator[Any]:
@@ -322,7 +324,7 @@ class TakeProcessor(Stage):
 class _BatchSubscription(QueueSubscription):
     __slots__ = ("_stage",)
 
-    def __init__(self, subscriber: Subscriber[Any], stage: "BatchProcessor") -> None:
+    def __init__(self, subscriber: Subscriber[Any], stage: BatchProcessor) -> None:
         super().__init__(subscriber, on_release=stage._cancel_up, delay_error=False)
         self._stage = stage
 
@@ -332,7 +334,7 @@ class _BatchSubscription(QueueSubscription):
             self._stage._replenish(flush_expired=True)
 
 
-class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
+class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
     """Emits lists of up to ``size`` elements; a partial list once ``timeout`` seconds pass
     after its first element (only when the downstream has demand for it) and at completion.
 
@@ -340,10 +342,22 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
     elements, so at most that many are ever buffered.
     """
 
-    __slots__ = ("_size", "_timeout", "_buf", "_received", "_asked", "_sub", "_timer",
-                 "_expired", "_taken", "_done", "_early", "_gen")
+    __slots__ = (
+        "_size",
+        "_timeout",
+        "_buf",
+        "_received",
+        "_asked",
+        "_sub",
+        "_timer",
+        "_expired",
+        "_taken",
+        "_done",
+        "_early",
+        "_gen",
+    )
 
-    def __init__(self, size: int, timeout: Optional[float] = None) -> None:
+    def __init__(self, size: int, timeout: float | None = None) -> None:
         super().__init__()
         if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
             raise ValueError(f"batch() needs a size > 0, got {size!r}")
@@ -351,22 +365,22 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
             raise ValueError(f"batch() timeout must be > 0 seconds or None, got {timeout!r}")
         self._size = size
         self._timeout = timeout
-        self._buf: List[Any] = []
+        self._buf: list[Any] = []
         self._received = 0  # elements received from upstream
         self._asked = 0  # elements requested from upstream
-        self._sub: Optional[_BatchSubscription] = None
-        self._timer: Optional[TimerHandle] = None
+        self._sub: _BatchSubscription | None = None
+        self._timer: TimerHandle | None = None
         self._expired = False
         self._taken = False
         self._done = False
         self._early: Any = None  # (error, rest) of a terminal that came before the subscriber
         self._gen = 0  # timer generation: a stale timer must not flush a newer batch
 
-    def fresh(self) -> "BatchProcessor":
+    def fresh(self) -> BatchProcessor:
         return BatchProcessor(self._size, self._timeout)
 
     # -- Publisher ----------------------------------------------------------------------
-    def subscribe(self, subscriber: Subscriber[List[Any]]) -> None:
+    def subscribe(self, subscriber: Subscriber[list[Any]]) -> None:
         check_subscriber(subscriber)
         with self._ulock:
             taken, self._taken = self._taken, True
@@ -421,7 +435,7 @@ class BatchProcessor(_Upstream, PublisherBase[List[Any]]):
         self._finish(None)
 
     # -- internals ----------------------------------------------------------------------
-    def _finish(self, error: Optional[BaseException]) -> None:
+    def _finish(self, error: BaseException | None) -> None:
         with self._ulock:
             if self._done:
                 return
@@ -495,7 +509,7 @@ def map(fn: Callable[[Any], Any]) -> MapProcessor:  # noqa: A001 - mirrors the b
     return MapProcessor(fn)
 
 
-def filter(predicate: Callable[[Any], Any]) -> FilterProcessor:  # noqa: A001
+def filter(predicate: Callable[[Any], Any]) -> FilterProcessor:  # noqa: A001 - shadows the builtin on purpose: rs.filter, like rx.operators.filter
     """Operator: emit the elements for which ``predicate`` is true."""
     return FilterProcessor(predicate)
 
@@ -505,10 +519,19 @@ def take(limit: int) -> TakeProcessor:
     return TakeProcessor(limit)
 
 
-def batch(size: int, timeout: Optional[float] = None) -> BatchProcessor:
+def batch(size: int, timeout: float | None = None) -> BatchProcessor:
     """Operator: emit lists of ``size`` elements (fewer after ``timeout`` seconds or at the end)."""
     return BatchProcessor(size, timeout)
 
 
-__all__ = ["Stage", "MapProcessor", "FilterProcessor", "TakeProcessor", "BatchProcessor",
-           "map", "filter", "take", "batch"]
+__all__ = [
+    "Stage",
+    "MapProcessor",
+    "FilterProcessor",
+    "TakeProcessor",
+    "BatchProcessor",
+    "map",
+    "filter",
+    "take",
+    "batch",
+]

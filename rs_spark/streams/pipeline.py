@@ -6,9 +6,11 @@ times (rule 1.10). Where the upstream is an iterator-backed source and the opera
 fusable (map, filter, take), the operator is applied to the iterator instead (*fusion*, as
 in Reactor and RxJava): same signals, no per-stage hop.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, Iterator, Optional, Protocol, Sequence, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 from .drain import check_subscriber
 from .types import Publisher, Subscriber
@@ -32,11 +34,11 @@ class PublisherBase(Generic[T]):
     def subscribe(self, subscriber: Subscriber[T]) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def pipe(self, *operators: Any) -> "PublisherBase[Any]":
+    def pipe(self, *operators: Any) -> PublisherBase[Any]:
         """Return a Publisher of this one's elements passed through ``operators`` in order."""
         return pipe(self, *operators)
 
-    def _fuse(self, wrap: Callable[[Iterator[Any]], Iterator[Any]]) -> Optional["PublisherBase[Any]"]:
+    def _fuse(self, wrap: Callable[[Iterator[Any]], Iterator[Any]]) -> PublisherBase[Any] | None:
         """Return a Publisher with ``wrap`` applied to its iterator, or None if not fusable."""
         return None
 
@@ -80,9 +82,7 @@ def pipe(source: Publisher[Any], *operators: Any) -> PublisherBase[Any]:
         rest.pop(0)
     for op in rest:
         if not hasattr(op, "fresh"):
-            raise TypeError(
-                f"pipe() takes operators such as map(f), filter(p), take(n), batch(n); got {op!r}"
-            )
+            raise TypeError(f"pipe() takes operators such as map(f), filter(p), take(n), batch(n); got {op!r}")
     if not rest:
         return current  # type: ignore[return-value]
     return PipedPublisher(current, rest)

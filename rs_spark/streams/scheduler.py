@@ -2,13 +2,14 @@
 
 One daemon thread sleeps on a condition until the earliest deadline; nothing busy-waits.
 """
+
 from __future__ import annotations
 
 import heapq
 import itertools
 import threading
 import time
-from typing import Callable, List, Optional, Tuple
+from collections.abc import Callable
 
 from .errors import report_dropped
 
@@ -31,9 +32,9 @@ class Scheduler:
     def __init__(self, name: str = "rs-spark-timer") -> None:
         self._name = name
         self._cond = threading.Condition(threading.Lock())
-        self._heap: List[Tuple[float, int, TimerHandle, Callable[[], None]]] = []
+        self._heap: list[tuple[float, int, TimerHandle, Callable[[], None]]] = []
         self._seq = itertools.count()
-        self._thread: Optional[threading.Thread] = None
+        self._thread: threading.Thread | None = None
 
     def schedule(self, delay: float, action: Callable[[], None]) -> TimerHandle:
         handle = TimerHandle()
@@ -69,7 +70,7 @@ class Scheduler:
                 report_dropped(exc, "a scheduled action raised")
 
 
-_default: Optional[Scheduler] = None
+_default: Scheduler | None = None
 _default_lock = threading.Lock()
 
 

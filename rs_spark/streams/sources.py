@@ -4,11 +4,13 @@
 Every one of them is cold: each ``subscribe`` gets its own Subscription that pulls only what
 was requested (rule 1.1), through the shared drain loop in :mod:`rs_spark.streams.drain`.
 """
+
 from __future__ import annotations
 
 import builtins
 import threading
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from .drain import IteratorSubscription, TerminalSubscription, check_subscriber, subscribe_with
 from .errors import null_element_error
@@ -28,8 +30,9 @@ class IterablePublisher(PublisherBase[T]):
 
     __slots__ = ("_make_iterator", "_close", "_describe")
 
-    def __init__(self, make_iterator: Callable[[], Iterator[T]], *, close: bool = True,
-                 describe: str = "iterable") -> None:
+    def __init__(
+        self, make_iterator: Callable[[], Iterator[T]], *, close: bool = True, describe: str = "iterable"
+    ) -> None:
         self._make_iterator = make_iterator
         self._close = close
         self._describe = describe
@@ -43,7 +46,7 @@ class IterablePublisher(PublisherBase[T]):
             return
         subscribe_with(subscriber, IteratorSubscription(subscriber, it, self._close))
 
-    def _fuse(self, wrap: Callable[[Iterator[Any]], Iterator[Any]]) -> "IterablePublisher[Any]":
+    def _fuse(self, wrap: Callable[[Iterator[Any]], Iterator[Any]]) -> IterablePublisher[Any]:
         make = self._make_iterator
         return IterablePublisher(lambda: wrap(make()), close=self._close, describe=self._describe)
 
@@ -57,7 +60,7 @@ class _OneShot:
     __slots__ = ("_it", "_lock")
 
     def __init__(self, it: Iterator[Any]) -> None:
-        self._it: Optional[Iterator[Any]] = it
+        self._it: Iterator[Any] | None = it
         self._lock = threading.Lock()
 
     def __call__(self) -> Iterator[Any]:
@@ -87,7 +90,7 @@ def from_iterable(iterable: Iterable[T]) -> IterablePublisher[T]:
     return IterablePublisher(lambda: iter(iterable), describe=type(iterable).__name__)
 
 
-def range_(start: int, count: Optional[int] = None) -> IterablePublisher[int]:
+def range_(start: int, count: int | None = None) -> IterablePublisher[int]:
     """``range_(n)`` emits 0..n-1; ``range_(start, count)`` emits ``count`` ints from ``start``."""
     if count is None:
         start, count = 0, start
@@ -108,7 +111,7 @@ def just(*items: T) -> IterablePublisher[T]:
 class _Terminal(PublisherBase[Any]):
     __slots__ = ("_failure",)
 
-    def __init__(self, failure: Optional[BaseException]) -> None:
+    def __init__(self, failure: BaseException | None) -> None:
         self._failure = failure
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:

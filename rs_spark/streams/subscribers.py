@@ -4,11 +4,13 @@ Each keeps at most a fixed number of elements outstanding: it requests ``prefetc
 ``request_size``) up front and replenishes 3/4 of it at a time, as Reactor's ``limitRate``
 does, so the publisher never waits for a full round trip and memory stays bounded.
 """
+
 from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import Any, Callable, Deque, Iterator, List, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from .errors import null_element_error, report_dropped
 from .types import Publisher, Subscription
@@ -48,16 +50,25 @@ class BlockingIterator(_SingleSubscription, Iterator[Any]):
     ``timeout`` (seconds) bounds each wait for the next signal; ``TimeoutError`` says so.
     """
 
-    __slots__ = ("_prefetch", "_limit", "_queue", "_cond", "_waiting", "_subscription",
-                 "_terminal", "_consumed", "_timeout")
+    __slots__ = (
+        "_prefetch",
+        "_limit",
+        "_queue",
+        "_cond",
+        "_waiting",
+        "_subscription",
+        "_terminal",
+        "_consumed",
+        "_timeout",
+    )
 
-    def __init__(self, prefetch: int = 256, timeout: Optional[float] = None) -> None:
+    def __init__(self, prefetch: int = 256, timeout: float | None = None) -> None:
         self._prefetch = validate_prefetch(prefetch)
         self._limit = replenish_limit(self._prefetch)
-        self._queue: Deque[Any] = deque()
+        self._queue: deque[Any] = deque()
         self._cond = threading.Condition(threading.Lock())
         self._waiting = False
-        self._subscription: Optional[Subscription] = None
+        self._subscription: Subscription | None = None
         self._terminal: Any = None
         self._consumed = 0
         self._timeout = timeout
@@ -88,7 +99,7 @@ class BlockingIterator(_SingleSubscription, Iterator[Any]):
             self._cond.notify()
 
     # Iterator: the consuming thread
-    def __iter__(self) -> "BlockingIterator":
+    def __iter__(self) -> BlockingIterator:
         return self
 
     def __next__(self) -> Any:
@@ -129,15 +140,14 @@ class BlockingIterator(_SingleSubscription, Iterator[Any]):
         self._terminal = StopIteration()
         self._queue.clear()
 
-    def __enter__(self) -> "BlockingIterator":
+    def __enter__(self) -> BlockingIterator:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def iterate(publisher: Publisher[Any], prefetch: int = 256,
-            timeout: Optional[float] = None) -> BlockingIterator:
+def iterate(publisher: Publisher[Any], prefetch: int = 256, timeout: float | None = None) -> BlockingIterator:
     """``for x in iterate(pub)``: see :class:`BlockingIterator`."""
     it = BlockingIterator(prefetch, timeout)
     publisher.subscribe(it)
@@ -152,17 +162,31 @@ class CallbackSubscriber(_SingleSubscription):
     stream with that error (it is the callback's failure, rule 2.13).
     """
 
-    __slots__ = ("_on_next", "_on_error", "_on_complete", "_request_size", "_limit",
-                 "_subscription", "_terminal", "_consumed", "_done_event")
+    __slots__ = (
+        "_on_next",
+        "_on_error",
+        "_on_complete",
+        "_request_size",
+        "_limit",
+        "_subscription",
+        "_terminal",
+        "_consumed",
+        "_done_event",
+    )
 
-    def __init__(self, on_next: Callable[[Any], Any], on_error: Optional[Callable[[BaseException], Any]] = None,
-                 on_complete: Optional[Callable[[], Any]] = None, request_size: int = 256) -> None:
+    def __init__(
+        self,
+        on_next: Callable[[Any], Any],
+        on_error: Callable[[BaseException], Any] | None = None,
+        on_complete: Callable[[], Any] | None = None,
+        request_size: int = 256,
+    ) -> None:
         self._on_next = on_next
         self._on_error = on_error
         self._on_complete = on_complete
         self._request_size = validate_prefetch(request_size, "request_size")
         self._limit = replenish_limit(self._request_size)
-        self._subscription: Optional[Subscription] = None
+        self._subscription: Subscription | None = None
         self._terminal: Any = None
         self._consumed = 0
         self._done_event = threading.Event()
@@ -233,7 +257,7 @@ class CallbackSubscriber(_SingleSubscription):
     def done(self) -> bool:
         return self._done_event.is_set()
 
-    def wait(self, timeout: Optional[float] = None) -> None:
+    def wait(self, timeout: float | None = None) -> None:
         """Block until the stream ends; re-raise its error; ``TimeoutError`` after ``timeout`` s."""
         if not self._done_event.wait(timeout):
             raise TimeoutError(f"the stream did not end within {timeout} s")
@@ -241,21 +265,24 @@ class CallbackSubscriber(_SingleSubscription):
             raise self._terminal
 
 
-def subscribe_callbacks(publisher: Publisher[Any], on_next: Callable[[Any], Any],
-                        on_error: Optional[Callable[[BaseException], Any]] = None,
-                        on_complete: Optional[Callable[[], Any]] = None, *,
-                        request_size: int = 256) -> CallbackSubscriber:
+def subscribe_callbacks(
+    publisher: Publisher[Any],
+    on_next: Callable[[Any], Any],
+    on_error: Callable[[BaseException], Any] | None = None,
+    on_complete: Callable[[], Any] | None = None,
+    *,
+    request_size: int = 256,
+) -> CallbackSubscriber:
     """Subscribe callbacks with an explicit request size; returns the running subscriber."""
     sub = CallbackSubscriber(on_next, on_error, on_complete, request_size)
     publisher.subscribe(sub)
     return sub
 
 
-def to_list(publisher: Publisher[Any], timeout: Optional[float] = None,
-            request_size: int = 4096) -> List[Any]:
+def to_list(publisher: Publisher[Any], timeout: float | None = None, request_size: int = 4096) -> list[Any]:
     """Collect every element into a list (requests ``request_size`` at a time); re-raises the
     stream's error; ``TimeoutError`` (after cancelling) if it does not end within ``timeout`` s."""
-    out: List[Any] = []
+    out: list[Any] = []
     sub = CallbackSubscriber(out.append, request_size=request_size)
     publisher.subscribe(sub)
     try:

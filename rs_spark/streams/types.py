@@ -3,6 +3,7 @@
 Method names follow the ``reactivestreams`` package that ships with ``rsocket``. They are
 ``typing.Protocol``s so objects from other libraries fit without inheriting from ours.
 """
+
 from __future__ import annotations
 
 from typing import Protocol, TypeVar, runtime_checkable

@@ -15,6 +15,7 @@ or from a shell: ``python -m rs_spark.tck package.module:factory``. A test that 
 raises :class:`TckSkipped` (a ``unittest.SkipTest``: pytest and unittest report it as a skip).
 Timeouts: class attributes ``default_timeout_ms`` etc., or the RS_TCK_*_TIMEOUT_MS environment variables.
 """
+
 from .env import Latch, ManualSubscriber, Promise, Receptacle, TCKFailure, TestEnvironment, Timeouts
 from .processor import PROCESSOR_RULES, IdentityProcessorVerification
 from .publisher import RULES as PUBLISHER_RULES
@@ -22,16 +23,33 @@ from .publisher import PublisherVerification
 from .runner import run
 from .skip import TckSkipped, skip
 from .subscriber import (
-                         BLACKBOX_RULES,
-                         WHITEBOX_RULES,
-                         SubscriberBlackboxVerification,
-                         SubscriberPuppet,
-                         SubscriberWhiteboxVerification,
-                         WhiteboxSubscriberProbe,
+    BLACKBOX_RULES,
+    WHITEBOX_RULES,
+    SubscriberBlackboxVerification,
+    SubscriberPuppet,
+    SubscriberWhiteboxVerification,
+    WhiteboxSubscriberProbe,
 )
 
-__all__ = ["IdentityProcessorVerification", "PROCESSOR_RULES", "PublisherVerification", "PUBLISHER_RULES",
-           "SubscriberBlackboxVerification",
-           "SubscriberWhiteboxVerification", "WhiteboxSubscriberProbe", "SubscriberPuppet", "BLACKBOX_RULES",
-           "WHITEBOX_RULES", "Timeouts", "TestEnvironment", "ManualSubscriber",
-           "TCKFailure", "TckSkipped", "skip", "Latch", "Promise", "Receptacle", "run"]
+__all__ = [
+    "IdentityProcessorVerification",
+    "PROCESSOR_RULES",
+    "PublisherVerification",
+    "PUBLISHER_RULES",
+    "SubscriberBlackboxVerification",
+    "SubscriberWhiteboxVerification",
+    "WhiteboxSubscriberProbe",
+    "SubscriberPuppet",
+    "BLACKBOX_RULES",
+    "WHITEBOX_RULES",
+    "Timeouts",
+    "TestEnvironment",
+    "ManualSubscriber",
+    "TCKFailure",
+    "TckSkipped",
+    "skip",
+    "Latch",
+    "Promise",
+    "Receptacle",
+    "run",
+]

@@ -4,12 +4,14 @@
 elements followed by ``on_complete``. Prints one line per JVM TCK publisher test and exits
 1 when a required test fails.
 """
+
 from __future__ import annotations
 
 import argparse
 import importlib
 import sys
-from typing import Any, Callable, List, Optional
+from collections.abc import Callable
+from typing import Any
 
 from .env import Timeouts
 from .publisher import RULES, PublisherVerification
@@ -26,17 +28,27 @@ def _load(spec: str) -> Callable[..., Any]:
     return obj
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m rs_spark.tck", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m rs_spark.tck", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("factory", help="package.module:factory, called as factory(elements) -> Publisher")
     ap.add_argument("--failed", help="package.module:factory() -> a Publisher that signals on_error")
-    ap.add_argument("--max-elements", type=int, default=2**63 - 2,
-                    help="the most elements the factory can produce (2**63-1: it never completes)")
-    ap.add_argument("--timeout-ms", type=int, default=None,
-                    help="default timeout (ms); else RS_TCK_DEFAULT_TIMEOUT_MS, else 100")
-    ap.add_argument("--no-signals-timeout-ms", type=int, default=None,
-                    help="quiet period (ms); else RS_TCK_NO_SIGNALS_TIMEOUT_MS, else the default timeout")
+    ap.add_argument(
+        "--max-elements",
+        type=int,
+        default=2**63 - 2,
+        help="the most elements the factory can produce (2**63-1: it never completes)",
+    )
+    ap.add_argument(
+        "--timeout-ms", type=int, default=None, help="default timeout (ms); else RS_TCK_DEFAULT_TIMEOUT_MS, else 100"
+    )
+    ap.add_argument(
+        "--no-signals-timeout-ms",
+        type=int,
+        default=None,
+        help="quiet period (ms); else RS_TCK_NO_SIGNALS_TIMEOUT_MS, else the default timeout",
+    )
     ap.add_argument("--poll-timeout-ms", type=int, default=None, help="else RS_TCK_POLL_TIMEOUT_MS")
     ap.add_argument("--gc-timeout-ms", type=int, default=None, help="else RS_TCK_GC_TIMEOUT_MS, else 300")
     ap.add_argument("--skip-stochastic", action="store_true")
@@ -47,8 +59,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     class Verification(PublisherVerification):
         __test__ = False
-        timeouts = Timeouts.resolve(args.timeout_ms, args.no_signals_timeout_ms, args.poll_timeout_ms,
-                                    args.gc_timeout_ms)
+        timeouts = Timeouts.resolve(
+            args.timeout_ms, args.no_signals_timeout_ms, args.poll_timeout_ms, args.gc_timeout_ms
+        )
 
         def create_publisher(self, elements: int) -> Any:
             return factory(elements)

@@ -9,6 +9,7 @@ verification's class attributes (``default_timeout_ms`` ...), from the environme
 ``RS_TCK_DEFAULT_TIMEOUT_MS``, ``RS_TCK_NO_SIGNALS_TIMEOUT_MS``, ``RS_TCK_POLL_TIMEOUT_MS`` and
 ``RS_TCK_GC_TIMEOUT_MS``, and finally from the JVM defaults (100 / = default / = default / 300).
 """
+
 from __future__ import annotations
 
 import collections
@@ -16,7 +17,8 @@ import dataclasses
 import os
 import threading
 import time
-from typing import Any, Callable, Deque, Generic, List, Optional, Type, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -26,7 +28,7 @@ ENV_POLL = "RS_TCK_POLL_TIMEOUT_MS"
 ENV_GC = "RS_TCK_GC_TIMEOUT_MS"
 
 
-def _env_ms(name: str) -> Optional[int]:
+def _env_ms(name: str) -> int | None:
     v = os.environ.get(name, "").strip()
     if not v:
         return None
@@ -48,14 +50,18 @@ class Timeouts:
     """Seconds. Defaults come from the RS_TCK_* environment variables (milliseconds) or the JVM's."""
 
     default: float = dataclasses.field(default_factory=lambda: _default_ms() / 1000)
-    no_signals: float = dataclasses.field(
-        default_factory=lambda: (_env_ms(ENV_NO_SIGNALS) or _default_ms()) / 1000)
+    no_signals: float = dataclasses.field(default_factory=lambda: (_env_ms(ENV_NO_SIGNALS) or _default_ms()) / 1000)
     poll: float = dataclasses.field(default_factory=lambda: (_env_ms(ENV_POLL) or _default_ms()) / 1000)
     gc: float = dataclasses.field(default_factory=lambda: (_env_ms(ENV_GC) or 300) / 1000)
 
     @classmethod
-    def resolve(cls, default_ms: Optional[int] = None, no_signals_ms: Optional[int] = None,
-                poll_ms: Optional[int] = None, gc_ms: Optional[int] = None) -> "Timeouts":
+    def resolve(
+        cls,
+        default_ms: int | None = None,
+        no_signals_ms: int | None = None,
+        poll_ms: int | None = None,
+        gc_ms: int | None = None,
+    ) -> Timeouts:
         """Explicit milliseconds win over the environment, which wins over the JVM defaults."""
         d = default_ms if default_ms is not None else _default_ms()
         n = no_signals_ms if no_signals_ms is not None else (_env_ms(ENV_NO_SIGNALS) or d)
@@ -73,12 +79,12 @@ class TestEnvironment:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, timeouts: Optional[Timeouts] = None) -> None:
+    def __init__(self, timeouts: Timeouts | None = None) -> None:
         self.t = timeouts or Timeouts()
         self._cond = threading.Condition()
-        self.async_errors: List[BaseException] = []
+        self.async_errors: list[BaseException] = []
 
-    def flop(self, message: str, cause: Optional[BaseException] = None) -> None:
+    def flop(self, message: str, cause: BaseException | None = None) -> None:
         """Record a failure seen on some thread; the test fails when it verifies."""
         err = TCKFailure(message if cause is None else f"{message}: {type(cause).__name__}: {cause}")
         err.__cause__ = cause
@@ -95,7 +101,7 @@ class TestEnvironment:
             self.async_errors.append(error)
             self._cond.notify_all()
 
-    def drop_async_error(self) -> Optional[BaseException]:
+    def drop_async_error(self) -> BaseException | None:
         """Remove and return the first recorded error, or None."""
         with self._cond:
             return self.async_errors.pop(0) if self.async_errors else None
@@ -119,8 +125,7 @@ class TestEnvironment:
                 raise first
             raise TCKFailure(f"async error during the test: {type(first).__name__}: {first}") from first
 
-    def expect_error(self, kind: Type[BaseException], what: str,
-                     timeout: Optional[float] = None) -> BaseException:
+    def expect_error(self, kind: type[BaseException], what: str, timeout: float | None = None) -> BaseException:
         """Wait up to the default timeout for an error to be recorded; it must be a ``kind``."""
         limit = self.t.default if timeout is None else timeout
         with self._cond:
@@ -156,7 +161,7 @@ class Latch:
         if not self.is_closed():
             self.env.flop(message)
 
-    def expect_close(self, message: str, timeout: Optional[float] = None) -> bool:
+    def expect_close(self, message: str, timeout: float | None = None) -> bool:
         limit = self.env.t.default if timeout is None else timeout
         if not self._event.wait(limit):
             self.env.flop(f"{message} within {limit:.3f} s")
@@ -171,7 +176,7 @@ class Promise(Generic[T]):
         self.env = env
         self._event = threading.Event()
         self._lock = threading.Lock()
-        self._value: Optional[T] = None
+        self._value: T | None = None
 
     def complete(self, value: T) -> None:
         with self._lock:
@@ -184,12 +189,12 @@ class Promise(Generic[T]):
     def is_completed(self) -> bool:
         return self._event.is_set()
 
-    def value(self) -> Optional[T]:
+    def value(self) -> T | None:
         if not self._event.is_set():
             self.env.flop("cannot access the promise value before completion")
         return self._value
 
-    def expect_completion(self, message: str, timeout: Optional[float] = None) -> Optional[T]:
+    def expect_completion(self, message: str, timeout: float | None = None) -> T | None:
         limit = self.env.t.default if timeout is None else timeout
         if not self._event.wait(limit):
             self.env.flop(f"{message} within {limit:.3f} s")
@@ -213,7 +218,7 @@ class Receptacle:
         self.env = env
         self.capacity = capacity
         self._cond = threading.Condition()
-        self._items: Deque[Any] = collections.deque()
+        self._items: collections.deque[Any] = collections.deque()
         self.completed = False
 
     def add(self, value: Any) -> None:
@@ -221,8 +226,10 @@ class Receptacle:
             if self.completed:
                 self.env.flop(f"unexpected element {value!r} received after the stream completed (rule 1.7)")
             if len(self._items) >= self.capacity:
-                raise BufferOverflow(f"received more than bufferSize ({self.capacity}) on_next signals; "
-                                     "the publisher ignored demand (rule 1.1)")
+                raise BufferOverflow(
+                    f"received more than bufferSize ({self.capacity}) on_next signals; "
+                    "the publisher ignored demand (rule 1.1)"
+                )
             self._items.append(value)
             self._cond.notify_all()
 
@@ -250,14 +257,14 @@ class Receptacle:
         with self._cond:
             return self._items.popleft() if self._items else None
 
-    def drain(self) -> List[Any]:
+    def drain(self) -> list[Any]:
         """Everything buffered now (END included)."""
         with self._cond:
             out = list(self._items)
             self._items.clear()
             return out
 
-    def next(self, what: str = "element", timeout: Optional[float] = None) -> Any:
+    def next(self, what: str = "element", timeout: float | None = None) -> Any:
         limit = self.env.t.default if timeout is None else timeout
         x = self.take(limit)
         if x is None:
@@ -266,10 +273,10 @@ class Receptacle:
             raise TCKFailure(f"expected {what} but got end-of-stream")
         return x
 
-    def next_n(self, n: int, what: str = "elements", timeout: Optional[float] = None) -> List[Any]:
+    def next_n(self, n: int, what: str = "elements", timeout: float | None = None) -> list[Any]:
         limit = self.env.t.default if timeout is None else timeout
         deadline = time.monotonic() + limit
-        out: List[Any] = []
+        out: list[Any] = []
         for i in range(n):
             x = self.take(deadline - time.monotonic())
             if x is None:
@@ -279,7 +286,7 @@ class Receptacle:
             out.append(x)
         return out
 
-    def next_or_end(self, timeout: Optional[float] = None) -> Any:
+    def next_or_end(self, timeout: float | None = None) -> Any:
         """An element, END, or None (flopped) on timeout."""
         limit = self.env.t.default if timeout is None else timeout
         x = self.take(limit)
@@ -287,14 +294,13 @@ class Receptacle:
             self.env.flop(f"neither an element nor on_complete within {limit:.3f} s")
         return x
 
-    def expect_completion(self, what: str = "on_complete", timeout: Optional[float] = None) -> None:
+    def expect_completion(self, what: str = "on_complete", timeout: float | None = None) -> None:
         limit = self.env.t.default if timeout is None else timeout
         x = self.take(limit)
         if x is not END:
-            self.env.flop(f"expected {what}, got {'nothing' if x is None else f'element {x!r}'} "
-                          f"within {limit:.3f} s")
+            self.env.flop(f"expected {what}, got {'nothing' if x is None else f'element {x!r}'} within {limit:.3f} s")
 
-    def expect_none(self, what: str, timeout: Optional[float] = None) -> None:
+    def expect_none(self, what: str, timeout: float | None = None) -> None:
         """Wait the no-signals timeout; an element or end-of-stream arriving meanwhile is flopped."""
         limit = self.env.t.no_signals if timeout is None else timeout
         with self._cond:
@@ -360,7 +366,7 @@ class ManualSubscriber:
     def expect_next(self, what: str = "element") -> Any:
         return self.received.next(what)
 
-    def expect_next_n(self, n: int, what: str = "elements") -> List[Any]:
+    def expect_next_n(self, n: int, what: str = "elements") -> list[Any]:
         return self.received.next_n(n, what)
 
     def request_next(self) -> Any:
@@ -373,7 +379,7 @@ class ManualSubscriber:
     def expect_completion(self, what: str = "on_complete") -> None:
         self.received.expect_completion(what)
 
-    def expect_error(self, kind: Type[BaseException] = BaseException, what: str = "on_error") -> BaseException:
+    def expect_error(self, kind: type[BaseException] = BaseException, what: str = "on_error") -> BaseException:
         return self.env.expect_error(kind, what)
 
     def expect_none(self, what: str = "no signal expected") -> None:
@@ -392,11 +398,11 @@ class Verification:
     """
 
     __test__ = False
-    timeouts: Optional[Timeouts] = None
-    default_timeout_ms: Optional[int] = None
-    no_signals_timeout_ms: Optional[int] = None
-    poll_timeout_ms: Optional[int] = None
-    gc_timeout_ms: Optional[int] = None
+    timeouts: Timeouts | None = None
+    default_timeout_ms: int | None = None
+    no_signals_timeout_ms: int | None = None
+    poll_timeout_ms: int | None = None
+    gc_timeout_ms: int | None = None
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
@@ -406,8 +412,9 @@ class Verification:
     def _timeouts(self) -> Timeouts:
         if self.timeouts is not None:
             return self.timeouts
-        return Timeouts.resolve(self.default_timeout_ms, self.no_signals_timeout_ms, self.poll_timeout_ms,
-                                self.gc_timeout_ms)
+        return Timeouts.resolve(
+            self.default_timeout_ms, self.no_signals_timeout_ms, self.poll_timeout_ms, self.gc_timeout_ms
+        )
 
     def _env(self) -> TestEnvironment:
         return TestEnvironment(self._timeouts())
@@ -419,5 +426,16 @@ def wait_until(cond: threading.Condition, pred: Callable[[], bool], timeout: flo
         return cond.wait_for(pred, timeout)
 
 
-__all__ = ["Timeouts", "TestEnvironment", "ManualSubscriber", "TCKFailure", "END", "Verification", "Latch",
-           "Promise", "Receptacle", "BufferOverflow", "TEST_BUFFER_SIZE"]
+__all__ = [
+    "Timeouts",
+    "TestEnvironment",
+    "ManualSubscriber",
+    "TCKFailure",
+    "END",
+    "Verification",
+    "Latch",
+    "Promise",
+    "Receptacle",
+    "BufferOverflow",
+    "TEST_BUFFER_SIZE",
+]

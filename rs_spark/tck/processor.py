@@ -6,9 +6,10 @@ TCK subscriber that reports to the probe and takes the puppet's requests); three
 specific to processors. Implement ``create_identity_processor(buffer_size)``: a Processor
 that passes elements through unchanged.
 """
+
 from __future__ import annotations
 
-from typing import Any, Dict, Tuple
+from typing import Any
 
 from ..streams.demand import MAX_DEMAND
 from .env import ManualSubscriber, TCKFailure, Verification
@@ -44,17 +45,28 @@ class _Downstream:
         self.probe.register_on_complete()
 
 
-PROCESSOR_RULES: Dict[str, Tuple[str, str, str]] = {}
+PROCESSOR_RULES: dict[str, tuple[str, str, str]] = {}
 PROCESSOR_RULES.update(PUBLISHER_RULES)
 PROCESSOR_RULES.update(WHITEBOX_RULES)
-PROCESSOR_RULES.update({
-    "test_required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error":
-        ("required_spec104_mustCallOnErrorOnAllItsSubscribersIfItEncountersANonRecoverableError", "1.4", "required"),
-    "test_must_immediately_pass_on_on_error_events_received_from_its_upstream_to_its_downstream":
-        ("mustImmediatelyPassOnOnErrorEventsReceivedFromItsUpstreamToItsDownstream", "4.2", "required"),
-    "test_required_must_request_from_upstream_for_elements_that_have_been_requested_long_ago":
-        ("required_mustRequestFromUpstreamForElementsThatHaveBeenRequestedLongAgo", "2.1", "required"),
-})
+PROCESSOR_RULES.update(
+    {
+        "test_required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error": (
+            "required_spec104_mustCallOnErrorOnAllItsSubscribersIfItEncountersANonRecoverableError",
+            "1.4",
+            "required",
+        ),
+        "test_must_immediately_pass_on_on_error_events_received_from_its_upstream_to_its_downstream": (
+            "mustImmediatelyPassOnOnErrorEventsReceivedFromItsUpstreamToItsDownstream",
+            "4.2",
+            "required",
+        ),
+        "test_required_must_request_from_upstream_for_elements_that_have_been_requested_long_ago": (
+            "required_mustRequestFromUpstreamForElementsThatHaveBeenRequestedLongAgo",
+            "2.1",
+            "required",
+        ),
+    }
+)
 
 
 class IdentityProcessorVerification(Verification):
@@ -70,6 +82,7 @@ class IdentityProcessorVerification(Verification):
     def create_helper_publisher(self, elements: int) -> Any:
         """The upstream of the processor in the publisher tests (default: ``range_``)."""
         from ..streams import defer, range_
+
         if elements >= MAX_DEMAND:
             return defer(lambda: iter(int, 1))  # never ends
         return range_(elements)
@@ -77,6 +90,7 @@ class IdentityProcessorVerification(Verification):
     def create_failed_publisher(self) -> Any:
         """Default: the processor subscribed to a publisher that fails at once."""
         from ..streams import error
+
         proc = self.create_identity_processor(self.processor_buffer_size)
         error(TCKTestError("failed upstream")).subscribe(proc)
         return proc
@@ -125,6 +139,7 @@ class IdentityProcessorVerification(Verification):
 
             def skip_stochastic_tests(self) -> bool:
                 return outer.skip_stochastic_tests()
+
         return Inner()
 
     def _as_subscriber(self) -> SubscriberWhiteboxVerification:
@@ -141,14 +156,18 @@ class IdentityProcessorVerification(Verification):
 
             def create_element(self, i: int) -> Any:
                 return outer.create_element(i)
+
         return Inner()
 
     # -- the 3 processor tests ------------------------------------------------------------
     def test_required_spec104_must_call_on_error_on_all_its_subscribers_if_it_encounters_a_non_recoverable_error(
-            self) -> None:
+        self,
+    ) -> None:
         if self.max_supported_subscribers() < 2:
-            skip("needs a processor that supports 2 subscribers; max_supported_subscribers() is "
-                  f"{self.max_supported_subscribers()}")
+            skip(
+                "needs a processor that supports 2 subscribers; max_supported_subscribers() is "
+                f"{self.max_supported_subscribers()}"
+            )
         env = self._env()
         proc = self.create_identity_processor(self.processor_buffer_size)
         stage = Stage(env, proc)
@@ -186,8 +205,10 @@ class IdentityProcessorVerification(Verification):
 
     def test_required_must_request_from_upstream_for_elements_that_have_been_requested_long_ago(self) -> None:
         if self.max_supported_subscribers() < 2:
-            skip("needs a processor that supports 2 subscribers; max_supported_subscribers() is "
-                  f"{self.max_supported_subscribers()}")
+            skip(
+                "needs a processor that supports 2 subscribers; max_supported_subscribers() is "
+                f"{self.max_supported_subscribers()}"
+            )
         env = self._env()
         proc = self.create_identity_processor(self.processor_buffer_size)
         stage = Stage(env, proc)
@@ -216,6 +237,7 @@ def _delegate(name: str, which: str) -> Any:
     def test(self: IdentityProcessorVerification) -> None:
         inner = self._as_publisher() if which == "publisher" else self._as_subscriber()
         getattr(inner, name)()
+
     test.__name__ = name
     test.__doc__ = f"Delegated {which} test {PROCESSOR_RULES[name][0]} (rule {PROCESSOR_RULES[name][1]})."
     return test

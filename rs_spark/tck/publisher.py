@@ -5,6 +5,7 @@ Subclass it in a pytest module and implement :meth:`create_publisher`; pytest co
 ones skip (saying why) when the publisher does not do that; ``stochastic`` ones can be
 turned off; ``untested`` ones always skip, saying that no test can check the rule.
 """
+
 from __future__ import annotations
 
 import gc
@@ -13,8 +14,9 @@ import sys
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from types import FrameType
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 from ..streams.demand import MAX_DEMAND
 from .env import END, ManualSubscriber, TCKFailure, TestEnvironment, Verification
@@ -23,93 +25,202 @@ from .skip import TckSkipped, skip
 MAX = MAX_DEMAND
 
 # Python test name -> (JVM test name, rule, status). Status: required / optional / stochastic / untested.
-RULES: Dict[str, Tuple[str, str, str]] = {
-    "test_required_create_publisher1_must_produce_a_stream_of_exactly_1_element":
-        ("required_createPublisher1MustProduceAStreamOfExactly1Element", "-", "required"),
-    "test_required_create_publisher3_must_produce_a_stream_of_exactly_3_elements":
-        ("required_createPublisher3MustProduceAStreamOfExactly3Elements", "-", "required"),
-    "test_required_validate_max_elements_from_publisher":
-        ("required_validate_maxElementsFromPublisher", "-", "required"),
-    "test_required_validate_bounded_depth_of_on_next_and_request_recursion":
-        ("required_validate_boundedDepthOfOnNextAndRequestRecursion", "-", "required"),
-    "test_required_spec101_subscription_request_must_result_in_the_correct_number_of_produced_elements":
-        ("required_spec101_subscriptionRequestMustResultInTheCorrectNumberOfProducedElements", "1.1", "required"),
-    "test_required_spec102_may_signal_less_than_requested_and_terminate_subscription":
-        ("required_spec102_maySignalLessThanRequestedAndTerminateSubscription", "1.2", "required"),
-    "test_stochastic_spec103_must_signal_on_methods_sequentially":
-        ("stochastic_spec103_mustSignalOnMethodsSequentially", "1.3", "stochastic"),
-    "test_optional_spec104_must_signal_on_error_when_fails":
-        ("optional_spec104_mustSignalOnErrorWhenFails", "1.4", "optional"),
-    "test_required_spec105_must_signal_on_complete_when_finite_stream_terminates":
-        ("required_spec105_mustSignalOnCompleteWhenFiniteStreamTerminates", "1.5", "required"),
-    "test_optional_spec105_empty_stream_must_terminate_by_signalling_on_complete":
-        ("optional_spec105_emptyStreamMustTerminateBySignallingOnComplete", "1.5", "optional"),
-    "test_untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called":
-        ("untested_spec106_mustConsiderSubscriptionCancelledAfterOnErrorOrOnCompleteHasBeenCalled", "1.6",
-         "untested"),
-    "test_required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled":
-        ("required_spec107_mustNotEmitFurtherSignalsOnceOnCompleteHasBeenSignalled", "1.7", "required"),
-    "test_untested_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled":
-        ("untested_spec107_mustNotEmitFurtherSignalsOnceOnErrorHasBeenSignalled", "1.7", "untested"),
-    "test_untested_spec108_possibly_canceled_subscription_should_not_receive_on_error_or_on_complete_signals":
-        ("untested_spec108_possiblyCanceledSubscriptionShouldNotReceiveOnErrorOrOnCompleteSignals", "1.8",
-         "untested"),
-    "test_untested_spec109_subscribe_should_not_throw_non_fatal_throwable":
-        ("untested_spec109_subscribeShouldNotThrowNonFatalThrowable", "1.9", "untested"),
-    "test_required_spec109_subscribe_throw_type_error_on_none_subscriber":
-        ("required_spec109_subscribeThrowNPEOnNullSubscriber", "1.9", "required"),
-    "test_required_spec109_must_issue_on_subscribe_for_non_none_subscriber":
-        ("required_spec109_mustIssueOnSubscribeForNonNullSubscriber", "1.9", "required"),
-    "test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe":
-        ("required_spec109_mayRejectCallsToSubscribeIfPublisherIsUnableOrUnwillingToServeThem"
-         "RejectionMustTriggerOnErrorAfterOnSubscribe", "1.9", "required"),
-    "test_untested_spec110_reject_a_subscription_request_if_the_same_subscriber_subscribes_twice":
-        ("untested_spec110_rejectASubscriptionRequestIfTheSameSubscriberSubscribesTwice", "1.10", "untested"),
-    "test_optional_spec111_may_support_multi_subscribe":
-        ("optional_spec111_maySupportMultiSubscribe", "1.11", "optional"),
-    "test_optional_spec111_registered_subscribers_must_receive_on_next_or_on_complete_signals":
-        ("optional_spec111_registeredSubscribersMustReceiveOnNextOrOnCompleteSignals", "1.11", "optional"),
-    "test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_one_by_one":
-        ("optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribers"
-         "WhenRequestingOneByOne", "1.11", "optional"),
-    "test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront":
-        ("optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribers"
-         "WhenRequestingManyUpfront", "1.11", "optional"),
-    "test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront_and_complete_as_expected":
-        ("optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribers"
-         "WhenRequestingManyUpfrontAndCompleteAsExpected", "1.11", "optional"),
-    "test_required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe":
-        ("required_spec302_mustAllowSynchronousRequestCallsFromOnNextAndOnSubscribe", "3.2", "required"),
-    "test_required_spec303_must_not_allow_unbounded_recursion":
-        ("required_spec303_mustNotAllowUnboundedRecursion", "3.3", "required"),
-    "test_untested_spec304_request_should_not_perform_heavy_computations":
-        ("untested_spec304_requestShouldNotPerformHeavyComputations", "3.4", "untested"),
-    "test_untested_spec305_cancel_must_not_synchronously_perform_heavy_computation":
-        ("untested_spec305_cancelMustNotSynchronouslyPerformHeavyComputation", "3.5", "untested"),
-    "test_required_spec306_after_subscription_is_cancelled_request_must_be_nops":
-        ("required_spec306_afterSubscriptionIsCancelledRequestMustBeNops", "3.6", "required"),
-    "test_required_spec307_after_subscription_is_cancelled_additional_cancelations_must_be_nops":
-        ("required_spec307_afterSubscriptionIsCancelledAdditionalCancelationsMustBeNops", "3.7", "required"),
-    "test_required_spec309_request_zero_must_signal_value_error":
-        ("required_spec309_requestZeroMustSignalIllegalArgumentException", "3.9", "required"),
-    "test_required_spec309_request_negative_number_must_signal_value_error":
-        ("required_spec309_requestNegativeNumberMustSignalIllegalArgumentException", "3.9", "required"),
-    "test_optional_spec309_request_negative_number_may_signal_value_error_with_specific_message":
-        ("optional_spec309_requestNegativeNumberMaySignalIllegalArgumentExceptionWithSpecificMessage", "3.9",
-         "optional"),
-    "test_required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling":
-        ("required_spec312_cancelMustMakeThePublisherToEventuallyStopSignaling", "3.12", "required"),
-    "test_required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber":
-        ("required_spec313_cancelMustMakeThePublisherEventuallyDropAllReferencesToTheSubscriber", "3.13",
-         "required"),
-    "test_required_spec317_must_support_a_pending_element_count_up_to_max_demand":
-        ("required_spec317_mustSupportAPendingElementCountUpToLongMaxValue", "3.17", "required"),
-    "test_required_spec317_must_support_a_cumulative_pending_element_count_up_to_max_demand":
-        ("required_spec317_mustSupportACumulativePendingElementCountUpToLongMaxValue", "3.17", "required"),
-    "test_required_spec317_must_not_signal_on_error_when_pending_above_max_demand":
-        ("required_spec317_mustNotSignalOnErrorWhenPendingAboveLongMaxValue", "3.17", "required"),
+RULES: dict[str, tuple[str, str, str]] = {
+    "test_required_create_publisher1_must_produce_a_stream_of_exactly_1_element": (
+        "required_createPublisher1MustProduceAStreamOfExactly1Element",
+        "-",
+        "required",
+    ),
+    "test_required_create_publisher3_must_produce_a_stream_of_exactly_3_elements": (
+        "required_createPublisher3MustProduceAStreamOfExactly3Elements",
+        "-",
+        "required",
+    ),
+    "test_required_validate_max_elements_from_publisher": (
+        "required_validate_maxElementsFromPublisher",
+        "-",
+        "required",
+    ),
+    "test_required_validate_bounded_depth_of_on_next_and_request_recursion": (
+        "required_validate_boundedDepthOfOnNextAndRequestRecursion",
+        "-",
+        "required",
+    ),
+    "test_required_spec101_subscription_request_must_result_in_the_correct_number_of_produced_elements": (
+        "required_spec101_subscriptionRequestMustResultInTheCorrectNumberOfProducedElements",
+        "1.1",
+        "required",
+    ),
+    "test_required_spec102_may_signal_less_than_requested_and_terminate_subscription": (
+        "required_spec102_maySignalLessThanRequestedAndTerminateSubscription",
+        "1.2",
+        "required",
+    ),
+    "test_stochastic_spec103_must_signal_on_methods_sequentially": (
+        "stochastic_spec103_mustSignalOnMethodsSequentially",
+        "1.3",
+        "stochastic",
+    ),
+    "test_optional_spec104_must_signal_on_error_when_fails": (
+        "optional_spec104_mustSignalOnErrorWhenFails",
+        "1.4",
+        "optional",
+    ),
+    "test_required_spec105_must_signal_on_complete_when_finite_stream_terminates": (
+        "required_spec105_mustSignalOnCompleteWhenFiniteStreamTerminates",
+        "1.5",
+        "required",
+    ),
+    "test_optional_spec105_empty_stream_must_terminate_by_signalling_on_complete": (
+        "optional_spec105_emptyStreamMustTerminateBySignallingOnComplete",
+        "1.5",
+        "optional",
+    ),
+    "test_untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called": (
+        "untested_spec106_mustConsiderSubscriptionCancelledAfterOnErrorOrOnCompleteHasBeenCalled",
+        "1.6",
+        "untested",
+    ),
+    "test_required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled": (
+        "required_spec107_mustNotEmitFurtherSignalsOnceOnCompleteHasBeenSignalled",
+        "1.7",
+        "required",
+    ),
+    "test_untested_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled": (
+        "untested_spec107_mustNotEmitFurtherSignalsOnceOnErrorHasBeenSignalled",
+        "1.7",
+        "untested",
+    ),
+    "test_untested_spec108_possibly_canceled_subscription_should_not_receive_on_error_or_on_complete_signals": (
+        "untested_spec108_possiblyCanceledSubscriptionShouldNotReceiveOnErrorOrOnCompleteSignals",
+        "1.8",
+        "untested",
+    ),
+    "test_untested_spec109_subscribe_should_not_throw_non_fatal_throwable": (
+        "untested_spec109_subscribeShouldNotThrowNonFatalThrowable",
+        "1.9",
+        "untested",
+    ),
+    "test_required_spec109_subscribe_throw_type_error_on_none_subscriber": (
+        "required_spec109_subscribeThrowNPEOnNullSubscriber",
+        "1.9",
+        "required",
+    ),
+    "test_required_spec109_must_issue_on_subscribe_for_non_none_subscriber": (
+        "required_spec109_mustIssueOnSubscribeForNonNullSubscriber",
+        "1.9",
+        "required",
+    ),
+    "test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe": (  # noqa: E501 - the TCK test name, whole so it can be searched
+        "required_spec109_mayRejectCallsToSubscribeIfPublisherIsUnableOrUnwillingToServeThem"
+        "RejectionMustTriggerOnErrorAfterOnSubscribe",
+        "1.9",
+        "required",
+    ),
+    "test_untested_spec110_reject_a_subscription_request_if_the_same_subscriber_subscribes_twice": (
+        "untested_spec110_rejectASubscriptionRequestIfTheSameSubscriberSubscribesTwice",
+        "1.10",
+        "untested",
+    ),
+    "test_optional_spec111_may_support_multi_subscribe": (
+        "optional_spec111_maySupportMultiSubscribe",
+        "1.11",
+        "optional",
+    ),
+    "test_optional_spec111_registered_subscribers_must_receive_on_next_or_on_complete_signals": (
+        "optional_spec111_registeredSubscribersMustReceiveOnNextOrOnCompleteSignals",
+        "1.11",
+        "optional",
+    ),
+    "test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_one_by_one": (  # noqa: E501 - the TCK test name, whole so it can be searched
+        "optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribers"
+        "WhenRequestingOneByOne",
+        "1.11",
+        "optional",
+    ),
+    "test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront": (  # noqa: E501 - the TCK test name, whole so it can be searched
+        "optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribers"
+        "WhenRequestingManyUpfront",
+        "1.11",
+        "optional",
+    ),
+    "test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront_and_complete_as_expected": (  # noqa: E501 - the TCK test name, whole so it can be searched
+        "optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribers"
+        "WhenRequestingManyUpfrontAndCompleteAsExpected",
+        "1.11",
+        "optional",
+    ),
+    "test_required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe": (
+        "required_spec302_mustAllowSynchronousRequestCallsFromOnNextAndOnSubscribe",
+        "3.2",
+        "required",
+    ),
+    "test_required_spec303_must_not_allow_unbounded_recursion": (
+        "required_spec303_mustNotAllowUnboundedRecursion",
+        "3.3",
+        "required",
+    ),
+    "test_untested_spec304_request_should_not_perform_heavy_computations": (
+        "untested_spec304_requestShouldNotPerformHeavyComputations",
+        "3.4",
+        "untested",
+    ),
+    "test_untested_spec305_cancel_must_not_synchronously_perform_heavy_computation": (
+        "untested_spec305_cancelMustNotSynchronouslyPerformHeavyComputation",
+        "3.5",
+        "untested",
+    ),
+    "test_required_spec306_after_subscription_is_cancelled_request_must_be_nops": (
+        "required_spec306_afterSubscriptionIsCancelledRequestMustBeNops",
+        "3.6",
+        "required",
+    ),
+    "test_required_spec307_after_subscription_is_cancelled_additional_cancelations_must_be_nops": (
+        "required_spec307_afterSubscriptionIsCancelledAdditionalCancelationsMustBeNops",
+        "3.7",
+        "required",
+    ),
+    "test_required_spec309_request_zero_must_signal_value_error": (
+        "required_spec309_requestZeroMustSignalIllegalArgumentException",
+        "3.9",
+        "required",
+    ),
+    "test_required_spec309_request_negative_number_must_signal_value_error": (
+        "required_spec309_requestNegativeNumberMustSignalIllegalArgumentException",
+        "3.9",
+        "required",
+    ),
+    "test_optional_spec309_request_negative_number_may_signal_value_error_with_specific_message": (
+        "optional_spec309_requestNegativeNumberMaySignalIllegalArgumentExceptionWithSpecificMessage",
+        "3.9",
+        "optional",
+    ),
+    "test_required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling": (
+        "required_spec312_cancelMustMakeThePublisherToEventuallyStopSignaling",
+        "3.12",
+        "required",
+    ),
+    "test_required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber": (
+        "required_spec313_cancelMustMakeThePublisherEventuallyDropAllReferencesToTheSubscriber",
+        "3.13",
+        "required",
+    ),
+    "test_required_spec317_must_support_a_pending_element_count_up_to_max_demand": (
+        "required_spec317_mustSupportAPendingElementCountUpToLongMaxValue",
+        "3.17",
+        "required",
+    ),
+    "test_required_spec317_must_support_a_cumulative_pending_element_count_up_to_max_demand": (
+        "required_spec317_mustSupportACumulativePendingElementCountUpToLongMaxValue",
+        "3.17",
+        "required",
+    ),
+    "test_required_spec317_must_not_signal_on_error_when_pending_above_max_demand": (
+        "required_spec317_mustNotSignalOnErrorWhenPendingAboveLongMaxValue",
+        "3.17",
+        "required",
+    ),
 }
-
 
 
 class PublisherVerification(Verification):
@@ -139,12 +250,15 @@ class PublisherVerification(Verification):
     """How many fresh publishers the rule 1.3 test runs through (the JVM uses 100)."""
 
     # -- harness ----------------------------------------------------------------------------
-    def _active(self, elements: int, completion: bool, body: Callable[[Any, TestEnvironment], None],
-                optional: bool = False) -> None:
+    def _active(
+        self, elements: int, completion: bool, body: Callable[[Any, TestEnvironment], None], optional: bool = False
+    ) -> None:
         """The JVM's activePublisherTest / optionalActivePublisherTest."""
         if elements > self.max_elements_from_publisher():
-            skip(f"needs a publisher of {elements} elements; max_elements_from_publisher() is "
-                  f"{self.max_elements_from_publisher()}")
+            skip(
+                f"needs a publisher of {elements} elements; max_elements_from_publisher() is "
+                f"{self.max_elements_from_publisher()}"
+            )
         if completion and self.max_elements_from_publisher() == MAX:
             skip("needs a publisher that completes; max_elements_from_publisher() is MAX (never completes)")
         env = self._env()
@@ -182,6 +296,7 @@ class PublisherVerification(Verification):
                 raise TCKFailure("create_publisher(1) produced no element")
             s.request(1)
             s.expect_completion("on_complete after exactly 1 element")
+
         self._active(1, True, body)
 
     def test_required_create_publisher3_must_produce_a_stream_of_exactly_3_elements(self) -> None:
@@ -193,17 +308,18 @@ class PublisherVerification(Verification):
                     raise TCKFailure(f"create_publisher(3) produced only {i} elements")
             s.request(1)
             s.expect_completion("on_complete after exactly 3 elements")
+
         self._active(3, True, body)
 
     def test_required_validate_max_elements_from_publisher(self) -> None:
         assert self.max_elements_from_publisher() >= 0, "max_elements_from_publisher() must be >= 0"
 
     def test_required_validate_bounded_depth_of_on_next_and_request_recursion(self) -> None:
-        assert self.bounded_depth_of_on_next_and_request_recursion() >= 1, \
+        assert self.bounded_depth_of_on_next_and_request_recursion() >= 1, (
             "bounded_depth_of_on_next_and_request_recursion() must be >= 1"
+        )
 
-    def test_required_spec101_subscription_request_must_result_in_the_correct_number_of_produced_elements(
-            self) -> None:
+    def test_required_spec101_subscription_request_must_result_in_the_correct_number_of_produced_elements(self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             s = self._manual(pub, env)
             try:
@@ -217,6 +333,7 @@ class PublisherVerification(Verification):
                 s.expect_none("rule 1.1: no element beyond the 4 requested")
             finally:
                 s.cancel()
+
         self._active(5, False, body)
 
     def test_required_spec102_may_signal_less_than_requested_and_terminate_subscription(self) -> None:
@@ -225,6 +342,7 @@ class PublisherVerification(Verification):
             s.request(10)
             s.next_elements(3)
             s.expect_completion("rule 1.2: on_complete after 3 of 10 requested")
+
         self._active(3, True, body)
 
     def test_stochastic_spec103_must_signal_on_methods_sequentially(self) -> None:
@@ -233,13 +351,14 @@ class PublisherVerification(Verification):
 
         def body(pub: Any, env: TestEnvironment) -> None:
             _SequentialCheck(env, pub, 10).run()
+
         for _ in range(self.stochastic_iterations):
             self._active(10, True, body)
 
     def test_optional_spec104_must_signal_on_error_when_fails(self) -> None:
         pub = self._failed()
         env = self._env()
-        events: List[str] = []
+        events: list[str] = []
         done = threading.Event()
 
         class Sub:
@@ -255,11 +374,13 @@ class PublisherVerification(Verification):
 
             def on_complete(self) -> None:
                 env.flop("rule 1.4: unexpected on_complete from a failed publisher")
+
         try:
             pub.subscribe(Sub())
         except Exception as exc:
-            raise TCKFailure(f"rule 1.4: the publisher raised {type(exc).__name__} from subscribe instead of "
-                             "signalling on_error") from exc
+            raise TCKFailure(
+                f"rule 1.4: the publisher raised {type(exc).__name__} from subscribe instead of signalling on_error"
+            ) from exc
         if not done.wait(env.t.default):
             raise TCKFailure("rule 1.4: no on_error within the timeout")
         if events != ["on_subscribe", "on_error"]:
@@ -275,6 +396,7 @@ class PublisherVerification(Verification):
             s.request(1)
             s.expect_completion("rule 1.5: on_complete after the last element")
             s.expect_none("rule 1.7: nothing after on_complete")
+
         self._active(3, True, body)
 
     def test_optional_spec105_empty_stream_must_terminate_by_signalling_on_complete(self) -> None:
@@ -284,10 +406,12 @@ class PublisherVerification(Verification):
             s.expect_completion("rule 1.5: an empty stream completes")
             s.expect_none("nothing after on_complete")
             env.verify_no_async_errors(delay=False)
+
         self._active(0, True, body, optional=True)
 
     def test_untested_spec106_must_consider_subscription_cancelled_after_on_error_or_on_complete_has_been_called(
-            self) -> None:
+        self,
+    ) -> None:
         skip("untested: rule 1.6 is not verified by this TCK (it cannot be observed from outside)")
 
     def test_required_spec107_must_not_emit_further_signals_once_on_complete_has_been_signalled(self) -> None:
@@ -298,13 +422,15 @@ class PublisherVerification(Verification):
             s.expect_completion()
             s.request(10)
             s.expect_none("rule 1.7: no signal after on_complete")
+
         self._active(1, True, body)
 
     def test_untested_spec107_must_not_emit_further_signals_once_on_error_has_been_signalled(self) -> None:
         skip("untested: rule 1.7 after on_error is not verified by this TCK")
 
     def test_untested_spec108_possibly_canceled_subscription_should_not_receive_on_error_or_on_complete_signals(
-            self) -> None:
+        self,
+    ) -> None:
         skip("untested: rule 1.8 is not verified by this TCK")
 
     def test_untested_spec109_subscribe_should_not_throw_non_fatal_throwable(self) -> None:
@@ -317,12 +443,13 @@ class PublisherVerification(Verification):
             except TypeError:
                 return
             raise TCKFailure("rule 1.9: subscribe(None) must raise TypeError")
+
         self._active(0, False, body)
 
     def test_required_spec109_must_issue_on_subscribe_for_non_none_subscriber(self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             got = threading.Event()
-            box: List[Any] = []
+            box: list[Any] = []
 
             class Sub:
                 def on_subscribe(self, s: Any) -> None:
@@ -342,6 +469,7 @@ class PublisherVerification(Verification):
                 def on_complete(self) -> None:
                     if not got.is_set():
                         env.flop("rule 1.9: on_complete before on_subscribe")
+
             pub.subscribe(Sub())
             try:
                 if not got.wait(env.t.default):
@@ -350,10 +478,12 @@ class PublisherVerification(Verification):
             finally:
                 if box:
                     box[0].cancel()
+
         self._active(0, False, body)
 
     def test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe(  # noqa: E501 - the JVM TCK\'s method name
-            self) -> None:
+        self,
+    ) -> None:
         pub = self._failed()
         env = self._env()
         subscribed, errored = threading.Event(), threading.Event()
@@ -376,11 +506,14 @@ class PublisherVerification(Verification):
 
             def on_complete(self) -> None:
                 env.flop("rule 1.9: unexpected on_complete")
+
         try:
             pub.subscribe(Sub())
         except Exception as exc:
-            raise TCKFailure(f"rule 1.9: the publisher raised {type(exc).__name__} from subscribe instead of "
-                             "rejecting with on_subscribe + on_error") from exc
+            raise TCKFailure(
+                f"rule 1.9: the publisher raised {type(exc).__name__} from subscribe instead of "
+                "rejecting with on_subscribe + on_error"
+            ) from exc
         if not subscribed.wait(env.t.default):
             env.flop("rule 1.9: no on_subscribe")
         if not errored.wait(env.t.default):
@@ -396,6 +529,7 @@ class PublisherVerification(Verification):
             env.verify_no_async_errors()
             s1.cancel()
             s2.cancel()
+
         self._active(1, False, body, optional=True)
 
     def test_optional_spec111_registered_subscribers_must_receive_on_next_or_on_complete_signals(self) -> None:
@@ -408,13 +542,15 @@ class PublisherVerification(Verification):
             env.verify_no_async_errors()
             s1.cancel()
             s2.cancel()
+
         self._active(1, False, body, optional=True)
 
     def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_one_by_one(  # noqa: E501 - the JVM TCK\'s method name
-            self) -> None:
+        self,
+    ) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             subs = [self._manual(pub, env) for _ in range(3)]
-            seqs: List[List[Any]] = [[], [], []]
+            seqs: list[list[Any]] = [[], [], []]
             plans = [[1, 1, 2, 1], [2, 3], [3, 1, 1]]
             for i, plan in enumerate(plans):
                 for n in plan:
@@ -425,10 +561,12 @@ class PublisherVerification(Verification):
                 s.expect_completion()
             if not (seqs[0] == seqs[1] == seqs[2]):
                 raise TCKFailure(f"subscribers saw different sequences: {seqs}")
+
         self._active(5, True, body, optional=True)
 
     def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront(  # noqa: E501 - the JVM TCK\'s method name
-            self) -> None:
+        self,
+    ) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             subs = [self._manual(pub, env) for _ in range(3)]
             seqs = []
@@ -437,10 +575,12 @@ class PublisherVerification(Verification):
                 seqs.append(s.next_elements(3))
             if not (seqs[0] == seqs[1] == seqs[2]):
                 raise TCKFailure(f"subscribers saw different sequences: {seqs}")
+
         self._active(3, False, body, optional=True)
 
     def test_optional_spec111_multicast_must_produce_the_same_elements_in_the_same_sequence_to_all_of_its_subscribers_when_requesting_many_upfront_and_complete_as_expected(  # noqa: E501 - the JVM TCK\'s method name
-            self) -> None:
+        self,
+    ) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             subs = [self._manual(pub, env) for _ in range(3)]
             seqs = []
@@ -451,6 +591,7 @@ class PublisherVerification(Verification):
             if not (seqs[0] == seqs[1] == seqs[2]):
                 raise TCKFailure(f"subscribers saw different sequences: {seqs}")
             env.verify_no_async_errors(delay=False)
+
         self._active(3, True, body, optional=True)
 
     def test_required_spec302_must_allow_synchronous_request_calls_from_on_next_and_on_subscribe(self) -> None:
@@ -475,10 +616,12 @@ class PublisherVerification(Verification):
 
                 def on_complete(self) -> None:
                     pass
+
             pub.subscribe(Sub())
             if not subscribed.wait(env.t.default):
                 env.flop("no on_subscribe")
             env.verify_no_async_errors()
+
         self._active(6, False, body)
 
     def test_required_spec303_must_not_allow_unbounded_recursion(self) -> None:
@@ -501,8 +644,10 @@ class PublisherVerification(Verification):
                     d, frames = _nesting(Sub.on_next.__code__)
                     count[0] += 1
                     if d > bound:
-                        env.flop(f"rule 3.3: {d} nested on_next calls on one thread ({frames} stack frames "
-                                 f"between the outermost and this one); the bound is {bound}")
+                        env.flop(
+                            f"rule 3.3: {d} nested on_next calls on one thread ({frames} stack frames "
+                            f"between the outermost and this one); the bound is {bound}"
+                        )
                         done.set()
                         return
                     if count[0] >= bound + 1:
@@ -516,6 +661,7 @@ class PublisherVerification(Verification):
 
                 def on_complete(self) -> None:
                     done.set()
+
             sub = Sub()
             pub.subscribe(sub)
             if not subscribed.wait(env.t.default):
@@ -527,6 +673,7 @@ class PublisherVerification(Verification):
                 env.verify_no_async_errors(delay=False)
             finally:
                 sub.s.cancel()
+
         self._active(bound + 1, False, body)
 
     def test_untested_spec304_request_should_not_perform_heavy_computations(self) -> None:
@@ -543,6 +690,7 @@ class PublisherVerification(Verification):
                 s.request(1)
             s.expect_none("rule 3.6: request after cancel must be a no-op")
             env.verify_no_async_errors(delay=False)
+
         self._active(3, False, body)
 
     def test_required_spec307_after_subscription_is_cancelled_additional_cancelations_must_be_nops(self) -> None:
@@ -552,6 +700,7 @@ class PublisherVerification(Verification):
                 s.cancel()
             s.expect_none("rule 3.7: cancel after cancel must be a no-op")
             env.verify_no_async_errors(delay=False)
+
         self._active(1, False, body)
 
     def test_required_spec309_request_zero_must_signal_value_error(self) -> None:
@@ -559,6 +708,7 @@ class PublisherVerification(Verification):
             s = self._manual(pub, env)
             s.request(0)
             env.expect_error(ValueError, "rule 3.9: request(0)")
+
         self._active(10, False, body)
 
     def test_required_spec309_request_negative_number_must_signal_value_error(self) -> None:
@@ -566,10 +716,10 @@ class PublisherVerification(Verification):
             s = self._manual(pub, env)
             s.request(-random.randint(1, 2**31 - 1))
             env.expect_error(ValueError, "rule 3.9: request(negative)")
+
         self._active(10, False, body)
 
-    def test_optional_spec309_request_negative_number_may_signal_value_error_with_specific_message(
-            self) -> None:
+    def test_optional_spec309_request_negative_number_may_signal_value_error_with_specific_message(self) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
             s = self._manual(pub, env)
             s.request(-random.randint(1, 2**31 - 1))
@@ -577,6 +727,7 @@ class PublisherVerification(Verification):
             msg = str(err)
             if not any(k in msg for k in ("3.9", "non-positive subscription request", "negative subscription request")):
                 raise TCKFailure(f"the message does not cite rule 3.9: {msg!r}")
+
         self._active(10, False, body, optional=True)
 
     def test_required_spec312_cancel_must_make_the_publisher_to_eventually_stop_signaling(self) -> None:
@@ -596,12 +747,14 @@ class PublisherVerification(Verification):
             if received > 15:
                 raise TCKFailure(f"rule 3.12: {received} elements after requesting 15 and cancelling")
             env.verify_no_async_errors(delay=False)
+
         self._active(20, False, body)
 
     def test_required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber(
-            self) -> None:
+        self,
+    ) -> None:
         def body(pub: Any, env: TestEnvironment) -> None:
-            def run() -> Tuple["weakref.ReferenceType[Any]", threading.Event]:
+            def run() -> tuple[weakref.ReferenceType[Any], threading.Event]:
                 s = self._manual(pub, env)
                 gone = threading.Event()
                 ref = weakref.ref(s, lambda _r: gone.set())
@@ -609,6 +762,7 @@ class PublisherVerification(Verification):
                 s.next_element()
                 s.cancel()
                 return ref, gone
+
             ref, gone = run()
             deadline = time.monotonic() + env.t.gc
             while not gone.is_set():
@@ -619,9 +773,11 @@ class PublisherVerification(Verification):
             gc.collect()
             if ref() is not None:
                 holders = [type(r).__name__ for r in gc.get_referrers(ref())][:5]
-                env.flop(f"rule 3.13: the subscriber is still referenced {env.t.gc:.3f} s after cancel "
-                         f"(held by {holders})")
+                env.flop(
+                    f"rule 3.13: the subscriber is still referenced {env.t.gc:.3f} s after cancel (held by {holders})"
+                )
             env.verify_no_async_errors(delay=False)
+
         self._active(3, False, body)
 
     def test_required_spec317_must_support_a_pending_element_count_up_to_max_demand(self) -> None:
@@ -631,6 +787,7 @@ class PublisherVerification(Verification):
             s.next_elements(3)
             s.expect_completion()
             env.verify_no_async_errors(delay=False)
+
         self._active(3, True, body)
 
     def test_required_spec317_must_support_a_cumulative_pending_element_count_up_to_max_demand(self) -> None:
@@ -643,6 +800,7 @@ class PublisherVerification(Verification):
             s.expect_completion()
             env.verify_no_async_errors(delay=False)
             s.cancel()
+
         self._active(3, True, body)
 
     def test_required_spec317_must_not_signal_on_error_when_pending_above_max_demand(self) -> None:
@@ -671,6 +829,7 @@ class PublisherVerification(Verification):
 
                 def on_complete(self) -> None:
                     pass
+
             sub = Blackhole()
             pub.subscribe(sub)
             if not subscribed.wait(env.t.default):
@@ -678,13 +837,14 @@ class PublisherVerification(Verification):
             sub.s.request(1)
             env.verify_no_async_errors()
             sub.s.cancel()
+
         self._active(2**31 - 1, False, body)
 
 
-def _nesting(code: Any) -> Tuple[int, int]:
+def _nesting(code: Any) -> tuple[int, int]:
     """How many frames of ``code`` are on this thread's stack (via ``sys._getframe``), and the frame
     distance from the outermost of them to the caller."""
-    f: Optional[FrameType] = sys._getframe(1)
+    f: FrameType | None = sys._getframe(1)
     nested, frames, outer = 0, 0, 0
     while f is not None:
         frames += 1
@@ -701,7 +861,7 @@ class _SequentialCheck:
     def __init__(self, env: TestEnvironment, pub: Any, elements: int) -> None:
         self.env, self.pub, self.elements = env, pub, elements
         self._lock = threading.Lock()
-        self._owner: Optional[int] = None
+        self._owner: int | None = None
         self._depth = 0
         self.received = 0
         self.done = threading.Event()

@@ -1,9 +1,10 @@
 """Run a verification's tests without pytest and collect pass / fail / skip per test."""
+
 from __future__ import annotations
 
 import dataclasses
 import inspect
-from typing import Any, Dict, List, Tuple
+from typing import Any
 
 from .skip import skip_reason
 
@@ -18,7 +19,7 @@ class Outcome:
     message: str = ""
 
 
-def run_verification(verification: Any, rules: Dict[str, Tuple[str, str, str]]) -> List[Outcome]:
+def run_verification(verification: Any, rules: dict[str, tuple[str, str, str]]) -> list[Outcome]:
     """Call every ``test_*`` method of ``verification`` in the order of ``rules``."""
     out = []
     methods = dict(inspect.getmembers(verification, inspect.ismethod))
@@ -44,7 +45,7 @@ def _outcome(method: Any, name: str, jvm: str, rule: str, status: str) -> Outcom
     return Outcome(name, jvm, rule, status, "pass")
 
 
-def rules_of(verification: Any) -> Dict[str, Tuple[str, str, str]]:
+def rules_of(verification: Any) -> dict[str, tuple[str, str, str]]:
     """The RULES table matching a verification instance."""
     from .processor import PROCESSOR_RULES, IdentityProcessorVerification
     from .publisher import RULES, PublisherVerification
@@ -54,15 +55,19 @@ def rules_of(verification: Any) -> Dict[str, Tuple[str, str, str]]:
         SubscriberBlackboxVerification,
         SubscriberWhiteboxVerification,
     )
-    for cls, table in ((IdentityProcessorVerification, PROCESSOR_RULES), (PublisherVerification, RULES),
-                       (SubscriberWhiteboxVerification, WHITEBOX_RULES),
-                       (SubscriberBlackboxVerification, BLACKBOX_RULES)):
+
+    for cls, table in (
+        (IdentityProcessorVerification, PROCESSOR_RULES),
+        (PublisherVerification, RULES),
+        (SubscriberWhiteboxVerification, WHITEBOX_RULES),
+        (SubscriberBlackboxVerification, BLACKBOX_RULES),
+    ):
         if isinstance(verification, cls):
             return table
     raise TypeError(f"{type(verification).__name__} is not a TCK verification")
 
 
-def run(verification: Any) -> Dict[str, Tuple[str, str]]:
+def run(verification: Any) -> dict[str, tuple[str, str]]:
     """Every test of ``verification``: ``{test name: ("pass" | "fail" | "skip", message)}``."""
     return {o.name: (o.result, o.message) for o in run_verification(verification, rules_of(verification))}
 

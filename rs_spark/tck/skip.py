@@ -4,6 +4,7 @@
 as a skip on their own: the kit needs neither pytest nor a plugin, and :func:`rs_spark.tck.run`
 recognises it without importing any test framework.
 """
+
 from __future__ import annotations
 
 import sys

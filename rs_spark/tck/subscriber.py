@@ -10,12 +10,13 @@ Whitebox: implement ``create_subscriber(probe)`` returning a Subscriber that rep
 probe: ``probe.register_on_subscribe(puppet)`` (a :class:`SubscriberPuppet`), then
 ``register_on_next(x)``, ``register_on_error(e)``, ``register_on_complete()``.
 """
+
 from __future__ import annotations
 
 import queue
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from .env import TCKFailure, TestEnvironment, Verification
 from .skip import skip
@@ -30,9 +31,9 @@ class StageSubscription:
 
     def __init__(self, env: TestEnvironment) -> None:
         self.env = env
-        self.requests: "queue.Queue[Any]" = queue.Queue()
+        self.requests: queue.Queue[Any] = queue.Queue()
         self.cancelled = threading.Event()
-        self.forbidden_thread: Optional[int] = None  # set while a terminal signal runs (rule 2.3)
+        self.forbidden_thread: int | None = None  # set while a terminal signal runs (rule 2.3)
         self.forbidden_what = ""
 
     def request(self, n: int) -> None:
@@ -87,9 +88,9 @@ class _Recorder:
     def __init__(self, env: TestEnvironment) -> None:
         self.env = env
         self._cond = threading.Condition()
-        self.nexts: List[Any] = []
+        self.nexts: list[Any] = []
         self._read = 0  # how many of ``nexts`` the test has looked at
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.completed = False
 
     def _note(self, kind: str, value: Any = None) -> None:
@@ -110,7 +111,7 @@ class _Recorder:
         if not self._wait(lambda: self.completed, self.env.t.default):
             self.env.flop("on_complete was not received")
 
-    def expect_error(self, expected: Optional[BaseException] = None) -> None:
+    def expect_error(self, expected: BaseException | None = None) -> None:
         if not self._wait(lambda: self.error is not None, self.env.t.default):
             raise TCKFailure("on_error was not received")
         match = getattr(self, "errors_match", None) or (lambda got, sent: got is sent)
@@ -192,8 +193,8 @@ class _Base(Verification):
         raise TCKFailure(f"rule 2.13: {signal}(None) must raise TypeError")
 
 
-BLACKBOX_RULES: Dict[str, Tuple[str, str, str]] = {}
-WHITEBOX_RULES: Dict[str, Tuple[str, str, str]] = {}
+BLACKBOX_RULES: dict[str, tuple[str, str, str]] = {}
+WHITEBOX_RULES: dict[str, tuple[str, str, str]] = {}
 
 
 def spec_id(rule: str) -> str:
@@ -202,19 +203,21 @@ def spec_id(rule: str) -> str:
     return f"{major}{int(minor):02d}"
 
 
-def _untested(table: Dict[str, Tuple[str, str, str]], name: str, jvm: str, rule: str, why: str) -> Any:
+def _untested(table: dict[str, tuple[str, str, str]], name: str, jvm: str, rule: str, why: str) -> Any:
     table[name] = (jvm, rule, "untested")
 
     def test(self: Any) -> None:
         skip(f"untested: rule {rule} is not verified by this TCK ({why})")
+
     test.__name__ = name
     return test
 
 
-def _rule(table: Dict[str, Tuple[str, str, str]], jvm: str, rule: str, status: str = "required") -> Any:
+def _rule(table: dict[str, tuple[str, str, str]], jvm: str, rule: str, status: str = "required") -> Any:
     def mark(fn: Any) -> Any:
         table[fn.__name__] = (jvm, rule, status)
         return fn
+
     return mark
 
 
@@ -229,7 +232,7 @@ class SubscriberBlackboxVerification(_Base):
     def trigger_request(self, subscriber: Any) -> None:
         """Make the subscriber request (for subscribers whose demand comes from outside)."""
 
-    def _bt(self) -> Tuple[TestEnvironment, Stage, _BlackboxProxy, Any]:
+    def _bt(self) -> tuple[TestEnvironment, Stage, _BlackboxProxy, Any]:
         env = self._env()
         sub = self.create_subscriber()
         proxy = _BlackboxProxy(env, sub)
@@ -254,30 +257,40 @@ class SubscriberBlackboxVerification(_Base):
         env.verify_no_async_errors(delay=False)
 
     test_untested_spec202_blackbox_should_asynchronously_dispatch = _untested(
-        B, "test_untested_spec202_blackbox_should_asynchronously_dispatch",
-        "untested_spec202_blackbox_shouldAsynchronouslyDispatch", "2.2", "a recommendation")
+        B,
+        "test_untested_spec202_blackbox_should_asynchronously_dispatch",
+        "untested_spec202_blackbox_shouldAsynchronouslyDispatch",
+        "2.2",
+        "a recommendation",
+    )
 
     @_rule(B, "required_spec203_blackbox_mustNotCallMethodsOnSubscriptionOrPublisherInOnComplete", "2.3")
-    def test_required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_complete(
-            self) -> None:
+    def test_required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_complete(self) -> None:
         env = self._env()
         self._terminal_must_not_call_subscription(self.create_subscriber(), env, "on_complete")
 
     @_rule(B, "required_spec203_blackbox_mustNotCallMethodsOnSubscriptionOrPublisherInOnError", "2.3")
-    def test_required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_error(
-            self) -> None:
+    def test_required_spec203_blackbox_must_not_call_methods_on_subscription_or_publisher_in_on_error(self) -> None:
         env = self._env()
         self._terminal_must_not_call_subscription(self.create_subscriber(), env, "on_error")
 
-    test_untested_spec204_blackbox_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error = _untested(  # noqa: E501
-        B, "test_untested_spec204_blackbox_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error",  # noqa: E501
+    test_untested_spec204_blackbox_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        B,
+        "test_untested_spec204_blackbox_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error",  # noqa: E501 - the TCK test name, whole so it can be searched
         "untested_spec204_blackbox_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError",
-        "2.4", "not observable from outside")
+        "2.4",
+        "not observable from outside",
+    )
 
-    @_rule(B, "required_spec205_blackbox_mustCallSubscriptionCancelIfItAlreadyHasAnSubscriptionAndReceives"
-              "AnotherOnSubscribeSignal", "2.5")
-    def test_required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(  # noqa: E501
-            self) -> None:
+    @_rule(
+        B,
+        "required_spec205_blackbox_mustCallSubscriptionCancelIfItAlreadyHasAnSubscriptionAndReceives"
+        "AnotherOnSubscribeSignal",
+        "2.5",
+    )
+    def test_required_spec205_blackbox_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(  # noqa: E501 - the TCK test name, whole so it can be searched
+        self,
+    ) -> None:
         env, stage, proxy, sub = self._bt()
         cancelled = threading.Event()
 
@@ -287,6 +300,7 @@ class SubscriberBlackboxVerification(_Base):
 
             def cancel(self) -> None:
                 cancelled.set()
+
         sub.on_subscribe(Second())
         if not cancelled.wait(env.t.default):
             env.flop("rule 2.5: the second Subscription was not cancelled")
@@ -294,20 +308,32 @@ class SubscriberBlackboxVerification(_Base):
         stage.send_complete()
 
     test_untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid = _untested(
-        B, "test_untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid",
-        "untested_spec206_blackbox_mustCallSubscriptionCancelIfItIsNoLongerValid", "2.6", "needs whitebox access")
-    test_untested_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = _untested(  # noqa: E501
-        B, "test_untested_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",  # noqa: E501
+        B,
+        "test_untested_spec206_blackbox_must_call_subscription_cancel_if_it_is_no_longer_valid",
+        "untested_spec206_blackbox_mustCallSubscriptionCancelIfItIsNoLongerValid",
+        "2.6",
+        "needs whitebox access",
+    )
+    test_untested_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        B,
+        "test_untested_spec207_blackbox_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",  # noqa: E501 - the TCK test name, whole so it can be searched
         "untested_spec207_blackbox_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOf"
-        "Synchronization", "2.7", "not observable reliably")
-    test_untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel = _untested(  # noqa: E501
-        B, "test_untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel",  # noqa: E501
-        "untested_spec208_blackbox_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel", "2.8",
-        "only the whitebox verification can test it")
+        "Synchronization",
+        "2.7",
+        "not observable reliably",
+    )
+    test_untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        B,
+        "test_untested_spec208_blackbox_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel",  # noqa: E501 - the TCK test name, whole so it can be searched
+        "untested_spec208_blackbox_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel",
+        "2.8",
+        "only the whitebox verification can test it",
+    )
 
     @_rule(B, "required_spec209_blackbox_mustBePreparedToReceiveAnOnCompleteSignalWithPrecedingRequestCall", "2.9")
-    def test_required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_with_preceding_request_call(  # noqa: E501
-            self) -> None:
+    def test_required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_with_preceding_request_call(  # noqa: E501 - the TCK test name, whole so it can be searched
+        self,
+    ) -> None:
         env, stage, proxy, sub = self._bt()
         self.trigger_request(sub)
         stage.expect_request()
@@ -315,10 +341,10 @@ class SubscriberBlackboxVerification(_Base):
         proxy.expect_completion()
         env.verify_no_async_errors(delay=False)
 
-    @_rule(B, "required_spec209_blackbox_mustBePreparedToReceiveAnOnCompleteSignalWithoutPrecedingRequestCall",
-           "2.9")
-    def test_required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_without_preceding_request_call(  # noqa: E501
-            self) -> None:
+    @_rule(B, "required_spec209_blackbox_mustBePreparedToReceiveAnOnCompleteSignalWithoutPrecedingRequestCall", "2.9")
+    def test_required_spec209_blackbox_must_be_prepared_to_receive_an_on_complete_signal_without_preceding_request_call(  # noqa: E501 - the TCK test name, whole so it can be searched
+        self,
+    ) -> None:
         env, stage, proxy, sub = self._bt()
         stage.send_complete()
         proxy.expect_completion()
@@ -326,7 +352,8 @@ class SubscriberBlackboxVerification(_Base):
 
     @_rule(B, "required_spec210_blackbox_mustBePreparedToReceiveAnOnErrorSignalWithPrecedingRequestCall", "2.10")
     def test_required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call(
-            self) -> None:
+        self,
+    ) -> None:
         env, stage, proxy, sub = self._bt()
         self.trigger_request(sub)
         stage.expect_request()
@@ -335,24 +362,35 @@ class SubscriberBlackboxVerification(_Base):
         env.verify_no_async_errors(delay=False)
 
     @_rule(B, "required_spec210_blackbox_mustBePreparedToReceiveAnOnErrorSignalWithoutPrecedingRequestCall", "2.10")
-    def test_required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call(  # noqa: E501
-            self) -> None:
+    def test_required_spec210_blackbox_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call(  # noqa: E501 - the TCK test name, whole so it can be searched
+        self,
+    ) -> None:
         env, stage, proxy, sub = self._bt()
         stage.send_error(TCKTestError("test error"))
         proxy.expect_error()
         env.verify_no_async_errors(delay=False)
 
-    test_untested_spec211_blackbox_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events = _untested(  # noqa: E501
-        B, "test_untested_spec211_blackbox_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events",  # noqa: E501
-        "untested_spec211_blackbox_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespective"
-        "Events", "2.11", "not observable from outside")
+    test_untested_spec211_blackbox_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        B,
+        "test_untested_spec211_blackbox_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events",  # noqa: E501 - the TCK test name, whole so it can be searched
+        "untested_spec211_blackbox_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents",
+        "2.11",
+        "not observable from outside",
+    )
     test_untested_spec212_blackbox_must_not_call_on_subscribe_more_than_once_based_on_object_equality = _untested(
-        B, "test_untested_spec212_blackbox_must_not_call_on_subscribe_more_than_once_based_on_object_equality",
-        "untested_spec212_blackbox_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality", "2.12",
-        "a rule for publishers")
+        B,
+        "test_untested_spec212_blackbox_must_not_call_on_subscribe_more_than_once_based_on_object_equality",
+        "untested_spec212_blackbox_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality",
+        "2.12",
+        "a rule for publishers",
+    )
     test_untested_spec213_blackbox_failing_on_signal_invocation = _untested(
-        B, "test_untested_spec213_blackbox_failing_on_signal_invocation",
-        "untested_spec213_blackbox_failingOnSignalInvocation", "2.13", "not observable from outside")
+        B,
+        "test_untested_spec213_blackbox_failing_on_signal_invocation",
+        "untested_spec213_blackbox_failingOnSignalInvocation",
+        "2.13",
+        "not observable from outside",
+    )
 
     @_rule(B, "required_spec213_blackbox_onSubscribe_mustThrowNullPointerExceptionWhenParametersAreNull", "2.13")
     def test_required_spec213_blackbox_on_subscribe_must_throw_type_error_when_parameters_are_none(self) -> None:
@@ -367,20 +405,48 @@ class SubscriberBlackboxVerification(_Base):
         self._none_argument(self.create_subscriber(), self._env(), "on_error", subscribed=True)
 
     for _name, _jvm, _r, _why in [
-        ("must_not_be_called_outside_subscriber_context", "mustNotBeCalledOutsideSubscriberContext", "3.1",
-         "not observable"),
-        ("request_must_register_given_number_elements_to_be_produced",
-         "requestMustRegisterGivenNumberElementsToBeProduced", "3.8", "a rule for publishers"),
-        ("request_may_synchronously_call_on_next_on_subscriber", "requestMaySynchronouslyCallOnNextOnSubscriber",
-         "3.10", "a permission, nothing to test"),
-        ("request_may_synchronously_call_on_complete_or_on_error",
-         "requestMaySynchronouslyCallOnCompleteOrOnError", "3.11", "a permission, nothing to test"),
-        ("cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
-         "cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists", "3.14", "a permission"),
-        ("cancel_must_not_throw_exception_and_must_signal_on_error",
-         "cancelMustNotThrowExceptionAndMustSignalOnError", "3.15", "a rule for publishers"),
-        ("request_must_not_throw_exception_and_must_on_error_the_subscriber",
-         "requestMustNotThrowExceptionAndMustOnErrorTheSubscriber", "3.16", "a rule for publishers"),
+        (
+            "must_not_be_called_outside_subscriber_context",
+            "mustNotBeCalledOutsideSubscriberContext",
+            "3.1",
+            "not observable",
+        ),
+        (
+            "request_must_register_given_number_elements_to_be_produced",
+            "requestMustRegisterGivenNumberElementsToBeProduced",
+            "3.8",
+            "a rule for publishers",
+        ),
+        (
+            "request_may_synchronously_call_on_next_on_subscriber",
+            "requestMaySynchronouslyCallOnNextOnSubscriber",
+            "3.10",
+            "a permission, nothing to test",
+        ),
+        (
+            "request_may_synchronously_call_on_complete_or_on_error",
+            "requestMaySynchronouslyCallOnCompleteOrOnError",
+            "3.11",
+            "a permission, nothing to test",
+        ),
+        (
+            "cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
+            "cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
+            "3.14",
+            "a permission",
+        ),
+        (
+            "cancel_must_not_throw_exception_and_must_signal_on_error",
+            "cancelMustNotThrowExceptionAndMustSignalOnError",
+            "3.15",
+            "a rule for publishers",
+        ),
+        (
+            "request_must_not_throw_exception_and_must_on_error_the_subscriber",
+            "requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
+            "3.16",
+            "a rule for publishers",
+        ),
     ]:
         _n = f"test_untested_spec{spec_id(_r)}_blackbox_{_name}"
         locals()[_n] = _untested(B, _n, f"untested_spec{spec_id(_r)}_blackbox_{_jvm}", _r, _why)
@@ -401,7 +467,7 @@ class WhiteboxSubscriberProbe(_Recorder):
 
     def __init__(self, env: TestEnvironment) -> None:
         super().__init__(env)
-        self._puppet: "queue.Queue[SubscriberPuppet]" = queue.Queue()
+        self._puppet: queue.Queue[SubscriberPuppet] = queue.Queue()
 
     def register_on_subscribe(self, puppet: SubscriberPuppet) -> None:
         self._puppet.put(puppet)
@@ -436,7 +502,7 @@ class SubscriberWhiteboxVerification(_Base):
         that recreates it from its type name and message)."""
         return received is sent
 
-    def _st(self) -> Tuple[TestEnvironment, Stage, WhiteboxSubscriberProbe, SubscriberPuppet, Any]:
+    def _st(self) -> tuple[TestEnvironment, Stage, WhiteboxSubscriberProbe, SubscriberPuppet, Any]:
         env = self._env()
         probe = WhiteboxSubscriberProbe(env)
         probe.errors_match = self.errors_match  # type: ignore[attr-defined]
@@ -476,30 +542,41 @@ class SubscriberWhiteboxVerification(_Base):
         stage.send_next(self.create_element(0))
 
     test_untested_spec202_should_asynchronously_dispatch = _untested(
-        W, "test_untested_spec202_should_asynchronously_dispatch", "untested_spec202_shouldAsynchronouslyDispatch",
-        "2.2", "a recommendation")
+        W,
+        "test_untested_spec202_should_asynchronously_dispatch",
+        "untested_spec202_shouldAsynchronouslyDispatch",
+        "2.2",
+        "a recommendation",
+    )
 
     @_rule(W, "required_spec203_mustNotCallMethodsOnSubscriptionOrPublisherInOnComplete", "2.3")
     def test_required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_complete(self) -> None:
         env = self._env()
-        self._terminal_must_not_call_subscription(self.create_subscriber(WhiteboxSubscriberProbe(env)), env,
-                                                  "on_complete")
+        self._terminal_must_not_call_subscription(
+            self.create_subscriber(WhiteboxSubscriberProbe(env)), env, "on_complete"
+        )
 
     @_rule(W, "required_spec203_mustNotCallMethodsOnSubscriptionOrPublisherInOnError", "2.3")
     def test_required_spec203_must_not_call_methods_on_subscription_or_publisher_in_on_error(self) -> None:
         env = self._env()
-        self._terminal_must_not_call_subscription(self.create_subscriber(WhiteboxSubscriberProbe(env)), env,
-                                                  "on_error")
+        self._terminal_must_not_call_subscription(self.create_subscriber(WhiteboxSubscriberProbe(env)), env, "on_error")
 
-    test_untested_spec204_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error = _untested(  # noqa: E501
-        W, "test_untested_spec204_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error",  # noqa: E501
-        "untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError", "2.4",
-        "not observable")
+    test_untested_spec204_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        W,
+        "test_untested_spec204_must_consider_the_subscription_as_cancelled_in_after_recieving_on_complete_or_on_error",  # noqa: E501 - the TCK test name, whole so it can be searched
+        "untested_spec204_mustConsiderTheSubscriptionAsCancelledInAfterRecievingOnCompleteOrOnError",
+        "2.4",
+        "not observable",
+    )
 
-    @_rule(W, "required_spec205_mustCallSubscriptionCancelIfItAlreadyHasAnSubscriptionAndReceivesAnotherOnSubscribe"
-              "Signal", "2.5")
-    def test_required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(  # noqa: E501
-            self) -> None:
+    @_rule(
+        W,
+        "required_spec205_mustCallSubscriptionCancelIfItAlreadyHasAnSubscriptionAndReceivesAnotherOnSubscribeSignal",
+        "2.5",
+    )
+    def test_required_spec205_must_call_subscription_cancel_if_it_already_has_an_subscription_and_receives_another_on_subscribe_signal(  # noqa: E501 - the TCK test name, whole so it can be searched
+        self,
+    ) -> None:
         env, stage, probe, puppet, sub = self._st()
         cancelled = threading.Event()
 
@@ -509,22 +586,31 @@ class SubscriberWhiteboxVerification(_Base):
 
             def cancel(self) -> None:
                 cancelled.set()
+
         sub.on_subscribe(Second())
         if not cancelled.wait(env.t.default):
             env.flop("rule 2.5: the second Subscription was not cancelled")
         env.verify_no_async_errors()
 
     test_untested_spec206_must_call_subscription_cancel_if_it_is_no_longer_valid = _untested(
-        W, "test_untested_spec206_must_call_subscription_cancel_if_it_is_no_longer_valid",
-        "untested_spec206_mustCallSubscriptionCancelIfItIsNoLongerValid", "2.6", "depends on the application")
-    test_untested_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = _untested(  # noqa: E501
-        W, "test_untested_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",  # noqa: E501
+        W,
+        "test_untested_spec206_must_call_subscription_cancel_if_it_is_no_longer_valid",
+        "untested_spec206_mustCallSubscriptionCancelIfItIsNoLongerValid",
+        "2.6",
+        "depends on the application",
+    )
+    test_untested_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        W,
+        "test_untested_spec207_must_ensure_all_calls_on_its_subscription_take_place_from_the_same_thread_or_take_care_of_synchronization",  # noqa: E501 - the TCK test name, whole so it can be searched
         "untested_spec207_mustEnsureAllCallsOnItsSubscriptionTakePlaceFromTheSameThreadOrTakeCareOfSynchronization",
-        "2.7", "not observable reliably")
+        "2.7",
+        "not observable reliably",
+    )
 
     @_rule(W, "required_spec208_mustBePreparedToReceiveOnNextSignalsAfterHavingCalledSubscriptionCancel", "2.8")
     def test_required_spec208_must_be_prepared_to_receive_on_next_signals_after_having_called_subscription_cancel(
-            self) -> None:
+        self,
+    ) -> None:
         env, stage, probe, puppet, sub = self._st()
         puppet.trigger_request(1)
         stage.expect_request()
@@ -537,7 +623,8 @@ class SubscriberWhiteboxVerification(_Base):
 
     @_rule(W, "required_spec209_mustBePreparedToReceiveAnOnCompleteSignalWithPrecedingRequestCall", "2.9")
     def test_required_spec209_must_be_prepared_to_receive_an_on_complete_signal_with_preceding_request_call(
-            self) -> None:
+        self,
+    ) -> None:
         env, stage, probe, puppet, sub = self._st()
         puppet.trigger_request(1)
         stage.send_complete()
@@ -546,15 +633,15 @@ class SubscriberWhiteboxVerification(_Base):
 
     @_rule(W, "required_spec209_mustBePreparedToReceiveAnOnCompleteSignalWithoutPrecedingRequestCall", "2.9")
     def test_required_spec209_must_be_prepared_to_receive_an_on_complete_signal_without_preceding_request_call(
-            self) -> None:
+        self,
+    ) -> None:
         env, stage, probe, puppet, sub = self._st()
         stage.send_complete()
         probe.expect_completion()
         env.verify_no_async_errors()
 
     @_rule(W, "required_spec210_mustBePreparedToReceiveAnOnErrorSignalWithPrecedingRequestCall", "2.10")
-    def test_required_spec210_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call(
-            self) -> None:
+    def test_required_spec210_must_be_prepared_to_receive_an_on_error_signal_with_preceding_request_call(self) -> None:
         env, stage, probe, puppet, sub = self._st()
         puppet.trigger_request(1)
         puppet.trigger_request(1)
@@ -565,24 +652,35 @@ class SubscriberWhiteboxVerification(_Base):
 
     @_rule(W, "required_spec210_mustBePreparedToReceiveAnOnErrorSignalWithoutPrecedingRequestCall", "2.10")
     def test_required_spec210_must_be_prepared_to_receive_an_on_error_signal_without_preceding_request_call(
-            self) -> None:
+        self,
+    ) -> None:
         env, stage, probe, puppet, sub = self._st()
         ex = TCKTestError("test error")
         stage.send_error(ex)
         probe.expect_error(ex)
         env.verify_no_async_errors(delay=False)
 
-    test_untested_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events = _untested(  # noqa: E501
-        W, "test_untested_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events",  # noqa: E501
-        "untested_spec211_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents", "2.11",
-        "not observable")
-    test_untested_spec212_must_not_call_on_subscribe_more_than_once_based_on_object_equality_spec_violation = _untested(  # noqa: E501
-        W, "test_untested_spec212_must_not_call_on_subscribe_more_than_once_based_on_object_equality_spec_violation",
-        "untested_spec212_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality_specViolation", "2.12",
-        "a rule for publishers")
+    test_untested_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        W,
+        "test_untested_spec211_must_make_sure_that_all_calls_on_its_methods_happen_before_the_processing_of_the_respective_events",  # noqa: E501 - the TCK test name, whole so it can be searched
+        "untested_spec211_mustMakeSureThatAllCallsOnItsMethodsHappenBeforeTheProcessingOfTheRespectiveEvents",
+        "2.11",
+        "not observable",
+    )
+    test_untested_spec212_must_not_call_on_subscribe_more_than_once_based_on_object_equality_spec_violation = _untested(  # noqa: E501 - the TCK test name, whole so it can be searched
+        W,
+        "test_untested_spec212_must_not_call_on_subscribe_more_than_once_based_on_object_equality_spec_violation",
+        "untested_spec212_mustNotCallOnSubscribeMoreThanOnceBasedOnObjectEquality_specViolation",
+        "2.12",
+        "a rule for publishers",
+    )
     test_untested_spec213_failing_on_signal_invocation = _untested(
-        W, "test_untested_spec213_failing_on_signal_invocation", "untested_spec213_failingOnSignalInvocation", "2.13",
-        "not observable")
+        W,
+        "test_untested_spec213_failing_on_signal_invocation",
+        "untested_spec213_failingOnSignalInvocation",
+        "2.13",
+        "not observable",
+    )
 
     @_rule(W, "required_spec213_onSubscribe_mustThrowNullPointerExceptionWhenParametersAreNull", "2.13")
     def test_required_spec213_on_subscribe_must_throw_type_error_when_parameters_are_none(self) -> None:
@@ -600,8 +698,12 @@ class SubscriberWhiteboxVerification(_Base):
         self._none_argument(sub, env, "on_error", subscribed=False)
 
     test_untested_spec301_must_not_be_called_outside_subscriber_context = _untested(
-        W, "test_untested_spec301_must_not_be_called_outside_subscriber_context",
-        "untested_spec301_mustNotBeCalledOutsideSubscriberContext", "3.1", "not observable")
+        W,
+        "test_untested_spec301_must_not_be_called_outside_subscriber_context",
+        "untested_spec301_mustNotBeCalledOutsideSubscriberContext",
+        "3.1",
+        "not observable",
+    )
 
     @_rule(W, "required_spec308_requestMustRegisterGivenNumberElementsToBeProduced", "3.8")
     def test_required_spec308_request_must_register_given_number_elements_to_be_produced(self) -> None:
@@ -621,16 +723,36 @@ class SubscriberWhiteboxVerification(_Base):
         env.verify_no_async_errors()
 
     for _name, _jvm, _r, _why in [
-        ("request_may_synchronously_call_on_next_on_subscriber", "requestMaySynchronouslyCallOnNextOnSubscriber",
-         "3.10", "a permission"),
-        ("request_may_synchronously_call_on_complete_or_on_error", "requestMaySynchronouslyCallOnCompleteOrOnError",
-         "3.11", "a permission"),
-        ("cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
-         "cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists", "3.14", "a permission"),
-        ("cancel_must_not_throw_exception_and_must_signal_on_error", "cancelMustNotThrowExceptionAndMustSignalOnError",
-         "3.15", "a rule for publishers"),
-        ("request_must_not_throw_exception_and_must_on_error_the_subscriber",
-         "requestMustNotThrowExceptionAndMustOnErrorTheSubscriber", "3.16", "a rule for publishers"),
+        (
+            "request_may_synchronously_call_on_next_on_subscriber",
+            "requestMaySynchronouslyCallOnNextOnSubscriber",
+            "3.10",
+            "a permission",
+        ),
+        (
+            "request_may_synchronously_call_on_complete_or_on_error",
+            "requestMaySynchronouslyCallOnCompleteOrOnError",
+            "3.11",
+            "a permission",
+        ),
+        (
+            "cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
+            "cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
+            "3.14",
+            "a permission",
+        ),
+        (
+            "cancel_must_not_throw_exception_and_must_signal_on_error",
+            "cancelMustNotThrowExceptionAndMustSignalOnError",
+            "3.15",
+            "a rule for publishers",
+        ),
+        (
+            "request_must_not_throw_exception_and_must_on_error_the_subscriber",
+            "requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
+            "3.16",
+            "a rule for publishers",
+        ),
     ]:
         _n = f"test_untested_spec{spec_id(_r)}_{_name}"
         locals()[_n] = _untested(W, _n, f"untested_spec{spec_id(_r)}_{_jvm}", _r, _why)
@@ -638,5 +760,12 @@ class SubscriberWhiteboxVerification(_Base):
     del W
 
 
-__all__ = ["SubscriberBlackboxVerification", "SubscriberWhiteboxVerification", "WhiteboxSubscriberProbe",
-           "SubscriberPuppet", "BLACKBOX_RULES", "WHITEBOX_RULES", "TCKTestError"]
+__all__ = [
+    "SubscriberBlackboxVerification",
+    "SubscriberWhiteboxVerification",
+    "WhiteboxSubscriberProbe",
+    "SubscriberPuppet",
+    "BLACKBOX_RULES",
+    "WHITEBOX_RULES",
+    "TCKTestError",
+]

@@ -1,4 +1,5 @@
 """rs_spark.arrow.batch_server: rows served from one process, fetched by another's partition."""
+
 from __future__ import annotations
 
 import pickle
@@ -19,6 +20,7 @@ def server():
         if key != 7:
             raise LookupError(f"nothing planned at {key}")
         return TABLE.schema, TABLE.slice(lo, hi - lo).to_batches()
+
     s = BatchServer(lookup)
     yield s
     s.close()

@@ -1,4 +1,5 @@
 """Elements -> Arrow: every element kind, and the three malformed modes naming offset and field."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -22,12 +23,15 @@ def rows(batch):
     return batch.to_pylist()
 
 
-@pytest.mark.parametrize("elements", [
-    [{"id": 1, "name": "a", "price": 1.5}, {"id": 2, "name": "b", "price": 2.0}],
-    [(1, "a", 1.5), (2, "b", 2.0)],
-    [[1, "a", 1.5], [2, "b", 2.0]],
-    [Trade(1, "a", 1.5), Trade(2, "b", 2.0)],
-])
+@pytest.mark.parametrize(
+    "elements",
+    [
+        [{"id": 1, "name": "a", "price": 1.5}, {"id": 2, "name": "b", "price": 2.0}],
+        [(1, "a", 1.5), (2, "b", 2.0)],
+        [[1, "a", 1.5], [2, "b", 2.0]],
+        [Trade(1, "a", 1.5), Trade(2, "b", 2.0)],
+    ],
+)
 def test_element_kinds_convert_to_the_same_rows(elements):
     c = ElementConverter(SCHEMA).convert(elements, 0)
     assert rows(c.batch) == [{"id": 1, "name": "a", "price": 1.5}, {"id": 2, "name": "b", "price": 2.0}]
@@ -36,6 +40,7 @@ def test_element_kinds_convert_to_the_same_rows(elements):
 
 def test_spark_rows_convert_by_position():
     from pyspark.sql import Row
+
     c = ElementConverter(SCHEMA).convert([Row(id=1, name="a", price=1.5)], 0)
     assert rows(c.batch) == [{"id": 1, "name": "a", "price": 1.5}]
 
@@ -108,8 +113,11 @@ def test_ipc_round_trip():
 
 def test_a_chunk_mixing_dicts_and_tuples_converts_every_row_by_its_kind():
     # The dict fast path (from_pylist) would read a tuple as a row of nulls; it must not run.
-    expected = [{"id": 1, "name": "a", "price": 1.5}, {"id": 2, "name": "b", "price": 2.0},
-                {"id": 3, "name": "c", "price": 3.0}]
+    expected = [
+        {"id": 1, "name": "a", "price": 1.5},
+        {"id": 2, "name": "b", "price": 2.0},
+        {"id": 3, "name": "c", "price": 3.0},
+    ]
     dict_first = [expected[0], (2, "b", 2.0), expected[2]]
     tuple_first = [(1, "a", 1.5), expected[1], (3, "c", 3.0)]
     for elements in (dict_first, tuple_first):

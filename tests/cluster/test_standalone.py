@@ -4,11 +4,11 @@ A master and two workers are started from pyspark's own ``spark-class``; executo
 their own JVMs and Python workers, and read micro-batches from the replay log. This is the
 flow docker/compose.yaml runs in containers.
 """
+
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -23,6 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _spark_home() -> str:
     import pyspark
+
     return os.path.dirname(pyspark.__file__)
 
 
@@ -49,8 +50,14 @@ def _wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60
 def cluster(tmp_path_factory):
     home = _spark_home()
     base = tmp_path_factory.mktemp("cluster")
-    env = dict(os.environ, SPARK_HOME=home, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(base / "logs"), SPARK_WORKER_DIR=str(base / "work"))
+    env = dict(
+        os.environ,
+        SPARK_HOME=home,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOG_DIR=str(base / "logs"),
+        SPARK_WORKER_DIR=str(base / "work"),
+    )
     spark_class = os.path.join(home, "bin", "spark-class")
     port, ui = _free_port(), _free_port()
     logs = []
@@ -63,15 +70,33 @@ def cluster(tmp_path_factory):
         procs.append(p)
         return p
 
-    master = start(["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                    "--webui-port", str(ui)], "master")
+    master = start(
+        ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
+        "master",
+    )
     _wait_port(port, master, "the master")
     url = f"spark://127.0.0.1:{port}"
     for i in range(2):
         wport = _free_port()
-        start(["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1", "--port", str(wport),
-               "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
-               "--work-dir", str(base / f"work{i}")], f"worker{i}")
+        start(
+            [
+                "org.apache.spark.deploy.worker.Worker",
+                url,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(wport),
+                "--webui-port",
+                str(_free_port()),
+                "--cores",
+                "1",
+                "--memory",
+                "1g",
+                "--work-dir",
+                str(base / f"work{i}"),
+            ],
+            f"worker{i}",
+        )
         _wait_port(wport, procs[-1], f"worker {i}")
     yield url, env, base
     for p in procs:
@@ -88,12 +113,34 @@ def cluster(tmp_path_factory):
 def test_spark_submit_example_pipeline_on_a_standalone_cluster(cluster):
     url, env, base = cluster
     import rs_spark.examples.pipeline as pipeline
+
     out, ckpt, log = base / "out", base / "ckpt", base / "replay"
-    cmd = [os.path.join(env["SPARK_HOME"], "bin", "spark-submit"), "--master", url,
-           "--conf", f"spark.pyspark.python={sys.executable}", "--conf", "spark.executor.memory=512m",
-           "--conf", "spark.executor.cores=1", "--conf", "spark.ui.showConsoleProgress=false",
-           pipeline.__file__, "--output", str(out), "--checkpoint", str(ckpt), "--log-path", str(log),
-           "--total", "12000", "--max-records-per-trigger", "4000", "--partitions", "2"]
+    cmd = [
+        os.path.join(env["SPARK_HOME"], "bin", "spark-submit"),
+        "--master",
+        url,
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        "--conf",
+        "spark.executor.memory=512m",
+        "--conf",
+        "spark.executor.cores=1",
+        "--conf",
+        "spark.ui.showConsoleProgress=false",
+        pipeline.__file__,
+        "--output",
+        str(out),
+        "--checkpoint",
+        str(ckpt),
+        "--log-path",
+        str(log),
+        "--total",
+        "12000",
+        "--max-records-per-trigger",
+        "4000",
+        "--partitions",
+        "2",
+    ]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=str(base))
     tail = (r.stdout + r.stderr)[-4000:]
     assert r.returncode == 0, tail
@@ -168,9 +215,23 @@ def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplica
 
     total = 9000
     ep = serve_sink(Slow())
-    cmd = [sys.executable, os.path.join(ROOT, "tests", "reliability", "driver.py"), "--master", url,
-           "--factory", "tests.spark.publishers:counter", "--count", str(total), "--sink", ep.address,
-           "--checkpoint", str(base / "fck"), "--log", str(base / "flog"), "--available-now"]
+    cmd = [
+        sys.executable,
+        os.path.join(ROOT, "tests", "reliability", "driver.py"),
+        "--master",
+        url,
+        "--factory",
+        "tests.spark.publishers:counter",
+        "--count",
+        str(total),
+        "--sink",
+        ep.address,
+        "--checkpoint",
+        str(base / "fck"),
+        "--log",
+        str(base / "flog"),
+        "--available-now",
+    ]
     denv = dict(env, PYTHONPATH=ROOT)
     p = subprocess.Popen(cmd, cwd=ROOT, env=denv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = {}
@@ -187,8 +248,11 @@ def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplica
         # Only an executor's Python worker: the driver's own Python processes (the stream reader,
         # the sink's commit) are not retried by Spark; killing them fails the query by design.
         executors = set(_pids("CoarseGrainedExecutorBackend"))
-        workers = [pid for pid in _pids("pyspark.daemon") + _pids("pyspark/daemon.py")
-                   if pid != os.getpid() and _descends_from(pid, executors)]
+        workers = [
+            pid
+            for pid in _pids("pyspark.daemon") + _pids("pyspark/daemon.py")
+            if pid != os.getpid() and _descends_from(pid, executors)
+        ]
         if workers:
             os.kill(max(workers), signal.SIGKILL)  # the newest: a forked worker more likely than the daemon
             killed["python worker"] = len(seen)
@@ -201,5 +265,6 @@ def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplica
     assert "executor" in killed
     assert seen == list(range(total)), (
         f"{len(seen)} delivered, {len(set(seen))} distinct; first problem at "
-        f"{next((i for i, x in enumerate(seen) if x != i), None)}")
+        f"{next((i for i, x in enumerate(seen) if x != i), None)}"
+    )
     print(f"\nkilled {killed} (rows delivered at the kill); {total} rows delivered exactly once, in order")

@@ -4,6 +4,7 @@ Runs in its own process because ``SparkSession.builder.remote(...)`` switches th
 process to Connect mode (``SPARK_CONNECT_MODE_ENABLED``), which must not leak into the other
 test modules' classic sessions. Prints one line ``RESULT <json>``.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,20 +22,31 @@ def _memory(spark, df, name):
     exc = q.exception()
     if exc is not None:
         return {"error": str(exc)}
-    return {"rows": [list(r) for r in spark.sql(f"select count(*), count(distinct seq), min(seq), max(seq) "
-                                                   f"from {name}").collect()][0]}
+    return {
+        "rows": [
+            list(r)
+            for r in spark.sql(f"select count(*), count(distinct seq), min(seq), max(seq) from {name}").collect()
+        ][0]
+    }
 
 
 def factory_read(spark):
-    df = (spark.readStream.format("reactive").schema("sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG")
-          .option("publisher", "rs_spark.examples.sensors:readings").option("publisher.total", 3000)
-          .option("publisher.rate", 100000).option("maxRecordsPerTrigger", 1000).load())
+    df = (
+        spark.readStream.format("reactive")
+        .schema("sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG")
+        .option("publisher", "rs_spark.examples.sensors:readings")
+        .option("publisher.total", 3000)
+        .option("publisher.rate", 100000)
+        .option("maxRecordsPerTrigger", 1000)
+        .load()
+    )
     return _memory(spark, df, "factory_read")
 
 
 def endpoint_read(spark):
     from rs_spark import net
     from rs_spark import streams as rs
+
     server = net.serve(rs.range_(500).pipe(rs.map(lambda i: {"seq": i})), name="nums")
     try:
         df = spark.readStream.format("reactive").schema("seq LONG").option("endpoint", server.address).load()
@@ -46,51 +58,78 @@ def endpoint_read(spark):
 def read_stream_helper(spark):
     import rs_spark
     from rs_spark import streams as rs
-    df = rs_spark.read_stream(spark, rs.range_(300).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG",
-                              maxRecordsPerTrigger=100)
+
+    df = rs_spark.read_stream(
+        spark, rs.range_(300).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG", maxRecordsPerTrigger=100
+    )
     return _memory(spark, df, "read_stream_helper")
 
 
 def batch_read(spark):
-    df = (spark.read.format("reactive").schema("sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG")
-          .option("publisher", "rs_spark.examples.sensors:readings").option("publisher.total", 700)
-          .option("publisher.rate", 100000).load())
+    df = (
+        spark.read.format("reactive")
+        .schema("sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG")
+        .option("publisher", "rs_spark.examples.sensors:readings")
+        .option("publisher.total", 700)
+        .option("publisher.rate", 100000)
+        .load()
+    )
     return {"rows": [df.count(), df.select("seq").distinct().count()]}
 
 
 def write_stream_helper(spark):
     import rs_spark
     from rs_spark import streams as rs
+
     # A query earlier in the session (the case where we once saw the Connect listener bus miss
     # the next query's end event; see rs_spark/spark/query_end.py).
-    spark.readStream.format("rate").load().writeStream.format("memory").queryName("warmup").trigger(availableNow=True).start() \
-        .awaitTermination(120)
+    spark.readStream.format("rate").load().writeStream.format("memory").queryName("warmup").trigger(
+        availableNow=True
+    ).start().awaitTermination(120)
     got, ended, errors = [], threading.Event(), []
-    sub = rs.CallbackSubscriber(lambda r: got.append(r["seq"]), on_complete=ended.set,
-                                on_error=lambda e: (errors.append(repr(e)), ended.set()), request_size=64)
+    sub = rs.CallbackSubscriber(
+        lambda r: got.append(r["seq"]),
+        on_complete=ended.set,
+        on_error=lambda e: (errors.append(repr(e)), ended.set()),
+        request_size=64,
+    )
     # Source and sink both live in this client process: the server connects back to each.
-    src = rs_spark.read_stream(spark, rs.range_(1200).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG",
-                               maxRecordsPerTrigger=400)
-    q = rs_spark.write_stream(src, sub, checkpoint=tempfile.mkdtemp(prefix="rs-connect-ck-"),
-                              trigger={"availableNow": True}, query_name="connect_sink")
+    src = rs_spark.read_stream(
+        spark, rs.range_(1200).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG", maxRecordsPerTrigger=400
+    )
+    q = rs_spark.write_stream(
+        src,
+        sub,
+        checkpoint=tempfile.mkdtemp(prefix="rs-connect-ck-"),
+        trigger={"availableNow": True},
+        query_name="connect_sink",
+    )
     q.awaitTermination(180)
-    return {"seqs_in_order": got == list(range(1200)), "count": len(got), "completed": ended.wait(60),
-            "errors": errors, "query_error": None if q.exception() is None else str(q.exception())}
+    return {
+        "seqs_in_order": got == list(range(1200)),
+        "count": len(got),
+        "completed": ended.wait(60),
+        "errors": errors,
+        "query_error": None if q.exception() is None else str(q.exception()),
+    }
 
 
 def factory_sink(spark):
     # Subscriber factory mode: the Subscriber is built per task on the server's executors.
     out = tempfile.mkdtemp(prefix="rs-connect-sink-")
     df = spark.range(0, 250).withColumnRenamed("id", "seq")
-    df.write.format("reactive").option("subscriber", "tests.connect.subscribers:to_file") \
-        .option("subscriber.dir", out).mode("append").save()
+    df.write.format("reactive").option("subscriber", "tests.connect.subscribers:to_file").option(
+        "subscriber.dir", out
+    ).mode("append").save()
     import glob
+
     lines = [int(x) for p in glob.glob(out + "/*.txt") for x in open(p).read().split()]
     return {"rows": [len(lines), len(set(lines)), min(lines), max(lines)]}
 
 
 def jvm_helper_refused(spark):
     from rs_spark.spark.jvm import jvm
+
     try:
         jvm(spark)
     except Exception as e:
@@ -102,6 +141,7 @@ def unreachable_bind_refused(spark):
     # The server is on loopback here; pretend it is elsewhere to see the up-front refusal.
     import rs_spark
     from rs_spark import streams as rs
+
     type(spark.client).host = property(lambda self: "10.1.2.3")
     try:
         rs_spark.read_stream(spark, rs.range_(3), schema="value LONG")
@@ -115,6 +155,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from rs_spark.spark import register
+
     spark = SparkSession.builder.remote(url).getOrCreate()
     register(spark)
     try:

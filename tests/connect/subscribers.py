@@ -1,9 +1,10 @@
 """Subscriber factories for tests/connect (imported by the Connect server's Python workers)."""
+
 from __future__ import annotations
 
 import os
 import uuid
-from typing import Any, Dict
+from typing import Any
 
 
 class _ToFile:
@@ -25,7 +26,7 @@ class _ToFile:
             f.write(" ".join(map(str, self.seqs)))
 
 
-def to_file(options: Dict[str, Any]) -> _ToFile:
+def to_file(options: dict[str, Any]) -> _ToFile:
     """One Subscriber per task, writing its rows' seq values to a file of its own at on_complete."""
     d = options.get("subscriber.dir") or options["subscriber.dir".lower()]
     return _ToFile(os.path.join(d, f"{uuid.uuid4().hex}.txt"))

@@ -1,6 +1,7 @@
 """Source and sink from a Spark Connect client, against a real local Connect server started
 here (pyspark's SparkConnectServer through spark-submit). Each scenario runs in its own client
 process (tests/connect/client.py): a remote session switches a whole process to Connect mode."""
+
 from __future__ import annotations
 
 import json
@@ -26,23 +27,46 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def connect_url(tmp_path_factory):
     import pyspark
+
     home = os.path.dirname(pyspark.__file__)
     base = tmp_path_factory.mktemp("connect")
     port = _free_port()
     # The server's Python workers run this interpreter and import the tests' factories.
-    env = dict(os.environ, SPARK_HOME=home, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP="127.0.0.1",
-               PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
-    cmd = [os.path.join(home, "bin", "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-           "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
-           "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", f"spark.pyspark.python={sys.executable}",
-           "--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2",
-           "--conf", f"spark.sql.warehouse.dir={base / 'warehouse'}", "spark-internal"]
+    env = dict(
+        os.environ,
+        SPARK_HOME=home,
+        PYSPARK_PYTHON=sys.executable,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p),
+    )
+    cmd = [
+        os.path.join(home, "bin", "spark-submit"),
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--master",
+        "local[2]",
+        "--conf",
+        f"spark.connect.grpc.binding.port={port}",
+        "--conf",
+        "spark.connect.grpc.binding.address=127.0.0.1",
+        "--conf",
+        f"spark.pyspark.python={sys.executable}",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=2",
+        "--conf",
+        f"spark.sql.warehouse.dir={base / 'warehouse'}",
+        "spark-internal",
+    ]
     log = open(base / "server.log", "w")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(base))
     deadline = time.time() + 120
     while True:
         if proc.poll() is not None:
-            raise AssertionError(f"the Connect server exited with {proc.returncode}: {(base / 'server.log').read_text()[-3000:]}")
+            raise AssertionError(
+                f"the Connect server exited with {proc.returncode}: {(base / 'server.log').read_text()[-3000:]}"
+            )
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 break
@@ -62,11 +86,19 @@ def connect_url(tmp_path_factory):
 
 def run(scenario: str, url: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "connect", "client.py"), scenario, url],
-                       capture_output=True, text=True, timeout=400, env=env, cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "tests", "connect", "client.py"), scenario, url],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        env=env,
+        cwd=ROOT,
+    )
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert r.returncode == 0 and lines, f"client {scenario} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
-    return json.loads(lines[-1][len("RESULT "):])
+    assert r.returncode == 0 and lines, (
+        f"client {scenario} exited {r.returncode}:\n{r.stdout[-3000:]}\n{r.stderr[-5000:]}"
+    )
+    return json.loads(lines[-1][len("RESULT ") :])
 
 
 def test_factory_mode_read_over_connect_delivers_every_record_once(connect_url):

@@ -1,4 +1,5 @@
 """A real JVM for the shim's tests: one standalone py4j gateway per module (jar built if missing)."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,12 @@ FIXTURES = os.path.join(ROOT, "jvm-shim", "target", "rs-spark-jvm-fixtures.jar")
 
 def build() -> None:
     """Build the jars when a source is newer (the script is a no-op otherwise)."""
-    r = subprocess.run(["bash", os.path.join(ROOT, "jvm-shim", "build")], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHON=sys.executable))
+    r = subprocess.run(
+        ["bash", os.path.join(ROOT, "jvm-shim", "build")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHON=sys.executable),
+    )
     if r.returncode != 0:
         pytest.fail(f"bash jvm-shim/build failed:\n{r.stdout}\n{r.stderr}")
 
@@ -52,9 +57,13 @@ def _netty_jars():
     from rs_spark.jvm.gateway import spark_jars_dir
 
     d = spark_jars_dir()
-    return [os.path.join(d, f) for f in sorted(os.listdir(d))
-            if f.startswith(("netty-transport-4", "netty-resolver-4", "netty-handler-4", "netty-codec-4",
-                             "netty-codec-base"))]
+    return [
+        os.path.join(d, f)
+        for f in sorted(os.listdir(d))
+        if f.startswith(
+            ("netty-transport-4", "netty-resolver-4", "netty-handler-4", "netty-codec-4", "netty-codec-base")
+        )
+    ]
 
 
 def _warm_up(jvm) -> None:

@@ -1,4 +1,5 @@
 """Both bridges with a real JVM: element encodings, errors, demand and cancel."""
+
 from __future__ import annotations
 
 import threading
@@ -109,8 +110,14 @@ def test_python_demand_is_jvm_demand_and_nothing_is_requested_ahead(jvm):
 
 def test_batches_demand_bounds_what_the_bridge_requests_and_buffers(jvm):
     # request(2) batches of 1000 rows: 2000 rows are requested upstream, never more, whatever the linger
-    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionEndless(), jvm, elements="batches", batch_rows=1000,
-                       linger=0.05, max_linger=0.5)
+    pub = JvmPublisher(
+        jvm.rsspark.jvm.Sources.submissionEndless(),
+        jvm,
+        elements="batches",
+        batch_rows=1000,
+        linger=0.05,
+        max_linger=0.5,
+    )
     m = _Manual()
     pub.subscribe(m)
     m.s.request(2)
@@ -143,8 +150,9 @@ class _Slow(_Manual):
 def test_unbounded_demand_from_a_slow_subscriber_keeps_the_bridge_bounded(jvm, elements):
     # An endless fast JVM publisher, a Subscriber that wants everything but is slow: the rows
     # requested from the JVM and not yet emitted stay within max_in_flight (the JVM buffers no more).
-    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionEndless(), jvm, elements=elements, batch_rows=50,
-                       max_in_flight=200)
+    pub = JvmPublisher(
+        jvm.rsspark.jvm.Sources.submissionEndless(), jvm, elements=elements, batch_rows=50, max_in_flight=200
+    )
     m = _Slow()
     pub.subscribe(m)
     per = 50 if elements == "batches" else 1
@@ -170,7 +178,6 @@ def test_max_in_flight_below_batch_rows_is_refused(jvm):
 
 def test_file_hand_off_maps_each_batch_and_leaves_no_file_behind(jvm):
     import glob
-    import os
 
     before = set(glob.glob("/dev/shm/rs-spark-jvm-*"))
     pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionLongs(50_000), jvm, elements="batches", batch_rows=4096)
@@ -186,7 +193,9 @@ def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
     C = jvm.rsspark.jvm.CollectingSubscriber
     rec = C(5)
     sub = JvmSubscriber(rec, jvm, schema="id:int64,symbol:string,price:float64,buy:bool", kind="rsspark.fixtures.Trade")
-    rs.from_iterable([{"id": i, "symbol": f"S{i}", "price": i / 4, "buy": i % 2 == 0} for i in range(20)]).subscribe(sub)
+    rs.from_iterable([{"id": i, "symbol": f"S{i}", "price": i / 4, "buy": i % 2 == 0} for i in range(20)]).subscribe(
+        sub
+    )
     assert _wait(rec.isComplete)
     items = list(rec.items())
     assert len(items) == 20 and items[3].symbol() == "S3" and items[3].price() == 0.75
@@ -194,7 +203,8 @@ def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
 
     bean = C(2)
     rs.from_iterable([("Q1", 1), ("Q2", 2)]).subscribe(
-        JvmSubscriber(bean, jvm, schema="symbol:string,size:int32", kind="rsspark.fixtures.Quote"))
+        JvmSubscriber(bean, jvm, schema="symbol:string,size:int32", kind="rsspark.fixtures.Quote")
+    )
     assert _wait(bean.isComplete)
     assert [(q.getSymbol(), q.getSize()) for q in bean.items()] == [("Q1", 1), ("Q2", 2)]
 
@@ -207,7 +217,9 @@ def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
 
 def test_record_batches_feed_a_jvm_subscriber_row_by_row_within_its_demand(jvm):
     col = jvm.rsspark.jvm.CollectingSubscriber(10)
-    batches = [pa.record_batch([pa.array(range(i * 100, i * 100 + 100), pa.int64())], names=["value"]) for i in range(5)]
+    batches = [
+        pa.record_batch([pa.array(range(i * 100, i * 100 + 100), pa.int64())], names=["value"]) for i in range(5)
+    ]
     rs.from_iterable(batches).subscribe(JvmSubscriber(col, jvm, elements="batches"))
     assert _wait(col.isComplete)
     assert list(col.items()) == list(range(500)) and col.violation() is None

@@ -1,5 +1,6 @@
 """The JVM -> Python hand-off files, attacked as another local user would: they live in a private
 folder, each batch file is created exclusively and private, and a planted link is never followed."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,12 @@ def _bridge(jvm, n=1000):
 
 
 def _as_nobody(*cmd):
-    return subprocess.run([SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", *cmd],
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", *cmd],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
 
 
 def test_the_hand_off_folder_is_private_and_each_batch_file_is_0600(jvm):

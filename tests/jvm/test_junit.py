@@ -1,4 +1,5 @@
 """The shim's JUnit 5 tests (jvm-shim/src/test), run through `bash jvm-shim/build test`."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,9 @@ from .conftest import ROOT
 
 
 def test_jvm_side_junit5_suite_passes():
-    r = subprocess.run(["bash", os.path.join(ROOT, "jvm-shim", "build"), "test"], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        ["bash", os.path.join(ROOT, "jvm-shim", "build"), "test"], capture_output=True, text=True, timeout=600
+    )
     out = r.stdout + r.stderr
     ok = re.search(r"\[\s*(\d+) tests successful", out)
     failed = re.search(r"\[\s*(\d+) tests failed", out)

@@ -1,5 +1,6 @@
 """A JVM Publisher named by text and built in this process's own standalone JVM
 (rs_spark.jvm.open_publisher: what the reader's jvmPublisher option uses), and its errors."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -27,7 +28,9 @@ def _values(pub):
 
 
 def test_a_static_factory_with_the_options_map_builds_a_submission_publisher():
-    pub = open_publisher("rsspark.fixtures.Feeds#longs", [FIXTURES], {"publisher.count": "5000", "publisher.start": "7"})
+    pub = open_publisher(
+        "rsspark.fixtures.Feeds#longs", [FIXTURES], {"publisher.count": "5000", "publisher.start": "7"}
+    )
     assert _values(pub) == list(range(7, 5007))
 
 
@@ -56,21 +59,46 @@ def test_close_shared_ends_the_shared_jvms_and_the_next_use_starts_a_new_one():
     assert h is not g and _values(open_publisher("rsspark.fixtures.Feeds#ten", [FIXTURES])) == list(range(10))
 
 
-@pytest.mark.parametrize("spec, jars, words", [
-    ("com.nope.Missing#feed", [FIXTURES], ["option jvmPublisher='com.nope.Missing#feed'",
-                                             "class com.nope.Missing is not on the JVM's classpath",
-                                             "option jvmJars", "rs-spark-jvm-fixtures.jar"]),
-    ("rsspark.fixtures.Feeds#nope", [FIXTURES], ["option jvmPublisher='rsspark.fixtures.Feeds#nope'",
-                                                   "has no public static method nope() or nope(Map<String, String>)",
-                                                   "longs(Map)", "Name a public static method"]),
-    ("rsspark.fixtures.Feeds#notAPublisher", [FIXTURES], ["returned java.lang.String",
-                                                            "neither a java.util.concurrent.Flow.Publisher",
-                                                            "Make the factory return"]),
-    ("rsspark.fixtures.Feeds", [FIXTURES], ["class rsspark.fixtures.Feeds is not a Publisher",
-                                              "rsspark.fixtures.Feeds#method"]),
-    ("rsspark.fixtures.Feeds#broken", [FIXTURES], ["threw java.lang.IllegalStateException: no feed configured",
-                                                     "Fix the factory"]),
-])
+@pytest.mark.parametrize(
+    "spec, jars, words",
+    [
+        (
+            "com.nope.Missing#feed",
+            [FIXTURES],
+            [
+                "option jvmPublisher='com.nope.Missing#feed'",
+                "class com.nope.Missing is not on the JVM's classpath",
+                "option jvmJars",
+                "rs-spark-jvm-fixtures.jar",
+            ],
+        ),
+        (
+            "rsspark.fixtures.Feeds#nope",
+            [FIXTURES],
+            [
+                "option jvmPublisher='rsspark.fixtures.Feeds#nope'",
+                "has no public static method nope() or nope(Map<String, String>)",
+                "longs(Map)",
+                "Name a public static method",
+            ],
+        ),
+        (
+            "rsspark.fixtures.Feeds#notAPublisher",
+            [FIXTURES],
+            ["returned java.lang.String", "neither a java.util.concurrent.Flow.Publisher", "Make the factory return"],
+        ),
+        (
+            "rsspark.fixtures.Feeds",
+            [FIXTURES],
+            ["class rsspark.fixtures.Feeds is not a Publisher", "rsspark.fixtures.Feeds#method"],
+        ),
+        (
+            "rsspark.fixtures.Feeds#broken",
+            [FIXTURES],
+            ["threw java.lang.IllegalStateException: no feed configured", "Fix the factory"],
+        ),
+    ],
+)
 def test_errors_name_the_option_the_value_and_what_to_do(spec, jars, words):
     with pytest.raises(JvmFactoryError) as info:
         open_publisher(spec, jars)

@@ -1,4 +1,5 @@
 """JVM Publishers as Python Publishers (rs_spark.jvm.JvmPublisher) through rs_spark.tck, with a real JVM."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,8 +42,9 @@ class TestSubmissionPublisherBatchesOverPy4jBytes(PublisherVerification):
         return JvmPublisher(src, self.jvm, elements="batches", batch_rows=1, transfer="bytes")
 
     def create_failed_publisher(self):
-        return JvmPublisher(self.jvm.rsspark.jvm.Sources.submissionFailing(0, "failed"), self.jvm,
-                            elements="batches", batch_rows=1)
+        return JvmPublisher(
+            self.jvm.rsspark.jvm.Sources.submissionFailing(0, "failed"), self.jvm, elements="batches", batch_rows=1
+        )
 
 
 class TestNettyHandlerPublisher(PublisherVerification):

@@ -1,9 +1,9 @@
 """End to end in Spark: JVM publishers (the JDK's SubmissionPublisher, netty-reactive-streams) feed
 readStream.format("reactive"), and a Spark query writes into a JVM Subscriber."""
+
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 
 import pytest
@@ -48,8 +48,9 @@ def _collect(spark, df, order="value"):
 def test_submission_publisher_feeds_read_stream(spark, j):
     from rs_spark.spark.jvm import read_jvm_stream
 
-    df = read_jvm_stream(spark, j.rsspark.jvm.Sources.submissionLongs(5000), "value bigint",
-                         batch_rows=1000, maxRecordsPerTrigger=2000)
+    df = read_jvm_stream(
+        spark, j.rsspark.jvm.Sources.submissionLongs(5000), "value bigint", batch_rows=1000, maxRecordsPerTrigger=2000
+    )
     values, q = _collect(spark, df)
     assert values == list(range(5000))
     sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
@@ -79,10 +80,13 @@ def test_a_spark_query_writes_into_a_jvm_subscriber(spark, j):
     from rs_spark.spark.jvm import read_jvm_stream
 
     collector = j.rsspark.jvm.CollectingSubscriber(256)
-    sub = JvmSubscriber(collector, j, schema="id:int64,symbol:string,price:float64,buy:bool",
-                        kind="rsspark.fixtures.Trade")
+    sub = JvmSubscriber(
+        collector, j, schema="id:int64,symbol:string,price:float64,buy:bool", kind="rsspark.fixtures.Trade"
+    )
     df = read_jvm_stream(spark, j.rsspark.jvm.Sources.submissionLongs(2000), "value:int64")
-    out = df.selectExpr("value as id", "concat('S', value) as symbol", "cast(value as double) / 2 as price", "value % 2 = 0 as buy")
+    out = df.selectExpr(
+        "value as id", "concat('S', value) as symbol", "cast(value as double) / 2 as price", "value % 2 = 0 as buy"
+    )
     q = rs_spark.write_stream(out, sub)
     q.processAllAvailable()
     q.stop()
@@ -94,6 +98,7 @@ def test_a_spark_query_writes_into_a_jvm_subscriber(spark, j):
 
 
 # -- option jvmPublisher: the reader process builds the JVM publisher in a JVM of its own ----------
+
 
 def _jvm_reader(spark, spec, schema="value LONG", **options):
     from .conftest import FIXTURES
@@ -115,8 +120,12 @@ def test_jvm_publisher_option_reads_a_submission_publisher_with_options_only(spa
 
 
 def test_jvm_publisher_option_encodes_records_into_the_given_columns(spark):
-    df = _jvm_reader(spark, "rsspark.fixtures.Feeds#trades", "id LONG, symbol STRING, price DOUBLE, buy BOOLEAN",
-                     **{"publisher.count": 30})
+    df = _jvm_reader(
+        spark,
+        "rsspark.fixtures.Feeds#trades",
+        "id LONG, symbol STRING, price DOUBLE, buy BOOLEAN",
+        **{"publisher.count": 30},
+    )
     rows, _ = _collect(spark, df.selectExpr("concat(id, ':', symbol, ':', price, ':', buy) as r", "id"), order="id")
     assert len(rows) == 30
 
@@ -143,6 +152,12 @@ def test_jvm_publisher_option_without_a_schema_says_how_to_give_one(spark):
 def test_jvm_publisher_option_in_a_batch_read(spark):
     from .conftest import FIXTURES
 
-    df = (spark.read.format("reactive").schema("value LONG").option("jvmPublisher", "rsspark.fixtures.Feeds#longs")
-          .option("jvmJars", FIXTURES).option("publisher.count", "3000").load())
+    df = (
+        spark.read.format("reactive")
+        .schema("value LONG")
+        .option("jvmPublisher", "rsspark.fixtures.Feeds#longs")
+        .option("jvmJars", FIXTURES)
+        .option("publisher.count", "3000")
+        .load()
+    )
     assert sorted(r[0] for r in df.collect()) == list(range(3000))

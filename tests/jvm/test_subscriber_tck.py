@@ -1,4 +1,5 @@
 """Python Publisher -> JVM Subscriber (rs_spark.jvm.JvmSubscriber) through rs_spark.tck's blackbox kit."""
+
 from __future__ import annotations
 
 import pytest

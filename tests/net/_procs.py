@@ -1,4 +1,5 @@
 """Code that runs in spawned child processes for the cross-process tests (importable by spawn)."""
+
 from __future__ import annotations
 
 import time
@@ -29,8 +30,9 @@ def serve_publishers(bind, conn, produced, cancelled, token=None):
         yield 3
         raise ValueError("boom at element 3")
 
-    ints = pa.record_batch({"x": pa.array(range(10_000), pa.int64()),
-                            "s": pa.array([f"row {i}" for i in range(10_000)])})
+    ints = pa.record_batch(
+        {"x": pa.array(range(10_000), pa.int64()), "s": pa.array([f"row {i}" for i in range(10_000)])}
+    )
     server = net.Server(bind, token=token)
     server.add_publisher("numbers", rs.range_(1000))
     server.add_publisher("counted", rs.defer(counted))

@@ -1,5 +1,6 @@
 """rsocket-py serving on its own event loop thread, over TCP or (``websocket=True``) on a
 ``websockets`` server: the third-party RSocket peer of the interop tests."""
+
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,7 @@ from rsocket.streams.stream_from_generator import StreamFromGenerator
 class _Sink:
     """An rsocket-py channel Subscriber: records the request payload's data and every element."""
 
-    def __init__(self, outer: "RsocketPyServer", request_data: bytes) -> None:
+    def __init__(self, outer: RsocketPyServer, request_data: bytes) -> None:
         self.outer = outer
         outer.request_data.append(request_data)
 
@@ -56,6 +57,7 @@ class RsocketPyServer:
             def gen():
                 for i in range(count):
                     yield Payload(json.dumps(i).encode()), i == count - 1
+
             return StreamFromGenerator(gen)
 
         @router.stream("fails")
@@ -64,6 +66,7 @@ class RsocketPyServer:
                 yield Payload(b"1"), False
                 yield Payload(b"2"), False
                 raise RuntimeError("rsocket-py side failed")
+
             return StreamFromGenerator(gen)
 
         @router.channel("sink")
@@ -78,6 +81,7 @@ class RsocketPyServer:
 
             async def session(reader, writer):
                 RSocketServer(TransportTCP(reader, writer), handler_factory=handler)
+
             srv = await asyncio.start_server(session, "127.0.0.1", 0)
             return srv, srv.sockets[0].getsockname()[1]
 
@@ -89,6 +93,7 @@ class RsocketPyServer:
                 transport = WebsocketsTransport()
                 RSocketServer(transport, handler_factory=handler)
                 await transport.handler(ws)
+
             srv = await serve(session, "127.0.0.1", 0)
             return srv, next(iter(srv.sockets)).getsockname()[1]
 

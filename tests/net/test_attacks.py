@@ -2,6 +2,7 @@
 silent clients, token guessing, connection floods, a client that never reads. The server must
 refuse or close cleanly and keep serving; it never crashes, hangs, or grows without bound
 (connection_count and the thread count return to where they were)."""
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,9 @@ from rs_spark.net.auth import setup_metadata
 pytestmark = pytest.mark.timeout(120)
 
 TOKEN = "attack-test-token"
-SETUP = b"".join(bytes(b) for b in F.encode_setup(1000, 5000, M.COMPOSITE, "application/json",
-                                                    metadata=setup_metadata(TOKEN)))
+SETUP = b"".join(
+    bytes(b) for b in F.encode_setup(1000, 5000, M.COMPOSITE, "application/json", metadata=setup_metadata(TOKEN))
+)
 LIMITS = net.Limits(max_frame_bytes=64 * 1024, setup_timeout=0.5, max_connections=16, max_streams=8)
 
 
@@ -56,7 +58,7 @@ def _read_until_closed(sock, limit=5.0):
             if not chunk:
                 return data
             data += chunk
-    except socket.timeout:
+    except TimeoutError:
         return None
     except ConnectionResetError:
         return data
@@ -68,8 +70,8 @@ def _frames(data):
         n = int.from_bytes(data[:3], "big")
         if len(data) < 3 + n:
             break
-        out.append(F.decode(data[3:3 + n]))
-        data = data[3 + n:]
+        out.append(F.decode(data[3 : 3 + n]))
+        data = data[3 + n :]
     return out
 
 
@@ -99,8 +101,9 @@ def no_internal_errors(caplog):
 # -- fuzzing ----------------------------------------------------------------------------
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(garbage=st.binary(min_size=1, max_size=300), after_setup=st.booleans())
-def test_fuzzed_bytes_close_that_connection_at_most_and_never_crash_the_server(server, no_internal_errors,
-                                                                                garbage, after_setup):
+def test_fuzzed_bytes_close_that_connection_at_most_and_never_crash_the_server(
+    server, no_internal_errors, garbage, after_setup
+):
     with _connect(server) as sock:
         sock.sendall((SETUP if after_setup else b"") + garbage)
         sock.shutdown(socket.SHUT_WR)  # EOF after the garbage: every connection must end
@@ -108,10 +111,12 @@ def test_fuzzed_bytes_close_that_connection_at_most_and_never_crash_the_server(s
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ftype=st.integers(0, 0x3F), flags=st.integers(0, 0x3FF), sid=st.integers(0, 2**31 - 1),
-       body=st.binary(max_size=64))
-def test_fuzzed_well_framed_frames_of_every_type_never_crash_the_server(server, no_internal_errors,
-                                                                          ftype, flags, sid, body):
+@given(
+    ftype=st.integers(0, 0x3F), flags=st.integers(0, 0x3FF), sid=st.integers(0, 2**31 - 1), body=st.binary(max_size=64)
+)
+def test_fuzzed_well_framed_frames_of_every_type_never_crash_the_server(
+    server, no_internal_errors, ftype, flags, sid, body
+):
     frame = sid.to_bytes(4, "big") + ((ftype << 10) | flags).to_bytes(2, "big") + body
     with _connect(server) as sock:
         sock.sendall(SETUP + len(frame).to_bytes(3, "big") + frame)
@@ -129,7 +134,7 @@ def test_truncated_frame_then_disconnect_frees_the_connection(server):
     threads = threading.active_count()
     half = _join(F.encode_request(F.REQUEST_STREAM, 1, 5, metadata=M.request_metadata(M.COMPOSITE, "numbers")))
     with _connect(server) as sock:
-        sock.sendall(SETUP + half[:len(half) // 2])
+        sock.sendall(SETUP + half[: len(half) // 2])
     assert _settles(server, threads)
     assert _still_serves(server)
 
@@ -162,9 +167,11 @@ def test_silent_client_is_closed_after_the_setup_timeout(server):
 def test_setup_trickled_one_byte_at_a_time_is_closed_after_the_setup_timeout(server):
     """Slowloris: bytes keep arriving, but no whole SETUP within Limits.setup_timeout."""
     stop = threading.Event()
-    slow = _join(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json", metadata=setup_metadata(TOKEN),
-                                data=b"x" * 1000))  # ~50 s at this pace: only the setup timeout can end it
+    slow = _join(
+        F.encode_setup(1000, 5000, M.COMPOSITE, "application/json", metadata=setup_metadata(TOKEN), data=b"x" * 1000)
+    )  # ~50 s at this pace: only the setup timeout can end it
     with _connect(server) as sock:
+
         def trickle():
             for b in slow:
                 if stop.wait(0.05):
@@ -191,9 +198,12 @@ def test_guessed_tokens_are_all_refused_before_any_stream_and_leave_nothing_behi
         for i in range(40):
             md = setup_metadata(f"guess-{i}") if i % 2 else None
             with _connect(server) as sock:
-                sock.sendall(_join(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json", metadata=md))
-                             + _join(F.encode_request(F.REQUEST_STREAM, 1, 5,
-                                                      metadata=M.request_metadata(M.COMPOSITE, "guarded"))))
+                sock.sendall(
+                    _join(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json", metadata=md))
+                    + _join(
+                        F.encode_request(F.REQUEST_STREAM, 1, 5, metadata=M.request_metadata(M.COMPOSITE, "guarded"))
+                    )
+                )
                 data = _read_until_closed(sock)
             errs = [f for f in _frames(data or b"") if f.type == F.ERROR]
             assert errs and errs[0].error_code == F.REJECTED_SETUP, f"guess {i} was not refused"
@@ -215,7 +225,7 @@ def test_200_connections_beyond_the_limit_are_refused_and_everything_returns_to_
             socks.append(s)
         assert server.connection_count <= LIMITS.max_connections
         refused = 0
-        for s in socks[LIMITS.max_connections:]:
+        for s in socks[LIMITS.max_connections :]:
             data = _read_until_closed(s, limit=5)
             errs = [f for f in _frames(data or b"") if f.type == F.ERROR]
             if errs and b"too many connections" in bytes(errs[0].data):
@@ -226,16 +236,18 @@ def test_200_connections_beyond_the_limit_are_refused_and_everything_returns_to_
     finally:
         for s in socks:
             s.close()
-    assert _settles(server, threads), (f"{server.connection_count} connections and {threading.active_count()} "
-                                       f"threads remain (baseline {threads})")
+    assert _settles(server, threads), (
+        f"{server.connection_count} connections and {threading.active_count()} threads remain (baseline {threads})"
+    )
     assert _still_serves(server)
 
 
 def test_streams_beyond_the_per_connection_limit_are_refused_with_the_limit_named(server):
     with _connect(server) as sock:
-        reqs = b"".join(_join(F.encode_request(F.REQUEST_STREAM, 2 * i + 1, 1,
-                                               metadata=M.request_metadata(M.COMPOSITE, "forever")))
-                        for i in range(LIMITS.max_streams + 4))
+        reqs = b"".join(
+            _join(F.encode_request(F.REQUEST_STREAM, 2 * i + 1, 1, metadata=M.request_metadata(M.COMPOSITE, "forever")))
+            for i in range(LIMITS.max_streams + 4)
+        )
         sock.sendall(SETUP + reqs)
         sock.settimeout(5)
         data = b""
@@ -260,9 +272,14 @@ def test_client_that_never_reads_stays_bounded_and_is_freed_on_close():
     try:
         with _connect(s) as sock:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-            sock.sendall(_join(F.encode_setup(1000, 60000, M.COMPOSITE, "application/json"))
-                         + _join(F.encode_request(F.REQUEST_STREAM, 1, F.MAX_REQUEST_N,
-                                                  metadata=M.request_metadata(M.COMPOSITE, "flood"))))
+            sock.sendall(
+                _join(F.encode_setup(1000, 60000, M.COMPOSITE, "application/json"))
+                + _join(
+                    F.encode_request(
+                        F.REQUEST_STREAM, 1, F.MAX_REQUEST_N, metadata=M.request_metadata(M.COMPOSITE, "flood")
+                    )
+                )
+            )
             ev = threading.Event()
             peaks = []
             for _ in range(3):  # the server fills the socket, then must stop asking its publisher

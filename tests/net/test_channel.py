@@ -1,5 +1,6 @@
 """Two-way request-channel: a served Processor reached with connect_processor(), over loopback
 TCP: elements go one way paced by the server, answers come back paced by the client."""
+
 from __future__ import annotations
 
 import itertools
@@ -35,8 +36,9 @@ def test_channel_carries_elements_both_ways_json(server):
 
 
 def test_channel_carries_arrow_batches_and_counts_rows(server):
-    addr = server.add_processor(f"arrow{next(_names)}",
-                                lambda: rs.map(lambda b: b.append_column("y", pc.multiply(b["x"], 3))))
+    addr = server.add_processor(
+        f"arrow{next(_names)}", lambda: rs.map(lambda b: b.append_column("y", pc.multiply(b["x"], 3)))
+    )
     proc = net.connect_processor(addr + "?codec=arrow")
     batches = [pa.record_batch({"x": pa.array(range(i * 100, (i + 1) * 100), pa.int64())}) for i in range(20)]
     it = rs.iterate(proc, prefetch=4)
@@ -57,6 +59,7 @@ def test_channel_slow_answer_subscriber_slows_the_sender(server):
             with seen_lock:
                 seen.append(x)
             return x
+
         return rs.map(note)
 
     addr = server.add_processor(f"slow{next(_names)}", make)

@@ -1,6 +1,7 @@
 """How a request-channel's first element travels (rs_spark.net.conventions), rs_spark on both
 sides: every combination that names the same convention delivers every element once, in order,
 never before it was requested; the implied credit of the first element is counted."""
+
 from __future__ import annotations
 
 import threading
@@ -41,8 +42,10 @@ class Stepping:
         self.done.set()
 
 
-@pytest.mark.parametrize("data,open_", [("auto", "first_element"), ("auto", "route_only"),
-                                        ("element", "first_element"), ("parameters", "route_only")])
+@pytest.mark.parametrize(
+    "data,open_",
+    [("auto", "first_element"), ("auto", "route_only"), ("element", "first_element"), ("parameters", "route_only")],
+)
 @pytest.mark.parametrize("codec", ["json", "arrow"])
 def test_matching_conventions_deliver_every_element_once_in_order(data, open_, codec):
     import pyarrow as pa

@@ -1,4 +1,5 @@
 """Publisher in one process, subscriber in another, over TCP and Unix sockets on 127.0.0.1."""
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,9 @@ def test_elements_cross_in_order(publisher_child):
 
 
 def test_arrow_batches_cross_with_row_counted_demand(publisher_child):
-    got = rs.to_list(net.connect(publisher_child.base + "/arrow", codec="arrow", batch_rows=4096),
-                     timeout=30, request_size=2)
+    got = rs.to_list(
+        net.connect(publisher_child.base + "/arrow", codec="arrow", batch_rows=4096), timeout=30, request_size=2
+    )
     assert all(b.num_rows <= 4096 for b in got)
     assert sum(b.num_rows for b in got) == 50_000
     assert got[0].column("s")[1].as_py() == "row 1"
@@ -87,8 +89,9 @@ def test_dropped_server_ends_the_stream_with_on_error_within_keepalive_bound(pub
     lifetime = 1.0
     errors = []
     done = threading.Event()
-    sub = rs.CallbackSubscriber(lambda x: time.sleep(0.01), on_error=lambda e: (errors.append(e), done.set()),
-                                request_size=4)
+    sub = rs.CallbackSubscriber(
+        lambda x: time.sleep(0.01), on_error=lambda e: (errors.append(e), done.set()), request_size=4
+    )
     net.connect(publisher_child.base + "/forever", keepalive=0.2, lifetime=lifetime).subscribe(sub)
     time.sleep(0.5)
     os.kill(publisher_child.proc.pid, signal.SIGSTOP)
@@ -126,8 +129,9 @@ def test_dropped_client_ends_the_served_subscriber_with_on_error_within_keepaliv
 
         server = net.serve(Sub(), name="sink", bind=bind)
         try:
-            child = CTX.Process(target=_procs.push_to_subscriber, args=(server.address, 10**6, 0.01, 0.2, 1.0),
-                                daemon=True)
+            child = CTX.Process(
+                target=_procs.push_to_subscriber, args=(server.address, 10**6, 0.01, 0.2, 1.0), daemon=True
+            )
             child.start()
             assert subscribed.wait(60)
             time.sleep(0.3)

@@ -1,4 +1,5 @@
 """Frame codec: round trips, strict validation, and fuzzed / truncated input."""
+
 from __future__ import annotations
 
 import socket
@@ -43,16 +44,19 @@ def test_request_n_cancel_error_keepalive_setup_round_trip() -> None:
     assert e.error_code == F.APPLICATION_ERROR and bytes(e.data).decode() == "ValueError: bäd"
     k = dec(F.encode_keepalive(True, 9, b"d"))
     assert k.has(F.FLAG_RESPOND) and bytes(k.data) == b"d"
-    s = dec(F.encode_setup(2000, 10000, "message/x.rsocket.composite-metadata.v0", "application/json",
-                           metadata=b"m", data=b"d"))
+    s = dec(
+        F.encode_setup(
+            2000, 10000, "message/x.rsocket.composite-metadata.v0", "application/json", metadata=b"m", data=b"d"
+        )
+    )
     assert (s.version, s.keepalive_ms, s.lifetime_ms) == ((1, 0), 2000, 10000)
     assert s.data_mime == "application/json" and bytes(s.metadata) == b"m" and bytes(s.data) == b"d"
 
 
 def test_layout_matches_rsocket_spec_bytes() -> None:
     # REQUEST_N on stream 1 for 5: id(4) | type 0x08 << 10 (2) | n(4)
-    assert one(F.encode_request_n(1, 5, prefixed=False)) == bytes.fromhex("00000001" "2000" "00000005")
-    assert one(F.encode_cancel(1, prefixed=False)) == bytes.fromhex("00000001" "2400")
+    assert one(F.encode_request_n(1, 5, prefixed=False)) == bytes.fromhex("00000001200000000005")
+    assert one(F.encode_cancel(1, prefixed=False)) == bytes.fromhex("000000012400")
 
 
 def test_against_the_rsocket_package_when_installed() -> None:
@@ -62,20 +66,23 @@ def test_against_the_rsocket_package_when_installed() -> None:
     assert theirs.stream_id == 9 and theirs.request_n == 17
 
 
-@pytest.mark.parametrize("raw, words", [
-    (b"", "shorter than the 6-byte"),
-    (bytes.fromhex("80000001" "2000" "00000005"), "reserved top bit"),
-    (bytes.fromhex("00000001" "2000" "00000000"), "0 elements"),
-    (bytes.fromhex("00000001" "2000" "000005"), "shorter than 10 bytes"),
-    (bytes.fromhex("00000001" "2000" "00000005" "00"), "exactly 10"),
-    (bytes.fromhex("00000000" "2000" "00000005"), "stream 0"),
-    (bytes.fromhex("00000001" "1800" "00000000"), "initial request of 0"),
-    (bytes.fromhex("00000003" "0c00" "000000000000000000000000"), "only valid on stream 0"),
-    (bytes.fromhex("00000001" "2900" "0000ff"), "runs past the end"),
-    (bytes.fromhex("00000001" "2c00" "00000201" "ff"), "not valid UTF-8"),
-    (bytes.fromhex("00000001" "2400" "00"), "exactly 6"),
-    (bytes.fromhex("00000001" "f800"), "unknown frame type"),
-])
+@pytest.mark.parametrize(
+    "raw, words",
+    [
+        (b"", "shorter than the 6-byte"),
+        (bytes.fromhex("80000001200000000005"), "reserved top bit"),
+        (bytes.fromhex("00000001200000000000"), "0 elements"),
+        (bytes.fromhex("000000012000000005"), "shorter than 10 bytes"),
+        (bytes.fromhex("0000000120000000000500"), "exactly 10"),
+        (bytes.fromhex("00000000200000000005"), "stream 0"),
+        (bytes.fromhex("00000001180000000000"), "initial request of 0"),
+        (bytes.fromhex("000000030c00000000000000000000000000"), "only valid on stream 0"),
+        (bytes.fromhex("0000000129000000ff"), "runs past the end"),
+        (bytes.fromhex("000000012c0000000201ff"), "not valid UTF-8"),
+        (bytes.fromhex("00000001240000"), "exactly 6"),
+        (bytes.fromhex("00000001f800"), "unknown frame type"),
+    ],
+)
 def test_malformed_frames_name_the_problem(raw: bytes, words: str) -> None:
     with pytest.raises(F.FrameError, match=words):
         F.decode(raw)
@@ -97,8 +104,7 @@ def test_fuzz_decode_only_raises_frame_error(raw: bytes) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(1, 2**31 - 1), st.binary(max_size=40), st.one_of(st.none(), st.binary(max_size=40)),
-       st.data())
+@given(st.integers(1, 2**31 - 1), st.binary(max_size=40), st.one_of(st.none(), st.binary(max_size=40)), st.data())
 def test_fuzz_truncated_payloads_raise_or_decode_a_prefix(sid: int, data: bytes, meta, draw) -> None:
     raw = one(F.encode_request(F.REQUEST_STREAM, sid, 1, metadata=meta, data=[data], prefixed=False))
     cut = draw.draw(st.integers(0, len(raw)))
@@ -143,11 +149,13 @@ def test_arrow_codec_decodes_zero_copy_across_schema_changes_and_dictionaries() 
     from rs_spark.net.codecs import make_codec
 
     enc, dec = make_codec("arrow"), make_codec("arrow")
-    batches = [pa.record_batch({"x": pa.array([1, 2, 3], pa.int64())}),
-               pa.record_batch({"x": pa.array([4], pa.int64())}),
-               pa.record_batch({"s": pa.array(["a", "b"])}),  # the schema changes mid-stream
-               pa.record_batch({"d": pa.array(["u", "v", "u"]).dictionary_encode()}),
-               pa.record_batch({"x": pa.array([5, 6], pa.int64())})]
+    batches = [
+        pa.record_batch({"x": pa.array([1, 2, 3], pa.int64())}),
+        pa.record_batch({"x": pa.array([4], pa.int64())}),
+        pa.record_batch({"s": pa.array(["a", "b"])}),  # the schema changes mid-stream
+        pa.record_batch({"d": pa.array(["u", "v", "u"]).dictionary_encode()}),
+        pa.record_batch({"x": pa.array([5, 6], pa.int64())}),
+    ]
     for b in batches:
         wire = pa.py_buffer(b"".join(bytes(p) for p in enc.encode(b)))
         got = dec.decode(wire)

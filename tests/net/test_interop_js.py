@@ -5,6 +5,7 @@ a real Node process (interop/js/peer.js) on 127.0.0.1.
 rsocket-js, like rsocket-java, sends a channel's first element as the REQUEST_CHANNEL frame's data
 and hands that frame to its responder as element 0: these tests fail if rs_spark drops or invents
 that element (before: 999 of 1000 arrived one way, one null element too many the other)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -38,10 +39,15 @@ class JsPeer:
     """``node peer.js ...`` with its stdout read line by line as JSON; ends when stdin closes."""
 
     def __init__(self, *args: object) -> None:
-        self.proc = subprocess.Popen([NODE, os.path.join(JS, "peer.js"), *map(str, args)], cwd=JS,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.lines: "queue.Queue[str]" = queue.Queue()
+        self.proc = subprocess.Popen(
+            [NODE, os.path.join(JS, "peer.js"), *map(str, args)],
+            cwd=JS,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
@@ -168,8 +174,9 @@ def test_js_reads_a_served_publisher_within_its_credits(credits):
         server.stop()
 
 
-@pytest.mark.parametrize("token,route,says", [("wrong", "numbers", "wrong token"),
-                                              (TOKEN, "nope", "no publisher named 'nope'")])
+@pytest.mark.parametrize(
+    "token,route,says", [("wrong", "numbers", "wrong token"), (TOKEN, "nope", "no publisher named 'nope'")]
+)
 def test_js_is_refused_with_a_reason(token, route, says):
     server = net.serve(rs.range_(5), name="numbers", token=TOKEN)
     port = server.address.rsplit(":", 1)[1].split("/")[0]

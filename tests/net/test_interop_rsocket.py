@@ -1,4 +1,5 @@
 """Interop with the ``rsocket`` package (rsocket-py), both ways, over loopback TCP."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,12 +28,15 @@ pytestmark = pytest.mark.timeout(60)
 async def _read_with_rsocket_py(host, port, name, token, limit_rate):
     reader, writer = await asyncio.open_connection(host, port)
     setup = Payload(metadata=composite(authenticate_bearer(token))) if token else None
-    async with RSocketClient(single_transport_provider(TransportTCP(reader, writer)),
-                             metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
-                             data_encoding=WellKnownMimeTypes.APPLICATION_JSON,
-                             setup_payload=setup) as client:
+    async with RSocketClient(
+        single_transport_provider(TransportTCP(reader, writer)),
+        metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
+        data_encoding=WellKnownMimeTypes.APPLICATION_JSON,
+        setup_payload=setup,
+    ) as client:
         payloads = await AwaitableRSocket(client).request_stream(
-            Payload(metadata=composite(route(name))), limit_rate=limit_rate)
+            Payload(metadata=composite(route(name))), limit_rate=limit_rate
+        )
     return [json.loads(p.data) for p in payloads]
 
 
@@ -98,14 +102,19 @@ async def _feed_with_rsocket_py(port, name, data, count, done):
     from rsocket.streams.stream_from_generator import StreamFromGenerator
 
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    async with RSocketClient(single_transport_provider(TransportTCP(reader, writer)),
-                             metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
-                             data_encoding=WellKnownMimeTypes.APPLICATION_JSON) as client:
+    async with RSocketClient(
+        single_transport_provider(TransportTCP(reader, writer)),
+        metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
+        data_encoding=WellKnownMimeTypes.APPLICATION_JSON,
+    ) as client:
+
         def gen():
             for i in range(count):
                 yield Payload(json.dumps(i).encode()), i == count - 1
-        await AwaitableRSocket(client).request_channel(Payload(data=data, metadata=composite(route(name))),
-                                                       StreamFromGenerator(gen))
+
+        await AwaitableRSocket(client).request_channel(
+            Payload(data=data, metadata=composite(route(name))), StreamFromGenerator(gen)
+        )
         # keep the connection until the served subscriber has everything (its own direction ended at once)
         await asyncio.get_running_loop().run_in_executor(None, done.wait, 30)
 

@@ -1,6 +1,7 @@
 """Interop over WebSocket with third-party code on both layers: the ``websockets`` package
 speaks RFC 6455 and rsocket-py's ``WebsocketsTransport`` speaks RSocket on top (one frame per
 binary message), against our ws:// server and our ws:// client."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,11 +34,14 @@ async def _read_over_websockets(uri, name, limit_rate):
     async with ws_connect(uri) as ws:
         pump = asyncio.create_task(transport.handler(ws))
         try:
-            async with RSocketClient(single_transport_provider(transport),
-                                     metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
-                                     data_encoding=WellKnownMimeTypes.APPLICATION_JSON) as client:
+            async with RSocketClient(
+                single_transport_provider(transport),
+                metadata_encoding=WellKnownMimeTypes.MESSAGE_RSOCKET_COMPOSITE_METADATA,
+                data_encoding=WellKnownMimeTypes.APPLICATION_JSON,
+            ) as client:
                 payloads = await AwaitableRSocket(client).request_stream(
-                    Payload(metadata=composite(route(name))), limit_rate=limit_rate)
+                    Payload(metadata=composite(route(name))), limit_rate=limit_rate
+                )
         finally:
             pump.cancel()
     return [json.loads(p.data) for p in payloads]

@@ -1,5 +1,6 @@
 """rs_spark.tck on the network: a served Publisher read with connect(), and a served Subscriber
 fed through connect_subscriber(), both over loopback TCP in this process."""
+
 from __future__ import annotations
 
 import itertools
@@ -79,8 +80,11 @@ class TestServedPublisherOverTls(PublisherVerification):
         return net.connect(self.server.add_publisher(f"p{next(_names)}", pub), token="tck-token", ssl=self.ssl)
 
     def create_failed_publisher(self):
-        return net.connect(self.server.add_publisher(f"f{next(_names)}", rs.error(RuntimeError("failed publisher"))),
-                           token="tck-token", ssl=self.ssl)
+        return net.connect(
+            self.server.add_publisher(f"f{next(_names)}", rs.error(RuntimeError("failed publisher"))),
+            token="tck-token",
+            ssl=self.ssl,
+        )
 
 
 class TestServedSubscriberOverTls(SubscriberBlackboxVerification):

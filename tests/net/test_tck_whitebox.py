@@ -2,6 +2,7 @@
 connect_subscriber() returns; its probe sits in the served Subscriber on the other side, so every
 signal the kit sends is checked after crossing the connection, and the puppet's request/cancel
 cross back as REQUEST_N/CANCEL."""
+
 from __future__ import annotations
 
 import itertools
@@ -57,13 +58,17 @@ class TestConnectedSubscriberWhitebox(SubscriberWhiteboxVerification):
         # route_only: the served Subscriber is subscribed when the channel opens, before any element,
         # so all demand comes from the puppet as the kit requires. With first_element (the default,
         # as rsocket-java/-js do) the first element itself opens the channel on an implied credit.
-        return net.connect_subscriber(self.server.add_subscriber(f"w{next(_names)}", _Probed(probe)),
-                                      channel_open="route_only")
+        return net.connect_subscriber(
+            self.server.add_subscriber(f"w{next(_names)}", _Probed(probe)), channel_open="route_only"
+        )
 
     def create_element(self, i):
         return i
 
     def errors_match(self, received, sent):
         # An error crosses as ERROR[APPLICATION_ERROR] with its type name and message.
-        return (isinstance(received, net.RemoteError) and received.remote_message == str(sent)
-                and received.type_name.endswith(type(sent).__name__))
+        return (
+            isinstance(received, net.RemoteError)
+            and received.remote_message == str(sent)
+            and received.type_name.endswith(type(sent).__name__)
+        )

@@ -1,6 +1,7 @@
 """TLS end to end on 127.0.0.1 with a throwaway self-signed certificate: streams both ways,
 tokens, refusals that say what to fix, and the runs in a row that used to hang one time in three
 (when the reader and the writer thread shared one SSL object)."""
+
 from __future__ import annotations
 
 import socket
@@ -46,10 +47,12 @@ def _threads_settle(baseline: int, server) -> bool:
 def test_tls_stream_end_to_end_with_a_self_signed_certificate(server, tls):
     _, cctx = tls
     assert server.address.startswith("tls://127.0.0.1:")
-    assert rs.to_list(net.connect(server.address, token=TOKEN, ssl=cctx), timeout=30, request_size=64) == \
-        list(range(5000))
-    got = rs.to_list(net.connect(server.address_of("arrow"), token=TOKEN, ssl=cctx, codec="arrow"), timeout=30,
-                     request_size=2)
+    assert rs.to_list(net.connect(server.address, token=TOKEN, ssl=cctx), timeout=30, request_size=64) == list(
+        range(5000)
+    )
+    got = rs.to_list(
+        net.connect(server.address_of("arrow"), token=TOKEN, ssl=cctx, codec="arrow"), timeout=30, request_size=2
+    )
     assert sum(b.num_rows for b in got) == 20 * 65536 and got[0].column("x")[65535].as_py() == 65535
 
 
@@ -57,8 +60,13 @@ def test_tls_channel_feeds_a_served_subscriber(tls):
     sctx, cctx = tls
     results = []
     done = threading.Event()
-    s = net.serve(lambda: rs.CallbackSubscriber(results.append, on_complete=done.set, request_size=8), name="sink",
-                  bind="tls://127.0.0.1:0", token=TOKEN, ssl=sctx)
+    s = net.serve(
+        lambda: rs.CallbackSubscriber(results.append, on_complete=done.set, request_size=8),
+        name="sink",
+        bind="tls://127.0.0.1:0",
+        token=TOKEN,
+        ssl=sctx,
+    )
     try:
         sub = net.connect_subscriber(s.address, token=TOKEN, ssl=cctx)
         rs.range_(3000).subscribe(sub)
@@ -101,14 +109,16 @@ def test_tls_streams_complete_30_runs_in_a_row_without_hanging(server, tls):
     assert completed == 30
     assert _threads_settle(baseline, server), (
         f"threads or connections left over: {threading.active_count()} threads (baseline {baseline}), "
-        f"{server.connection_count} connections")
+        f"{server.connection_count} connections"
+    )
 
 
 def test_wrong_or_missing_token_over_tls_is_refused_before_any_stream_opens(tls):
     sctx, cctx = tls
     subscribed = []
-    s = net.serve(rs.defer(lambda: subscribed.append(1) or [1, 2]), name="p", bind="tls://127.0.0.1:0",
-                  token=TOKEN, ssl=sctx)
+    s = net.serve(
+        rs.defer(lambda: subscribed.append(1) or [1, 2]), name="p", bind="tls://127.0.0.1:0", token=TOKEN, ssl=sctx
+    )
     try:
         with pytest.raises(net.Refused, match="requires a token"):
             rs.to_list(net.connect(s.address, ssl=cctx), timeout=10)
@@ -121,7 +131,9 @@ def test_wrong_or_missing_token_over_tls_is_refused_before_any_stream_opens(tls)
 
 
 def test_client_that_does_not_trust_the_certificate_is_refused_with_a_hint(server):
-    with pytest.raises(net.Refused, match=r"TLS with tls://127\.0\.0\.1:\d+ failed: .*does not trust the certificate.*cafile="):
+    with pytest.raises(
+        net.Refused, match=r"TLS with tls://127\.0\.0\.1:\d+ failed: .*does not trust the certificate.*cafile="
+    ):
         rs.to_list(net.connect(server.address, token=TOKEN), timeout=10)  # system CAs: self-signed is unknown
     ctx = ssl.create_default_context(cafile=None)
     ctx.check_hostname = False
@@ -135,7 +147,7 @@ def test_plain_tcp_client_on_a_tls_server_is_closed_and_the_server_keeps_serving
     with pytest.raises((net.ConnectionLost, net.Refused)):
         rs.to_list(net.connect(plain, token=TOKEN), timeout=10)
     # Raw clear-text SETUP: the TLS thread fails the handshake and closes that socket.
-    host, port = server.base_address[len("tls://"):].split(":")
+    host, port = server.base_address[len("tls://") :].split(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(b"".join(bytes(b) for b in F.encode_setup(1000, 5000, M.COMPOSITE, "application/json")))
         sock.settimeout(5)
@@ -166,7 +178,7 @@ def test_tls_bind_without_a_certificate_says_what_to_pass():
 
 def test_silent_client_during_the_tls_handshake_is_closed_within_the_setup_timeout(server):
     baseline = threading.active_count()
-    host, port = server.base_address[len("tls://"):].split(":")
+    host, port = server.base_address[len("tls://") :].split(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.settimeout(10)
         assert sock.recv(4096) == b"", "the server sent something to a client that never started TLS"

@@ -1,6 +1,7 @@
 """RSocket over WebSocket: ws:// and wss:// end to end, the standard mapping (one frame per
 binary message, no length prefix) checked with a hand-written client, refusals, limits, and
 rs_spark.tck on a publisher served over ws://."""
+
 from __future__ import annotations
 
 import itertools
@@ -49,8 +50,11 @@ def test_ws_stream_end_to_end_json_and_arrow(server):
 def test_ws_channel_feeds_a_served_subscriber():
     results = []
     done = threading.Event()
-    s = net.serve(lambda: rs.CallbackSubscriber(results.append, on_complete=done.set, request_size=8), name="sink",
-                  bind="ws://127.0.0.1:0")
+    s = net.serve(
+        lambda: rs.CallbackSubscriber(results.append, on_complete=done.set, request_size=8),
+        name="sink",
+        bind="ws://127.0.0.1:0",
+    )
     try:
         rs.range_(1000).subscribe(net.connect_subscriber(s.address))
         assert done.wait(30) and results == list(range(1000))
@@ -107,8 +111,9 @@ class _RawWs:
 def test_each_rsocket_frame_is_one_binary_message_without_a_length_prefix(server):
     ws = _RawWs(server.address)
     ws.send_frame(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json", prefixed=False))
-    ws.send_frame(F.encode_request(F.REQUEST_STREAM, 1, 3, metadata=M.request_metadata(M.COMPOSITE, "numbers"),
-                                   prefixed=False))
+    ws.send_frame(
+        F.encode_request(F.REQUEST_STREAM, 1, 3, metadata=M.request_metadata(M.COMPOSITE, "numbers"), prefixed=False)
+    )
     got = []
     while len(got) < 3:
         op, payload = ws.recv_message()

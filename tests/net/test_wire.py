@@ -1,9 +1,9 @@
 """Frames, metadata and addresses; malformed and oversized frames; tokens; limits; demand pieces."""
+
 from __future__ import annotations
 
 import pickle
 import socket
-import struct
 import threading
 import time
 
@@ -27,12 +27,23 @@ def _join(parts):
 # -- codec ------------------------------------------------------------------------------
 def test_frames_round_trip():
     f = F.decode(_join(F.encode_request(F.REQUEST_STREAM, 5, 7, metadata=b"md", data=[b"hi"], prefixed=False)))
-    assert (f.type, f.stream_id, f.request_n, bytes(f.metadata), bytes(f.data)) == (F.REQUEST_STREAM, 5, 7, b"md", b"hi")
+    assert (f.type, f.stream_id, f.request_n, bytes(f.metadata), bytes(f.data)) == (
+        F.REQUEST_STREAM,
+        5,
+        7,
+        b"md",
+        b"hi",
+    )
     f = F.decode(_join(F.encode_payload(3, [b"x"], complete=True, prefixed=False)))
     assert f.has(F.FLAG_NEXT) and f.has(F.FLAG_COMPLETE) and bytes(f.data) == b"x" and f.metadata is None
     f = F.decode(_join(F.encode_setup(500, 2000, M.COMPOSITE, "application/json", metadata=b"m", prefixed=False)))
-    assert (f.version, f.keepalive_ms, f.lifetime_ms, f.metadata_mime, f.data_mime) == ((1, 0), 500, 2000, M.COMPOSITE,
-                                                                                     "application/json")
+    assert (f.version, f.keepalive_ms, f.lifetime_ms, f.metadata_mime, f.data_mime) == (
+        (1, 0),
+        500,
+        2000,
+        M.COMPOSITE,
+        "application/json",
+    )
     f = F.decode(_join(F.encode_error(9, F.APPLICATION_ERROR, "ValueError: x", prefixed=False)))
     assert f.error_code == F.APPLICATION_ERROR and bytes(f.data) == b"ValueError: x"
     prefixed = _join(F.encode_request_n(1, 2**31 - 1))
@@ -40,16 +51,24 @@ def test_frames_round_trip():
     assert F.decode(prefixed[3:]).request_n == 2**31 - 1
 
 
-@pytest.mark.parametrize("raw", [b"\x00", b"\x00\x00\x00\x01" + bytes([F.PAYLOAD << 2 | 1, 0]) + b"\x00\x00\x09ab",
-                                 b"\x00\x00\x00\x01\x20\x00\x00\x00", b"\x80\x00\x00\x01\x28\x00"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"\x00",
+        b"\x00\x00\x00\x01" + bytes([F.PAYLOAD << 2 | 1, 0]) + b"\x00\x00\x09ab",
+        b"\x00\x00\x00\x01\x20\x00\x00\x00",
+        b"\x80\x00\x00\x01\x28\x00",
+    ],
+)
 def test_malformed_frames_raise_frame_error(raw):
     with pytest.raises(F.FrameError):
         F.decode(raw)
 
 
 def test_metadata_extensions_round_trip():
-    md = M.composite([(M.ROUTING, M.routing("numbers")), (M.AUTHENTICATION, M.bearer("s3cret")),
-                      ("application/x.custom", b"zz")])
+    md = M.composite(
+        [(M.ROUTING, M.routing("numbers")), (M.AUTHENTICATION, M.bearer("s3cret")), ("application/x.custom", b"zz")]
+    )
     assert M.route_of(M.COMPOSITE, md) == "numbers"
     assert M.token_of(M.COMPOSITE, md) == b"s3cret"
     assert M.parse_composite(md)[2] == ("application/x.custom", b"zz")
@@ -97,7 +116,7 @@ def _read_all(sock, limit=5.0):
             if not chunk:
                 return data, True
             data += chunk
-    except socket.timeout:
+    except TimeoutError:
         return data, False
 
 
@@ -105,19 +124,22 @@ def _frames(data):
     out = []
     while len(data) >= 3:
         n = int.from_bytes(data[:3], "big")
-        out.append(F.decode(data[3:3 + n]))
-        data = data[3 + n:]
+        out.append(F.decode(data[3 : 3 + n]))
+        data = data[3 + n :]
     return out
 
 
 SETUP = _join(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json"))
 
 
-@pytest.mark.parametrize("garbage", [
-    b"\x00\x00\x02\xff\xff",  # a 2-byte frame: shorter than a header
-    b"\x00\x00\x06\x00\x00\x00\x01" + bytes([0x30 << 2, 0]),  # unknown frame type without IGNORE
-    b"\x00\x00\x09\x00\x00\x00\x01" + bytes([(F.PAYLOAD << 2) | 1, 0]) + b"\x00\xff\xff",  # metadata past the end
-])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        b"\x00\x00\x02\xff\xff",  # a 2-byte frame: shorter than a header
+        b"\x00\x00\x06\x00\x00\x00\x01" + bytes([0x30 << 2, 0]),  # unknown frame type without IGNORE
+        b"\x00\x00\x09\x00\x00\x00\x01" + bytes([(F.PAYLOAD << 2) | 1, 0]) + b"\x00\xff\xff",  # metadata past the end
+    ],
+)
 def test_malformed_frame_closes_that_connection_and_the_server_keeps_serving(server, garbage):
     sock = _raw(server, [SETUP, garbage])
     data, closed = _read_all(sock)
@@ -313,6 +335,7 @@ def test_arrow_serving_asks_its_publisher_only_for_what_the_peer_credit_covers()
 
                 def cancel(self):
                     pass
+
             s.on_subscribe(Sub())
 
     s = net.serve(Batches(), name="b")

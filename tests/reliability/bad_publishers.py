@@ -1,4 +1,5 @@
 """Publisher factories that misbehave, for tests/reliability/test_misbehaving_publishers.py."""
+
 from __future__ import annotations
 
 from rs_spark import streams as rs
@@ -17,6 +18,7 @@ class _RaisesInRequest:
 
             def cancel(self):
                 pass
+
         subscriber.on_subscribe(S())
 
 
@@ -35,6 +37,7 @@ class _Silent:
 
             def cancel(self):
                 pass
+
         subscriber.on_subscribe(S())
 
 
@@ -64,9 +67,12 @@ def not_a_publisher(options):
 
 def some_then_silent(options):
     """Five records, then nothing, ever."""
+
     def gen():
         for i in range(5):
             yield (i,)
         import threading
+
         threading.Event().wait()
+
     return rs.from_iterable(gen())

@@ -7,6 +7,7 @@ a delivery hub with a durable ledger. After the trials, every element the Subscr
 checked: no duplicates, in order, and the only elements missing are the tail of a killed
 subscription (received by the killed reader process but not yet in its replay log): counted and
 reported as data loss, as the source's docs say."""
+
 from __future__ import annotations
 
 import os
@@ -76,15 +77,28 @@ class Seen:
 
 
 def start_driver(source, sink, tmp, seconds=0, stop_file=None):
-    cmd = [sys.executable, os.path.join(ROOT, "tests", "reliability", "driver.py"), "--source", source,
-           "--sink", sink, "--checkpoint", str(tmp / "ck"), "--log", str(tmp / "log"), "--fail-on-data-loss", "false"]
+    cmd = [
+        sys.executable,
+        os.path.join(ROOT, "tests", "reliability", "driver.py"),
+        "--source",
+        source,
+        "--sink",
+        sink,
+        "--checkpoint",
+        str(tmp / "ck"),
+        "--log",
+        str(tmp / "log"),
+        "--fail-on-data-loss",
+        "false",
+    ]
     if seconds:
         cmd += ["--seconds", str(seconds)]
     if stop_file:
         cmd += ["--stop-file", stop_file]
     env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # its own process group: the JVM and workers die with it
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )  # its own process group: the JVM and workers die with it
 
 
 @pytest.mark.slow
@@ -146,7 +160,9 @@ def test_sigkill_of_the_driver_loses_only_in_flight_elements_and_never_duplicate
     # bound: records that arrived after the last note are not counted).
     reported = sum(int(m) for r in reports for m in re.findall(r"previous reader process received (\d+) records", r))
     assert 0 < reported <= lost, (reported, lost)
-    print(f"\n{TRIALS} SIGKILLs, {[k[1] for k in kills]} s after the subscription; {len(counter.ranges)} subscriptions; "
-          f"{len(ids)} elements delivered exactly once, in order; {lost} lost in flight "
-          f"(emitted to a reader that was killed or stopped before the records reached its replay log); "
-          f"{reported} of them reported as data loss by the restarted readers")
+    print(
+        f"\n{TRIALS} SIGKILLs, {[k[1] for k in kills]} s after the subscription; {len(counter.ranges)} subscriptions; "
+        f"{len(ids)} elements delivered exactly once, in order; {lost} lost in flight "
+        f"(emitted to a reader that was killed or stopped before the records reached its replay log); "
+        f"{reported} of them reported as data loss by the restarted readers"
+    )

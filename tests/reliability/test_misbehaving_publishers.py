@@ -1,5 +1,6 @@
 """Misbehaving user code behind the source: each case ends within bounded time (no hang) with
 an error that says what happened, or, where nothing is wrong to report, ends cleanly."""
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,13 @@ def spark():
 
 
 def run(spark, factory, name):
-    df = (spark.readStream.format("reactive").schema("id LONG")
-          .option("publisher", f"tests.reliability.bad_publishers:{factory}").option("pollTimeout", "200ms").load())
+    df = (
+        spark.readStream.format("reactive")
+        .schema("id LONG")
+        .option("publisher", f"tests.reliability.bad_publishers:{factory}")
+        .option("pollTimeout", "200ms")
+        .load()
+    )
     q = df.writeStream.format("memory").queryName(name).trigger(availableNow=True).start()
     try:
         assert q.awaitTermination(60), f"{factory}: the query did not end within 60 s"

@@ -1,5 +1,6 @@
 """Soak: an infinite fast Publisher into a slow Subscriber through Spark for RS_SOAK_MINUTES
 (default 10). Resident memory stays flat and buffered counts stay within their bounds."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,5 +1,6 @@
 """Malformed Arrow IPC as an attacker writes it: payloads that decode but lie about their buffers,
 compressed bodies that expand without bound, and seeded random mutations of valid messages."""
+
 from __future__ import annotations
 
 import random
@@ -35,8 +36,9 @@ def valid_ipc_samples() -> list[bytes]:
     n = 64
     batches = [
         pa.record_batch([pa.array(range(n), pa.int64())], names=["id"]),
-        pa.record_batch([pa.array([f"s{i}" for i in range(n)]), pa.array([float(i) for i in range(n)])],
-                        names=["name", "price"]),
+        pa.record_batch(
+            [pa.array([f"s{i}" for i in range(n)]), pa.array([float(i) for i in range(n)])], names=["name", "price"]
+        ),
         pa.record_batch([pa.array([bytes([i]) * (i % 7) for i in range(n)], pa.binary())], names=["b"]),
         pa.record_batch([pa.array([[i, i + 1] for i in range(n)], pa.list_(pa.int32()))], names=["l"]),
         pa.record_batch([pa.array([f"k{i % 4}" for i in range(n)]).dictionary_encode()], names=["d"]),
@@ -59,13 +61,16 @@ def mutations(seed: int, count: int):
                 data[pos] ^= 1 << rnd.randrange(8)
         elif op == 1:
             pos = rnd.randrange(0, len(data) - 4) & ~3
-            data[pos:pos + 4] = struct.pack("<i", rnd.choice([-1, 0, 1, 7, 255, 4096, 2**31 - 1, -2**31,
-                                                               rnd.randint(-2**31, 2**31 - 1)]))
+            data[pos : pos + 4] = struct.pack(
+                "<i", rnd.choice([-1, 0, 1, 7, 255, 4096, 2**31 - 1, -(2**31), rnd.randint(-(2**31), 2**31 - 1)])
+            )
         elif op == 2:
             pos = rnd.randrange(0, len(data) - 8) & ~7
-            data[pos:pos + 8] = struct.pack("<q", rnd.choice([-1, 0, 1, 2**40, 2**62, rnd.randint(-2**63, 2**63 - 1)]))
+            data[pos : pos + 8] = struct.pack(
+                "<q", rnd.choice([-1, 0, 1, 2**40, 2**62, rnd.randint(-(2**63), 2**63 - 1)])
+            )
         elif op == 3:
-            data = data[:rnd.randrange(len(data))]
+            data = data[: rnd.randrange(len(data))]
         else:
             other = rnd.choice(samples)
             cut = rnd.randrange(min(len(data), len(other)))

@@ -1,5 +1,6 @@
 """Runs seeded mutations of valid Arrow IPC through every in-process decode path and touches every
 value decoded; prints counts and peak RSS as JSON. A crash ends the process: the test sees it."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,11 @@ from rs_spark.net.codecs import ArrowCodec
 
 from .arrow_attacks import mutations
 
-PATHS = {"codec": lambda d: [ArrowCodec().decode(d)], "from_ipc": lambda d: from_ipc(d, "fuzz"),
-         "jvm_handoff": lambda d: [_one_batch(d, 0)]}
+PATHS = {
+    "codec": lambda d: [ArrowCodec().decode(d)],
+    "from_ipc": lambda d: from_ipc(d, "fuzz"),
+    "jvm_handoff": lambda d: [_one_batch(d, 0)],
+}
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Fuzz every Arrow decode path with seeded mutations of valid IPC messages (offsets, lengths, type
 codes, dictionary ids, compression flags, truncations, splices): thousands of cases in a separate
 process, no crash, no hang, bounded memory, and every refusal a MalformedArrow."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,14 @@ CASES = 1500  # x 3 decode paths = 4,500 decodes per seed
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_mutated_ipc_never_crashes_hangs_or_grows_any_decode_path(seed):
-    r = subprocess.run([sys.executable, "-m", "tests.security.fuzz_victim", str(seed), str(CASES)],
-                       capture_output=True, text=True, timeout=240, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    r = subprocess.run(
+        [sys.executable, "-m", "tests.security.fuzz_victim", str(seed), str(CASES)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     last_case = r.stderr.strip().rsplit("\r", 1)[-1]
     assert r.returncode == 0, f"the fuzzed process died (exit {r.returncode}) at {last_case}: {r.stderr[-1500:]}"
     out = json.loads(r.stdout.strip().splitlines()[-1])

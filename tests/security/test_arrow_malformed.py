@@ -1,6 +1,7 @@
 """Malformed Arrow from a socket, a file or the JVM, sent as an attacker sends it. Each decode path
 runs in a victim process: it must refuse with an error naming the source, deliver nothing, never
 return neighbouring heap, never crash, and stay within a memory bound."""
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,14 @@ RSS_BOUND_MB = 400  # a victim that decompressed the bomb holds > 1 GiB
 
 
 def _victim(args, stdin=b""):
-    r = subprocess.run([sys.executable, "-m", "tests.security.victim", *args], input=stdin, capture_output=True,
-                       timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    r = subprocess.run(
+        [sys.executable, "-m", "tests.security.victim", *args],
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     assert r.returncode == 0, f"the victim process died (exit {r.returncode}): {r.stderr.decode()[-2000:]}"
     return json.loads(r.stdout.decode().strip().splitlines()[-1])
 
@@ -66,8 +73,8 @@ class _MaliciousServer:
                 n = int.from_bytes(buf[:3], "big")
                 if len(buf) < 3 + n:
                     break
-                yield F.decode(buf[3:3 + n])
-                buf = buf[3 + n:]
+                yield F.decode(buf[3 : 3 + n])
+                buf = buf[3 + n :]
 
     def _serve(self):
         conn, _ = self.sock.accept()
@@ -75,8 +82,7 @@ class _MaliciousServer:
             for f in self._frames(conn):
                 if f.type == F.REQUEST_STREAM:
                     conn.sendall(b"".join(bytes(p) for p in F.encode_payload(f.stream_id, [self.payload])))
-                    conn.sendall(b"".join(bytes(p) for p in F.encode_payload(f.stream_id, next=False,
-                                                                            complete=True)))
+                    conn.sendall(b"".join(bytes(p) for p in F.encode_payload(f.stream_id, next=False, complete=True)))
                 if f.type == F.CANCEL:
                     return
 
@@ -106,6 +112,7 @@ def test_a_tampered_replay_log_segment_is_refused_naming_the_file(tmp_path):
     path = tmp_path / seg.name
     data = path.read_bytes()
     import struct
+
     good = struct.pack("<4i", 0, 2, 4, 6)
     assert data.count(good) == 1
     path.write_bytes(data.replace(good, struct.pack("<4i", 0, 2, 4, 4096)))  # what an attacker with write access does

@@ -1,5 +1,6 @@
 """The source's batch server, attacked on 127.0.0.1: idle and oversized connections, a replayed
 credential, and a malicious server answering an executor's fetch."""
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,12 @@ HANDLERS = 4
 
 @pytest.fixture
 def server():
-    s = BatchServer(lambda k, lo, hi: (TABLE.schema, TABLE.slice(lo, hi - lo).to_batches()),
-                    binds=("127.0.0.1",), max_handlers=HANDLERS, auth_timeout=0.5)
+    s = BatchServer(
+        lambda k, lo, hi: (TABLE.schema, TABLE.slice(lo, hi - lo).to_batches()),
+        binds=("127.0.0.1",),
+        max_handlers=HANDLERS,
+        auth_timeout=0.5,
+    )
     yield s
     s.close()
 

@@ -1,5 +1,6 @@
 """Files rs_spark writes are private: 0600 files in 0700 folders it creates, whatever the umask,
 created exclusively, and another local user cannot read them; files read back are checked."""
+
 from __future__ import annotations
 
 import json
@@ -74,14 +75,18 @@ def test_another_local_user_cannot_read_the_replay_log_or_staged_data(open_base)
     _, seg = _write_log(root)
     part = _stage(os.path.join(open_base, "staging"))
     for path in (os.path.join(root, seg.name), os.path.join(root, "received.json"), part.path):
-        r = subprocess.run([SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "cat", path],
-                           capture_output=True, timeout=30)
+        r = subprocess.run(
+            [SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "cat", path],
+            capture_output=True,
+            timeout=30,
+        )
         assert r.returncode != 0 and b"Permission denied" in r.stderr, path
 
 
 def test_a_planted_link_is_never_written_through(tmp_path):
-    from rs_spark.spark.private_files import open_new
     import pyarrow.fs as pafs
+
+    from rs_spark.spark.private_files import open_new
 
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
@@ -98,8 +103,10 @@ def test_a_tampered_received_note_is_ignored_not_trusted(tmp_path, content):
     assert log.received() is None
 
 
-@pytest.mark.parametrize("content", ['{"batch_id": 3, "rows": 9, "total": 5}', '{"batch_id": "3", "rows": 0, "total": 0}',
-                                     '{"rows": 1}', "not json"])
+@pytest.mark.parametrize(
+    "content",
+    ['{"batch_id": 3, "rows": 9, "total": 5}', '{"batch_id": "3", "rows": 0, "total": 0}', '{"rows": 1}', "not json"],
+)
 def test_a_tampered_ledger_is_a_clear_error_naming_the_file(tmp_path, content):
     from rs_spark.spark.delivery import Ledger, SinkError
 

@@ -1,5 +1,6 @@
 """A client that never reads cannot grow a server's outbound queue without bound: KEEPALIVE echo data
 is capped, and past Limits.max_backlog_bytes the server closes the connection."""
+
 from __future__ import annotations
 
 import os
@@ -26,15 +27,24 @@ def _raw(parts):
 
 
 def test_a_client_that_never_reads_and_floods_keepalive_respond_grows_no_queue(tmp_path):
-    victim = subprocess.Popen([sys.executable, "-m", "tests.security.net_victim", "tcp", "8"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "tests.security.net_victim", "tcp", "8"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     try:
         port = int(victim.stdout.readline().strip().rsplit(":", 1)[1].rstrip("/"))
         rss0 = _rss_mb(victim.pid)
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # and never reads what the server sends back
-        s.sendall(_raw(F.encode_setup(60000, 120000, M.COMPOSITE, "application/json",
-                                      metadata=setup_metadata("victim-token"))))
+        s.sendall(
+            _raw(
+                F.encode_setup(60000, 120000, M.COMPOSITE, "application/json", metadata=setup_metadata("victim-token"))
+            )
+        )
         ping = _raw(F.encode_keepalive(True, 0, b"x" * (2**20 - 64)))  # 1 MiB of data asking to be echoed
         peak = rss0
         try:

@@ -1,6 +1,7 @@
 """Before SETUP is accepted a connection may make the server hold only a small fixed amount, and it
 counts against max_connections until its socket is closed: attacked with many cheap connections,
 measured in the server's own process (RSS and threads)."""
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,14 @@ def _threads(pid):
 
 @pytest.fixture(params=["tcp", "ws"])
 def victim(request):
-    p = subprocess.Popen([sys.executable, "-m", "tests.security.net_victim", request.param, str(MAX_CONNECTIONS)],
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-                         env=dict(os.environ, PYTHONPATH=ROOT))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "tests.security.net_victim", request.param, str(MAX_CONNECTIONS)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
     base = p.stdout.readline().strip()
     host, port = base.split("//")[1].split(":")
     yield request.param, p.pid, int(port.rstrip("/"))
@@ -38,8 +44,12 @@ def victim(request):
 
 
 def _ws_upgrade(sock, port):
-    sock.sendall((f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+    sock.sendall(
+        (
+            f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ).encode()
+    )
     head = b""
     while b"\r\n\r\n" not in head:
         head += sock.recv(4096)

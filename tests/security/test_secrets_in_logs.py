@@ -1,4 +1,5 @@
 """No token reaches a log line or an error message on the failure paths a user meets."""
+
 from __future__ import annotations
 
 import logging
@@ -60,8 +61,9 @@ def test_a_token_sent_in_clear_text_beyond_loopback_is_warned_about_once_per_add
 
 def _everything_said(caplog, exc):
     """Every log record (message and traceback) and the whole chain of the error: what a user sees."""
-    parts = [r.getMessage() + (logging.Formatter().formatException(r.exc_info) if r.exc_info else "")
-             for r in caplog.records]
+    parts = [
+        r.getMessage() + (logging.Formatter().formatException(r.exc_info) if r.exc_info else "") for r in caplog.records
+    ]
     while exc is not None:
         parts += [str(exc), repr(exc), str(getattr(exc, "args", ""))]
         exc = exc.__cause__ or exc.__context__
@@ -89,9 +91,15 @@ def _failure(path, server, port):
     raise AssertionError(f"{path}: no error")
 
 
-@pytest.mark.parametrize("path,says", [("connection refused", "could not connect"), ("wrong token", "wrong token"),
-                                       ("unknown route", "no publisher named 'nope'"),
-                                       ("bad option", "unknown codec 'pickle'")])
+@pytest.mark.parametrize(
+    "path,says",
+    [
+        ("connection refused", "could not connect"),
+        ("wrong token", "wrong token"),
+        ("unknown route", "no publisher named 'nope'"),
+        ("bad option", "unknown codec 'pickle'"),
+    ],
+)
 def test_no_failure_path_of_a_client_says_its_token(caplog, path, says):
     """The attacker's view is any log a user shares: run each failure with the token in the address
     and grep every record (tracebacks included) and the whole exception chain."""

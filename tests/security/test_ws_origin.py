@@ -1,5 +1,6 @@
 """A web page the user visits opens ws://127.0.0.1:PORT from the browser (which always sends Origin):
 the upgrade is refused unless the origin is allowed; non-browser clients (no Origin) still connect."""
+
 from __future__ import annotations
 
 import base64
@@ -23,9 +24,12 @@ def ws_server():
 def _upgrade(server, origin):
     host, port = server.base_address.split("//")[1].split(":")
     key = base64.b64encode(os.urandom(16)).decode()
-    req = (f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rsocket\r\n"
-           + (f"Origin: {origin}\r\n" if origin else "") + "\r\n")
+    req = (
+        f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: rsocket\r\n"
+        + (f"Origin: {origin}\r\n" if origin else "")
+        + "\r\n"
+    )
     with socket.create_connection((host, int(port.rstrip("/"))), timeout=10) as s:
         s.sendall(req.encode())
         return s.recv(4096).decode("latin-1").split("\r\n", 1)[0]

@@ -1,6 +1,7 @@
 """A victim process for the Arrow attacks: runs one rs_spark decode path on hostile bytes, touches
 every value of whatever was decoded (where neighbouring heap would leak or the process crash), and
 prints one JSON line: what was delivered, the error, and the peak RSS."""
+
 from __future__ import annotations
 
 import json
@@ -21,12 +22,15 @@ def _report(**fields):
 def decode_path(path: str, payload: bytes):
     if path == "codec":
         from rs_spark.net.codecs import ArrowCodec
+
         return [ArrowCodec().decode(payload)]
     if path == "from_ipc":
         from rs_spark.arrow.ipc import from_ipc
+
         return from_ipc(payload)
     if path == "jvm_handoff":
         from rs_spark.jvm.publisher import _one_batch
+
         return [_one_batch(payload, 0)]
     raise SystemExit(f"unknown path {path}")
 

@@ -1,8 +1,8 @@
 """One SparkSession for every Spark test module (starting one costs seconds)."""
+
 from __future__ import annotations
 
 import os
-import sys
 
 import pytest
 

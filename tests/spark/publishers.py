@@ -3,6 +3,7 @@
 They run inside Spark's driver-side reader process (or an executor for batch reads), so
 they are importable module functions; options arrive lower-cased, ``publisher.*`` passed through.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -45,8 +46,10 @@ def arrow_batches(options):
 
     def make(b):
         ids = pa.array(range(b * rows, (b + 1) * rows), pa.int64())
-        return pa.RecordBatch.from_arrays([ids, pa.array([f"b{b}"] * rows), pa.array([0.25] * rows)],
-                                          names=["id", "name", "price"])
+        return pa.RecordBatch.from_arrays(
+            [ids, pa.array([f"b{b}"] * rows), pa.array([0.25] * rows)], names=["id", "name", "price"]
+        )
+
     return rs.range_(nb).pipe(rs.map(make))
 
 
@@ -58,14 +61,17 @@ def failing(options):
         for i in range(n):
             yield (i, f"f{i}", 1.0)
         raise KeyError(f"sensor {n} went offline")
+
     return rs.defer(gen)
 
 
 def malformed(options):
     """Records with a bad price at id 3 and id 7."""
+
     def gen():
         for i in range(10):
             yield {"id": i, "name": f"m{i}", "price": "bad" if i in (3, 7) else float(i)}
+
     return rs.defer(gen)
 
 
@@ -77,11 +83,16 @@ class _Overshoot:
 
         class Sub:
             def request(self, n):
-                threading.Thread(target=lambda: [s.on_next((sent.__setitem__(0, sent[0] + 1) or sent[0], "x", 1.0))
-                                                 for _ in range(2 * n)], daemon=True).start()
+                threading.Thread(
+                    target=lambda: [
+                        s.on_next((sent.__setitem__(0, sent[0] + 1) or sent[0], "x", 1.0)) for _ in range(2 * n)
+                    ],
+                    daemon=True,
+                ).start()
 
             def cancel(self):
                 pass
+
         s.on_subscribe(Sub())
 
 
@@ -92,6 +103,7 @@ def overshoot(options):
 def declared(options):
     """Declares its own schema (a pyarrow.Schema)."""
     from rs_spark.arrow import with_schema
+
     pub = rs.range_(5).pipe(rs.map(lambda i: {"k": i, "v": str(i)}))
     return with_schema(pub, pa.schema([("k", pa.int64()), ("v", pa.string())]))
 
@@ -105,6 +117,7 @@ def slow(options):
         for i in range(n):
             time.sleep(interval)
             yield (i, f"s{i}", 1.0)
+
     return rs.defer(gen)
 
 
@@ -119,6 +132,7 @@ def cancel_marker(options):
         finally:
             with open(marker, "w") as f:
                 f.write("cancelled")
+
     return rs.defer(gen)
 
 
@@ -147,6 +161,7 @@ class _Publisher:
 def raises_in_subscribe(options):
     def subscribe(s):
         raise ConnectionRefusedError("broker at 10.0.0.9:9092 refused the connection")
+
     return _Publisher(subscribe)
 
 
@@ -154,7 +169,9 @@ def raises_in_request(options):
     def subscribe(s):
         def request(n):
             raise RuntimeError(f"request({n}) exploded inside the publisher")
+
         s.on_subscribe(_Sub(request))
+
     return _Publisher(subscribe)
 
 
@@ -171,7 +188,9 @@ def raises_in_request_after(options):
             for _ in range(min(n, total - sent[0])):
                 s.on_next((sent[0], f"r{sent[0]}", 1.0))
                 sent[0] += 1
+
         s.on_subscribe(_Sub(request))
+
     return _Publisher(subscribe)
 
 
@@ -196,6 +215,7 @@ def blocks_in_request(options):
 
 def raises_in_cancel(options):
     """Endless records; cancel() raises (breaks rule 3.15)."""
+
     def subscribe(s):
         sent = [0]
 
@@ -206,15 +226,19 @@ def raises_in_cancel(options):
 
         def cancel():
             raise RuntimeError("cancel() exploded inside the publisher")
+
         s.on_subscribe(_Sub(request, cancel))
+
     return _Publisher(subscribe)
 
 
 def errors_at_once(options):
     """on_subscribe, then on_error before any request (legal: rule 1.4)."""
+
     def subscribe(s):
         s.on_subscribe(_Sub())
         s.on_error(PermissionError("token expired for topic trades"))
+
     return _Publisher(subscribe)
 
 
@@ -233,7 +257,9 @@ def some_then_silent(options):
             for _ in range(min(n, total - sent[0])):
                 s.on_next((sent[0], f"q{sent[0]}", 1.0))
                 sent[0] += 1
+
         s.on_subscribe(_Sub(request))
+
     return _Publisher(subscribe)
 
 

@@ -1,4 +1,5 @@
 """Subscribers for the sink tests: in-process recorders and factories for executor tasks."""
+
 from __future__ import annotations
 
 import json

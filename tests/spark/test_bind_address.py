@@ -1,5 +1,6 @@
 """Where the source's batch server listens: loopback with a local master, the driver's address on a
 cluster, never every interface. Read from real process trees and real listening sockets."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ def _listeners(pids):
             cols = line.split()
             if cols[3] == "0A" and cols[9] in inodes:  # 0A: LISTEN
                 hexaddr, hexport = cols[1].split(":")
-                addr = ".".join(str(int(hexaddr[i:i + 2], 16)) for i in (6, 4, 2, 0))
+                addr = ".".join(str(int(hexaddr[i : i + 2], 16)) for i in (6, 4, 2, 0))
                 out.add((addr, int(hexport, 16)))
     return out
 
@@ -49,7 +50,7 @@ def _python_descendants(root):
         if d.isdigit():
             try:
                 stat = open(f"/proc/{d}/stat", "rb").read()
-                children.setdefault(int(stat[stat.rindex(b")") + 2:].split()[1]), []).append(int(d))
+                children.setdefault(int(stat[stat.rindex(b")") + 2 :].split()[1]), []).append(int(d))
             except (OSError, ValueError):
                 continue
     out, todo = [], [root]
@@ -66,22 +67,35 @@ def _python_descendants(root):
 
 
 def test_parse_submit_args_reads_master_and_confs_in_both_spellings():
-    argv = ["java", "-cp", "x", "org.apache.spark.deploy.SparkSubmit", "--master", "spark://h:7077",
-            "--conf", "spark.driver.host=10.1.2.3", "--conf=spark.app.name=a=b", "pyspark-shell"]
-    assert parse_submit_args(argv) == {"spark.master": "spark://h:7077", "spark.driver.host": "10.1.2.3",
-                                       "spark.app.name": "a=b"}
+    argv = [
+        "java",
+        "-cp",
+        "x",
+        "org.apache.spark.deploy.SparkSubmit",
+        "--master",
+        "spark://h:7077",
+        "--conf",
+        "spark.driver.host=10.1.2.3",
+        "--conf=spark.app.name=a=b",
+        "pyspark-shell",
+    ]
+    assert parse_submit_args(argv) == {
+        "spark.master": "spark://h:7077",
+        "spark.driver.host": "10.1.2.3",
+        "spark.app.name": "a=b",
+    }
     assert parse_submit_args(["--master=local[2]"]) == {"spark.master": "local[2]"}
 
 
 def test_a_local_master_binds_loopback_only_whatever_the_addresses():
-    assert binds_for({"spark.master": "local[2]", "spark.driver.host": "10.1.2.3"}, "10.9.9.9", "10.0.0.1") \
-        == [LOOPBACK]
+    assert binds_for({"spark.master": "local[2]", "spark.driver.host": "10.1.2.3"}, "10.9.9.9", "10.0.0.1") == [
+        LOOPBACK
+    ]
 
 
 def test_a_cluster_binds_loopback_and_the_drivers_address_in_sparks_order():
     conf = {"spark.master": "spark://h:7077", "spark.driver.host": "10.1.2.3"}
-    assert binds_for({**conf, "spark.driver.bindAddress": "10.4.4.4"}, "10.9.9.9", "10.0.0.1") \
-        == [LOOPBACK, "10.4.4.4"]
+    assert binds_for({**conf, "spark.driver.bindAddress": "10.4.4.4"}, "10.9.9.9", "10.0.0.1") == [LOOPBACK, "10.4.4.4"]
     assert binds_for(conf, "10.9.9.9", "10.0.0.1") == [LOOPBACK, "10.1.2.3"]
     assert binds_for({"spark.master": "yarn"}, "10.9.9.9", "10.0.0.1") == [LOOPBACK, "10.9.9.9"]
     assert binds_for({}, None, "10.0.0.1") == [LOOPBACK, "10.0.0.1"]
@@ -96,16 +110,31 @@ def test_a_wildcard_is_never_bound():
 def test_driver_conf_is_read_from_the_submit_process_above_the_reader(tmp_path):
     # A real process tree: a stand-in for the driver JVM (its command line is what counts) starts
     # a child, as the JVM starts the reader process; the child reads the conf from its ancestor.
-    child = ("import json, sys; sys.path.insert(0, %r); from rs_spark.spark.bind_address import driver_conf; "
-             "print(json.dumps(driver_conf()))" % ROOT)
+    child = (
+        "import json, sys; sys.path.insert(0, %r); from rs_spark.spark.bind_address import driver_conf; "
+        "print(json.dumps(driver_conf()))" % ROOT
+    )
     parent = "import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-c', sys.argv[1]]))"
     conf_dir = tmp_path / "conf"
     conf_dir.mkdir()
     (conf_dir / "spark-defaults.conf").write_text("# comment\nspark.driver.host 10.7.7.7\nspark.master yarn\n")
-    out = subprocess.run([sys.executable, "-c", parent, child, "org.apache.spark.deploy.SparkSubmit",
-                          "--conf", "spark.master=local[3]", "pyspark-shell"],
-                         env={**os.environ, "SPARK_CONF_DIR": str(conf_dir)}, capture_output=True, text=True,
-                         timeout=60, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            parent,
+            child,
+            "org.apache.spark.deploy.SparkSubmit",
+            "--conf",
+            "spark.master=local[3]",
+            "pyspark-shell",
+        ],
+        env={**os.environ, "SPARK_CONF_DIR": str(conf_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout
     assert json.loads(out) == {"spark.master": "local[3]", "spark.driver.host": "10.7.7.7"}  # argv wins
 
 
@@ -122,10 +151,17 @@ def test_in_local_mode_the_reader_process_listens_on_loopback_only(spark):
     jvm_pid = spark.sparkContext._jvm.ProcessHandle.current().pid()
     before = _listeners(_python_descendants(jvm_pid))
     name = "bind_" + uuid.uuid4().hex[:8]
-    q = (spark.readStream.format("reactive").schema(SCHEMA)
-         .option("publisher", "tests.spark.publishers:endless").option("batchTransport", "fetch")
-         .option("maxRecordsPerTrigger", "1000").load()
-         .writeStream.format("memory").queryName(name).start())
+    q = (
+        spark.readStream.format("reactive")
+        .schema(SCHEMA)
+        .option("publisher", "tests.spark.publishers:endless")
+        .option("batchTransport", "fetch")
+        .option("maxRecordsPerTrigger", "1000")
+        .load()
+        .writeStream.format("memory")
+        .queryName(name)
+        .start()
+    )
     try:
         deadline = time.monotonic() + 120
         while not any(p["numInputRows"] for p in q.recentProgress):  # a fetched micro-batch ran

@@ -1,6 +1,7 @@
 """The delivery hub without Spark: commits sent over real loopback channels, as the sink's
 commit does, into one Subscriber; ledger, resume and duplicates; the hub checked as a Publisher
 by rs_spark.tck."""
+
 from __future__ import annotations
 
 import threading
@@ -103,12 +104,16 @@ def test_demand_bounds_what_the_hub_holds():
 
     def on_next(x):
         rec.items.append(x)  # never requests more
+
     rec.on_next = on_next
     ep = serve_sink(rec)
     try:
-        t = threading.Thread(target=lambda: pytest.raises(Exception, commit, ep.address, 0,
-                                                          [rows(i * 1000, (i + 1) * 1000) for i in range(50)]),
-                             daemon=True)
+        t = threading.Thread(
+            target=lambda: pytest.raises(
+                Exception, commit, ep.address, 0, [rows(i * 1000, (i + 1) * 1000) for i in range(50)]
+            ),
+            daemon=True,
+        )
         t.start()
         for _ in range(100):
             if len(rec.items) == 5:

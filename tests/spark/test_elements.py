@@ -1,6 +1,7 @@
 """One conversion from record batches to the Subscriber's elements, for the hub and factory mode
 alike; a batch without columns gives one empty element per row in every mode (the hub gave
 num_rows empty tuples while factory mode gave nothing)."""
+
 from __future__ import annotations
 
 import pyarrow as pa

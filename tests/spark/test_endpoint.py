@@ -1,7 +1,7 @@
 """Endpoint mode: the source reads a Publisher served by another process over rs_spark.net."""
+
 from __future__ import annotations
 
-import threading
 import uuid
 
 import pyarrow as pa
@@ -47,9 +47,15 @@ def test_endpoint_option_with_a_token_and_arrow_batches(spark):
 
     server = serve(rs.defer(batches), name="batches", token="t0ken")
     try:
-        df = (spark.readStream.format("reactive").schema(SCHEMA)
-              .option("endpoint", server.address + "?codec=arrow").option("token", "t0ken")
-              .option("maxRecordsPerTrigger", 400).option("pollTimeout", "300ms").load())
+        df = (
+            spark.readStream.format("reactive")
+            .schema(SCHEMA)
+            .option("endpoint", server.address + "?codec=arrow")
+            .option("token", "t0ken")
+            .option("maxRecordsPerTrigger", 400)
+            .option("pollTimeout", "300ms")
+            .load()
+        )
         rows, q = _drain(spark, df, 1000, availableNow=True)
         assert [r[0] for r in rows] == list(range(1000))
         assert max(p["numInputRows"] for p in q.recentProgress) <= 400
@@ -60,8 +66,14 @@ def test_endpoint_option_with_a_token_and_arrow_batches(spark):
 def test_endpoint_with_a_wrong_token_fails_the_query_saying_why(spark):
     server = serve(rs.range_(3), name="secret", token="right")
     try:
-        df = (spark.readStream.format("reactive").schema("value LONG")
-              .option("endpoint", server.address).option("token", "wrong").option("pollTimeout", "300ms").load())
+        df = (
+            spark.readStream.format("reactive")
+            .schema("value LONG")
+            .option("endpoint", server.address)
+            .option("token", "wrong")
+            .option("pollTimeout", "300ms")
+            .load()
+        )
         q = df.writeStream.format("memory").queryName("q_" + uuid.uuid4().hex[:8]).start()
         with pytest.raises(Exception) as ei:
             q.awaitTermination(120)

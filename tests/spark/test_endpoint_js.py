@@ -1,6 +1,7 @@
 """Spark with rsocket-js on both ends: a query reads an rsocket-js publisher through
 ``option("endpoint", ...)`` and its rows reach an rsocket-js Subscriber (through ``write_stream``,
 whose Subscriber is ``net.connect_subscriber`` to the JS responder), exactly once and in order."""
+
 from __future__ import annotations
 
 import uuid
@@ -22,9 +23,14 @@ def js_server():
 
 
 def _source(spark, port):
-    return (spark.readStream.format("reactive").schema("value LONG")
-            .option("endpoint", f"tcp://127.0.0.1:{port}/numbers").option("maxRecordsPerTrigger", 120)
-            .option("pollTimeout", "300ms").load())
+    return (
+        spark.readStream.format("reactive")
+        .schema("value LONG")
+        .option("endpoint", f"tcp://127.0.0.1:{port}/numbers")
+        .option("maxRecordsPerTrigger", 120)
+        .option("pollTimeout", "300ms")
+        .load()
+    )
 
 
 def test_spark_reads_an_rsocket_js_publisher_exactly_once_in_order(spark, js_server):
@@ -42,8 +48,9 @@ def test_spark_reads_an_rsocket_js_publisher_exactly_once_in_order(spark, js_ser
 def test_a_querys_rows_reach_an_rsocket_js_subscriber(spark, js_server, tmp_path):
     peer, port = js_server
     sink = net.connect_subscriber(f"tcp://127.0.0.1:{port}/sink")
-    q = rs_spark.write_stream(_source(spark, port), sink, trigger={"availableNow": True},
-                              checkpoint=str(tmp_path / "ckpt"))
+    q = rs_spark.write_stream(
+        _source(spark, port), sink, trigger={"availableNow": True}, checkpoint=str(tmp_path / "ckpt")
+    )
     try:
         assert q.awaitTermination(120) and q.exception() is None
     finally:

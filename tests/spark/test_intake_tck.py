@@ -1,4 +1,5 @@
 """The source's Subscriber (Intake) through the kit's blackbox subscriber verification."""
+
 from __future__ import annotations
 
 from rs_spark.spark.intake import Intake
@@ -34,6 +35,7 @@ def test_memory_bound_counts_rows_of_record_batch_elements():
 
                 def cancel(self):
                     pass
+
             s.on_subscribe(Sub())
 
     intake = Intake(max_buffered=5000, base_offset=0)
@@ -45,6 +47,7 @@ def test_memory_bound_counts_rows_of_record_batch_elements():
     assert sum(requested) == 5 and intake.buffered_rows == 5000
     intake.demand_up_to(100_000)  # nothing taken out: nothing more may be requested
     import time
+
     time.sleep(0.2)  # requests run on the intake's demand thread
     assert sum(requested) == 5
     elements, rows = intake.take_rows(2000)

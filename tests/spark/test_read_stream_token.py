@@ -1,5 +1,6 @@
 """rs_spark.read_stream serves the user's publisher on 127.0.0.1 with a token: another local user
 who finds the port in /proc/net/tcp and connects without it is refused and reads nothing."""
+
 from __future__ import annotations
 
 import os
@@ -74,9 +75,23 @@ def test_another_local_user_cannot_read_a_read_stream_endpoint(spark):
         assert len(ports) == 1, ports
         setup = _raw(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json"))
         request = _raw(F.encode_request(F.REQUEST_STREAM, 1, 100))
-        r = subprocess.run([SETPRIV, "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c",
-                            _ATTACKER, str(ports.pop()), setup.hex(), request.hex()],
-                           capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [
+                SETPRIV,
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "/usr/bin/python3",
+                "-c",
+                _ATTACKER,
+                str(ports.pop()),
+                setup.hex(),
+                request.hex(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         stop_served()
     assert r.returncode == 0, r.stderr

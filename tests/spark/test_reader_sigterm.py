@@ -1,5 +1,6 @@
 """Spark ends the source's reader process with SIGTERM, often more than once: it must exit within a
 bound, having cancelled its subscription exactly once, whenever the signals arrive."""
+
 from __future__ import annotations
 
 import os
@@ -42,11 +43,20 @@ def _alive(pid):
 
 
 def _start(spark, events):
-    df = (spark.readStream.format("reactive").schema(SCHEMA)
-          .option("publisher", "tests.spark.publishers:cancel_recording")
-          .option("publisher.events", events).option("maxRecordsPerTrigger", "200").load())
-    return (df.writeStream.format("noop").queryName("q_" + uuid.uuid4().hex[:8])
-            .trigger(processingTime="50 milliseconds").start())
+    df = (
+        spark.readStream.format("reactive")
+        .schema(SCHEMA)
+        .option("publisher", "tests.spark.publishers:cancel_recording")
+        .option("publisher.events", events)
+        .option("maxRecordsPerTrigger", "200")
+        .load()
+    )
+    return (
+        df.writeStream.format("noop")
+        .queryName("q_" + uuid.uuid4().hex[:8])
+        .trigger(processingTime="50 milliseconds")
+        .start()
+    )
 
 
 def _reader_pid(events):

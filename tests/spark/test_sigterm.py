@@ -1,5 +1,6 @@
 """SigtermStop in a real process: the handler does no work, stop() runs once on a normal thread,
 and a burst of signals while the main thread is inside an Event (as the reader's is) cannot deadlock."""
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,13 @@ while True:
 
 
 def _child():
-    return subprocess.Popen([sys.executable, "-c", _CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    return subprocess.Popen(
+        [sys.executable, "-c", _CHILD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+    )
 
 
 def _burst(proc, signals):

@@ -3,11 +3,11 @@
 Each query reads the reactive source (a finite counter publisher, 1000 records per micro-batch)
 and writes into a Subscriber in this process (rs_spark.write_stream), served elsewhere
 (rs_spark.serve_sink + option endpoint), or built per task (option subscriber)."""
+
 from __future__ import annotations
 
 import json
 import os
-import shutil
 
 import pyarrow as pa
 import pytest
@@ -21,9 +21,13 @@ SCHEMA = "id LONG, name STRING, price DOUBLE"
 
 
 def source(spark, count=3000, per_batch=1000, publisher="counter", log=None, **extra):
-    r = (spark.readStream.format("reactive").schema(SCHEMA)
-         .option("publisher", f"tests.spark.publishers:{publisher}")
-         .option("publisher.count", str(count)).option("maxRecordsPerTrigger", str(per_batch)))
+    r = (
+        spark.readStream.format("reactive")
+        .schema(SCHEMA)
+        .option("publisher", f"tests.spark.publishers:{publisher}")
+        .option("publisher.count", str(count))
+        .option("maxRecordsPerTrigger", str(per_batch))
+    )
     if log:
         r = r.option("logPath", log)
     for k, v in extra.items():
@@ -50,8 +54,13 @@ def test_rows_arrive_in_order_exactly_once_then_on_complete(spark, tmp_path):
 def test_a_named_query_delivers_too(spark, tmp_path):
     # Spark passes DataStreamWriter.queryName to the sink as option 'queryName'.
     rec = Recorder()
-    q = rs_spark.write_stream(source(spark, count=20, per_batch=20), rec, checkpoint=str(tmp_path / "ck"),
-                              trigger=AVAILABLE_NOW, query_name="named_sink_query")
+    q = rs_spark.write_stream(
+        source(spark, count=20, per_batch=20),
+        rec,
+        checkpoint=str(tmp_path / "ck"),
+        trigger=AVAILABLE_NOW,
+        query_name="named_sink_query",
+    )
     q.awaitTermination(120)
     assert q.exception() is None and q.name == "named_sink_query"
     assert rec.done.wait(30) and [r["id"] for r in rec.items] == list(range(20))
@@ -59,8 +68,7 @@ def test_a_named_query_delivers_too(spark, tmp_path):
 
 def test_demand_paces_the_query_subscriber_requesting_10_sees_at_most_10_outstanding(spark, tmp_path):
     rec = Recorder(batch=10)
-    q = rs_spark.write_stream(source(spark, count=2000), rec, checkpoint=str(tmp_path / "ck"),
-                              trigger=AVAILABLE_NOW)
+    q = rs_spark.write_stream(source(spark, count=2000), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
     q.awaitTermination(120)
     assert rec.done.wait(30) and rec.completed
     assert len(rec.items) == 2000 and rec.max_outstanding == 10
@@ -70,8 +78,9 @@ def test_demand_paces_the_query_subscriber_requesting_10_sees_at_most_10_outstan
 
 def test_record_batch_subscriber_gets_arrow_with_batch_id_metadata(spark, tmp_path):
     rec = Recorder(batch=1)
-    q = rs_spark.write_stream(source(spark, count=2500), rec, elements="batches",
-                              checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
+    q = rs_spark.write_stream(
+        source(spark, count=2500), rec, elements="batches", checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW
+    )
     q.awaitTermination(120)
     assert rec.done.wait(30) and rec.completed
     assert all(isinstance(b, pa.RecordBatch) for b in rec.items)
@@ -83,8 +92,13 @@ def test_record_batch_subscriber_gets_arrow_with_batch_id_metadata(spark, tmp_pa
 
 def test_tuples_elements(spark, tmp_path):
     rec = Recorder()
-    q = rs_spark.write_stream(source(spark, count=5, per_batch=5), rec, elements="tuples",
-                              checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
+    q = rs_spark.write_stream(
+        source(spark, count=5, per_batch=5),
+        rec,
+        elements="tuples",
+        checkpoint=str(tmp_path / "ck"),
+        trigger=AVAILABLE_NOW,
+    )
     q.awaitTermination(120)
     assert rec.done.wait(30)
     assert rec.items == [(i, f"r-{i}", i * 0.5) for i in range(5)]
@@ -100,8 +114,14 @@ def test_restart_from_checkpoint_does_not_deliver_a_committed_batch_again(spark,
         ck, log = str(tmp_path / "ck"), str(tmp_path / "log")
 
         def run():
-            q = (source(spark, log=log).writeStream.format("reactive").option("endpoint", ep.address)
-                 .option("checkpointLocation", ck).trigger(availableNow=True).start())
+            q = (
+                source(spark, log=log)
+                .writeStream.format("reactive")
+                .option("endpoint", ep.address)
+                .option("checkpointLocation", ck)
+                .trigger(availableNow=True)
+                .start()
+            )
             q.awaitTermination(120)
             assert q.exception() is None
 
@@ -124,8 +144,12 @@ def test_restart_from_checkpoint_does_not_deliver_a_committed_batch_again(spark,
 
 def test_query_failure_reaches_the_subscriber_as_on_error_with_the_cause(spark, tmp_path):
     rec = Recorder()
-    q = rs_spark.write_stream(source(spark, count=10, publisher="failing"), rec,
-                              checkpoint=str(tmp_path / "ck"), trigger={"processingTime": "100 milliseconds"})
+    q = rs_spark.write_stream(
+        source(spark, count=10, publisher="failing"),
+        rec,
+        checkpoint=str(tmp_path / "ck"),
+        trigger={"processingTime": "100 milliseconds"},
+    )
     with pytest.raises(Exception):
         q.awaitTermination(120)
     assert rec.done.wait(30)
@@ -134,8 +158,12 @@ def test_query_failure_reaches_the_subscriber_as_on_error_with_the_cause(spark, 
 
 def test_query_stop_reaches_the_subscriber_as_on_complete(spark, tmp_path):
     rec = Recorder()
-    q = rs_spark.write_stream(source(spark, publisher="endless", count=0), rec, checkpoint=str(tmp_path / "ck"),
-                              trigger={"processingTime": "100 milliseconds"})
+    q = rs_spark.write_stream(
+        source(spark, publisher="endless", count=0),
+        rec,
+        checkpoint=str(tmp_path / "ck"),
+        trigger={"processingTime": "100 milliseconds"},
+    )
     try:
         for _ in range(600):
             if len(rec.items) >= 1000:
@@ -178,8 +206,13 @@ def test_spec_3_9_subscriber_requesting_zero_gets_on_error_and_the_query_fails_n
 def test_subscriber_that_never_requests_fails_the_commit_after_commit_timeout(spark, tmp_path):
     rec = Recorder(batch=0)
     rec._request = lambda n: None  # never signals demand
-    q = rs_spark.write_stream(source(spark, count=10, per_batch=10), rec, checkpoint=str(tmp_path / "ck"),
-                              trigger=AVAILABLE_NOW, commitTimeout="2s")
+    q = rs_spark.write_stream(
+        source(spark, count=10, per_batch=10),
+        rec,
+        checkpoint=str(tmp_path / "ck"),
+        trigger=AVAILABLE_NOW,
+        commitTimeout="2s",
+    )
     with pytest.raises(Exception, match="did not take the rows within commitTimeout=2.0 s"):
         q.awaitTermination(120)
     assert rec.items == []
@@ -208,10 +241,16 @@ def test_abort_delivers_nothing_of_the_batch_and_signals_on_error(spark, tmp_pat
 def test_subscriber_factory_runs_per_task_on_executors(spark, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    q = (source(spark, count=2000).writeStream.format("reactive")
-         .option("subscriber", "tests.spark.subscribers:to_files").option("subscriber.dir", str(out))
-         .option("subscriber.batch", "64").option("checkpointLocation", str(tmp_path / "ck"))
-         .trigger(availableNow=True).start())
+    q = (
+        source(spark, count=2000)
+        .writeStream.format("reactive")
+        .option("subscriber", "tests.spark.subscribers:to_files")
+        .option("subscriber.dir", str(out))
+        .option("subscriber.batch", "64")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     q.awaitTermination(120)
     assert q.exception() is None
     lines = [json.loads(line) for f in sorted(out.iterdir()) for line in f.read_text().splitlines()]
@@ -221,17 +260,28 @@ def test_subscriber_factory_runs_per_task_on_executors(spark, tmp_path):
 
 
 def test_subscriber_factory_raising_fails_the_query_naming_rule_2_13(spark, tmp_path):
-    q = (source(spark, count=10).writeStream.format("reactive")
-         .option("subscriber", "tests.spark.subscribers:raising")
-         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q = (
+        source(spark, count=10)
+        .writeStream.format("reactive")
+        .option("subscriber", "tests.spark.subscribers:raising")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     with pytest.raises(Exception, match="refuses rows"):
         q.awaitTermination(120)
 
 
 def test_subscriber_factory_cancelling_fails_the_query_saying_after_how_many(spark, tmp_path):
-    q = (source(spark, count=10).writeStream.format("reactive")
-         .option("subscriber", "tests.spark.subscribers:cancelling").option("subscriber.after", "3")
-         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q = (
+        source(spark, count=10)
+        .writeStream.format("reactive")
+        .option("subscriber", "tests.spark.subscribers:cancelling")
+        .option("subscriber.after", "3")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     with pytest.raises(Exception, match="cancelled its subscription after 3 elements of this task"):
         q.awaitTermination(120)
 
@@ -251,8 +301,14 @@ def test_batch_write_delivers_the_dataframe(spark):
 def test_big_partitions_are_staged_at_staging_location(spark, tmp_path):
     rec = Recorder()
     staging = tmp_path / "staging"
-    q = rs_spark.write_stream(source(spark, count=2000), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW,
-                              inlineMaxBytes="1k", stagingLocation=str(staging))
+    q = rs_spark.write_stream(
+        source(spark, count=2000),
+        rec,
+        checkpoint=str(tmp_path / "ck"),
+        trigger=AVAILABLE_NOW,
+        inlineMaxBytes="1k",
+        stagingLocation=str(staging),
+    )
     q.awaitTermination(120)
     assert q.exception() is None and rec.done.wait(30)
     assert [r["id"] for r in rec.items] == list(range(2000))
@@ -263,9 +319,15 @@ def test_big_partition_without_staging_location_fails_saying_what_to_set(spark, 
     rec = Recorder()
     ep = rs_spark.serve_sink(rec)
     try:
-        q = (source(spark, count=2000).writeStream.format("reactive").option("endpoint", ep.address)
-             .option("inlineMaxBytes", "1k").option("checkpointLocation", str(tmp_path / "ck"))
-             .trigger(availableNow=True).start())
+        q = (
+            source(spark, count=2000)
+            .writeStream.format("reactive")
+            .option("endpoint", ep.address)
+            .option("inlineMaxBytes", "1k")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
         with pytest.raises(Exception, match="set option stagingLocation"):
             q.awaitTermination(120)
         assert rec.items == []
@@ -283,20 +345,29 @@ def test_write_stream_in_local_mode_stages_on_local_disk_and_cleans_up(spark, tm
 
 
 def test_unreachable_endpoint_fails_the_commit_with_the_address(spark, tmp_path):
-    q = (source(spark, count=10).writeStream.format("reactive").option("endpoint", "tcp://127.0.0.1:9/nobody")
-         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q = (
+        source(spark, count=10)
+        .writeStream.format("reactive")
+        .option("endpoint", "tcp://127.0.0.1:9/nobody")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     with pytest.raises(Exception, match="127.0.0.1:9"):
         q.awaitTermination(120)
 
 
-@pytest.mark.parametrize("options, message", [
-    ({}, "needs exactly one of option 'endpoint'"),
-    ({"endpoint": "tcp://127.0.0.1:1/x", "subscriber": "a.b:c"}, "needs exactly one"),
-    ({"endpoint": "tcp://127.0.0.1:1/x", "stagingLocaton": "/tmp"}, "Did you mean 'stagingLocation'"),
-    ({"endpoint": "tcp://127.0.0.1:1/x", "elements": "batches"}, "subscriber factories only"),
-    ({"subscriber": "nocolon"}, "package.module:factory"),
-    ({"endpoint": "tcp://127.0.0.1:1/x", "inlineMaxBytes": "lots"}, "not a size"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({}, "needs exactly one of option 'endpoint'"),
+        ({"endpoint": "tcp://127.0.0.1:1/x", "subscriber": "a.b:c"}, "needs exactly one"),
+        ({"endpoint": "tcp://127.0.0.1:1/x", "stagingLocaton": "/tmp"}, "Did you mean 'stagingLocation'"),
+        ({"endpoint": "tcp://127.0.0.1:1/x", "elements": "batches"}, "subscriber factories only"),
+        ({"subscriber": "nocolon"}, "package.module:factory"),
+        ({"endpoint": "tcp://127.0.0.1:1/x", "inlineMaxBytes": "lots"}, "not a size"),
+    ],
+)
 def test_bad_sink_options_are_refused_with_the_fix(spark, tmp_path, options, message):
     w = source(spark, count=1).writeStream.format("reactive").option("checkpointLocation", str(tmp_path / "ck"))
     for k, v in options.items():

@@ -1,4 +1,5 @@
 """spark.readStream.format("reactive") with real SparkSessions: demand, replay, lifecycle, errors."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,11 @@ def test_micro_batches_follow_max_records_per_trigger_and_deliver_everything_onc
     assert [r.id for r in rows] == list(range(1000))
     assert rows[7].name == "r-7" and rows[7].price == 3.5
     assert sizes == [300, 300, 300, 100]
-    assert json.loads(src["endOffset"]) == {"offset": 1000} if isinstance(src["endOffset"], str) \
+    assert (
+        json.loads(src["endOffset"]) == {"offset": 1000}
+        if isinstance(src["endOffset"], str)
         else src["endOffset"] == {"offset": 1000}
+    )
 
 
 def test_memory_bound_buffered_plus_requested_never_exceeds_max_buffered_records(spark):
@@ -91,8 +95,9 @@ def test_trigger_once_runs_one_batch(spark):
 
 
 def test_record_batch_publisher_is_split_by_rows(spark):
-    df = _stream(spark, "arrow_batches", **{"publisher.batches": 4, "publisher.rows": 1000,
-                                              "maxRecordsPerTrigger": 1500})
+    df = _stream(
+        spark, "arrow_batches", **{"publisher.batches": 4, "publisher.rows": 1000, "maxRecordsPerTrigger": 1500}
+    )
     q, name = _run_to_memory(df, spark)
     try:
         q.processAllAvailable()
@@ -175,14 +180,18 @@ def test_num_partitions_splits_each_micro_batch(spark):
 
 
 def test_schema_declared_by_the_publisher(spark):
-    df = (spark.readStream.format("reactive").option("publisher", f"{P}:declared")
-          .option("pollTimeout", "200ms").load())
+    df = spark.readStream.format("reactive").option("publisher", f"{P}:declared").option("pollTimeout", "200ms").load()
     assert [f.name for f in df.schema.fields] == ["k", "v"]
 
 
 def test_batch_read_of_a_finite_publisher(spark):
-    df = (spark.read.format("reactive").schema(SCHEMA).option("publisher", f"{P}:counter")
-          .option("publisher.count", "123").load())
+    df = (
+        spark.read.format("reactive")
+        .schema(SCHEMA)
+        .option("publisher", f"{P}:counter")
+        .option("publisher.count", "123")
+        .load()
+    )
     rows = df.orderBy("id").collect()
     assert len(rows) == 123 and rows[-1].id == 122
 
@@ -192,8 +201,11 @@ def test_restart_from_checkpoint_replays_the_uncommitted_batch_identically(spark
     batches = {}
 
     def run(run_tag, fail_on):
-        df = _stream(spark, "counter", **{"publisher.count": 1000, "publisher.run": run_tag,
-                                          "maxRecordsPerTrigger": 100, "logPath": logdir})
+        df = _stream(
+            spark,
+            "counter",
+            **{"publisher.count": 1000, "publisher.run": run_tag, "maxRecordsPerTrigger": 100, "logPath": logdir},
+        )
 
         def each(batch_df, batch_id):
             rows = sorted((r.id, r.name) for r in batch_df.collect())
@@ -230,6 +242,7 @@ def test_restart_without_log_fails_on_data_loss_with_advice(spark, tmp_path):
         def each(batch_df, batch_id):
             if batch_id == fail_on:
                 raise RuntimeError("sink failure")
+
         return df.writeStream.foreachBatch(each).option("checkpointLocation", ckpt).start()
 
     q1 = run(fail_on=1)
@@ -249,15 +262,30 @@ def test_unknown_option_is_refused_with_a_suggestion():
         SourceOptions.parse({})
     with pytest.raises(OptionError, match="minRecordsPerTrigger=10 is larger"):
         SourceOptions.parse({"publisher": "a:b", "maxRecordsPerTrigger": "5", "minRecordsPerTrigger": "10"})
-    o = SourceOptions.parse({"publisher": "a:b", "MAXRECORDSPERTRIGGER": "5", "publisher.anything": "x",
-                             "pollTimeout": "2s", "maxTriggerDelay": "1 min"})
+    o = SourceOptions.parse(
+        {
+            "publisher": "a:b",
+            "MAXRECORDSPERTRIGGER": "5",
+            "publisher.anything": "x",
+            "pollTimeout": "2s",
+            "maxTriggerDelay": "1 min",
+        }
+    )
     assert o.max_records_per_trigger == 5 and o.poll_timeout == 2.0 and o.max_trigger_delay == 60.0
 
 
 def test_bad_factory_is_a_clear_error_at_load_time(spark):
     with pytest.raises(Exception) as ei:
-        (spark.readStream.format("reactive").schema(SCHEMA).option("publisher", "no_such_module:f").load()
-         .writeStream.format("memory").queryName(_name()).start().awaitTermination(60))
+        (
+            spark.readStream.format("reactive")
+            .schema(SCHEMA)
+            .option("publisher", "no_such_module:f")
+            .load()
+            .writeStream.format("memory")
+            .queryName(_name())
+            .start()
+            .awaitTermination(60)
+        )
     assert "cannot import module 'no_such_module'" in _error_text(ei.value)
 
 
@@ -277,8 +305,7 @@ def test_query_stop_cancels_the_subscription(spark, tmp_path):
 
 def test_min_records_per_trigger_waits_for_enough_records(spark):
     # 30 records, one every 20 ms: batches wait for 10 records unless 15m pass
-    df = _stream(spark, "slow", **{"publisher.count": 30, "publisher.interval_ms": 20,
-                                   "minRecordsPerTrigger": 10})
+    df = _stream(spark, "slow", **{"publisher.count": 30, "publisher.interval_ms": 20, "minRecordsPerTrigger": 10})
     q, name = _run_to_memory(df, spark)
     try:
         deadline = time.time() + 60
@@ -291,8 +318,11 @@ def test_min_records_per_trigger_waits_for_enough_records(spark):
 
 
 def test_max_trigger_delay_releases_a_smaller_batch(spark):
-    df = _stream(spark, "slow", **{"publisher.count": 6, "publisher.interval_ms": 20,
-                                   "minRecordsPerTrigger": 100, "maxTriggerDelay": "1s"})
+    df = _stream(
+        spark,
+        "slow",
+        **{"publisher.count": 6, "publisher.interval_ms": 20, "minRecordsPerTrigger": 100, "maxTriggerDelay": "1s"},
+    )
     q, name = _run_to_memory(df, spark)
     try:
         deadline = time.time() + 60
@@ -305,8 +335,7 @@ def test_max_trigger_delay_releases_a_smaller_batch(spark):
 
 
 def test_slow_publisher_yields_small_batches_instead_of_stalling(spark):
-    df = _stream(spark, "slow", **{"publisher.count": 20, "publisher.interval_ms": 50,
-                                   "maxRecordsPerTrigger": 1000})
+    df = _stream(spark, "slow", **{"publisher.count": 20, "publisher.interval_ms": 50, "maxRecordsPerTrigger": 1000})
     q, name = _run_to_memory(df, spark)
     try:
         deadline = time.time() + 60

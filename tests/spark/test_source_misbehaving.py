@@ -4,6 +4,7 @@ Each case ends within a bounded time (awaitTermination / stop return; nothing ha
 error that says what happened and what to do, or, where nothing is wrong to report, ends
 cleanly; records the publisher did send are delivered exactly once.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -61,6 +62,7 @@ def _ids(spark, name):
 
 def _wait_for_progress(q, n=1):
     import time
+
     deadline = time.time() + BOUND
     while len(q.recentProgress) < n and time.time() < deadline and q.isActive:
         time.sleep(0.1)

@@ -1,6 +1,7 @@
 """How a planned micro-batch reaches executors without a replay log (inline in the partition, or
 fetched from the reader process), and dict conversion off the critical path: same rows, same
 offsets, same malformed-record handling whichever way."""
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,14 @@ def _rows(spark, name, cols="id, name, price"):
 
 @pytest.mark.parametrize("transport", ["inline", "fetch"])
 def test_batch_transport_delivers_every_record_once_in_order(spark, transport):
-    q, name = _run(spark, "arrow_batches", batchTransport=transport, numPartitions=3,
-                   maxRecordsPerTrigger=2500, **{"publisher.batches": 4, "publisher.rows": 1000})
+    q, name = _run(
+        spark,
+        "arrow_batches",
+        batchTransport=transport,
+        numPartitions=3,
+        maxRecordsPerTrigger=2500,
+        **{"publisher.batches": 4, "publisher.rows": 1000},
+    )
     assert q.awaitTermination(120) and q.exception() is None
     ids = [r[0] for r in _rows(spark, name)]
     assert ids == list(range(4000))
@@ -41,8 +48,9 @@ def test_batch_transport_delivers_every_record_once_in_order(spark, transport):
 def test_fetch_and_inline_give_identical_rows_for_dict_records(spark):
     got = {}
     for transport in ("inline", "fetch"):
-        q, name = _run(spark, "counter", batchTransport=transport, maxRecordsPerTrigger=3000,
-                       **{"publisher.count": 7000})
+        q, name = _run(
+            spark, "counter", batchTransport=transport, maxRecordsPerTrigger=3000, **{"publisher.count": 7000}
+        )
         assert q.awaitTermination(120) and q.exception() is None
         got[transport] = _rows(spark, name)
     assert got["inline"] == got["fetch"] and len(got["fetch"]) == 7000
@@ -50,8 +58,9 @@ def test_fetch_and_inline_give_identical_rows_for_dict_records(spark):
 
 
 def test_failfast_names_the_offset_of_a_malformed_record_deep_in_a_pre_converted_batch(spark):
-    q, name = _run(spark, "many_malformed", maxRecordsPerTrigger=6000,
-                   **{"publisher.count": 20000, "publisher.bad": "13579"})
+    q, name = _run(
+        spark, "many_malformed", maxRecordsPerTrigger=6000, **{"publisher.count": 20000, "publisher.bad": "13579"}
+    )
     with pytest.raises(Exception) as ei:
         q.awaitTermination(120)
     text = f"{ei.value}\n{getattr(ei.value, 'desc', '')}"
@@ -63,16 +72,27 @@ def test_failfast_names_the_offset_of_a_malformed_record_deep_in_a_pre_converted
 
 def test_dropmalformed_and_permissive_keep_offsets_right_across_pre_converted_chunks(spark):
     bad = [5, 4999, 5000, 12345]
-    q, name = _run(spark, "many_malformed", mode="DROPMALFORMED", maxRecordsPerTrigger=6000,
-                   **{"publisher.count": 20000, "publisher.bad": ",".join(map(str, bad))})
+    q, name = _run(
+        spark,
+        "many_malformed",
+        mode="DROPMALFORMED",
+        maxRecordsPerTrigger=6000,
+        **{"publisher.count": 20000, "publisher.bad": ",".join(map(str, bad))},
+    )
     assert q.awaitTermination(120) and q.exception() is None
     assert [r[0] for r in _rows(spark, name, "id")] == [i for i in range(20000) if i not in bad]
     lo = q.lastProgress["sources"][0]["latestOffset"] or q.recentProgress[-2]["sources"][0]["latestOffset"]
     lo = json.loads(lo) if isinstance(lo, str) else lo
     assert lo["droppedRecords"] == 4
 
-    q, name = _run(spark, "many_malformed", mode="PERMISSIVE", schema=SCHEMA + ", _corrupt_record STRING",
-                   maxRecordsPerTrigger=6000, **{"publisher.count": 20000, "publisher.bad": ",".join(map(str, bad))})
+    q, name = _run(
+        spark,
+        "many_malformed",
+        mode="PERMISSIVE",
+        schema=SCHEMA + ", _corrupt_record STRING",
+        maxRecordsPerTrigger=6000,
+        **{"publisher.count": 20000, "publisher.bad": ",".join(map(str, bad))},
+    )
     assert q.awaitTermination(120) and q.exception() is None
     rows = spark.sql(f"select id, _corrupt_record from {name}").collect()
     assert len(rows) == 20000

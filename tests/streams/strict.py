@@ -1,8 +1,9 @@
 """A Subscriber that checks the spec from the receiving side, for tests."""
+
 from __future__ import annotations
 
 import threading
-from typing import Any, List, Optional
+from typing import Any
 
 from rs_spark.streams.demand import add_cap
 
@@ -19,11 +20,11 @@ class StrictSubscriber:
     def __init__(self, initial_request: int = 0, request_on_next: int = 0) -> None:
         self.initial_request = initial_request
         self.request_on_next = request_on_next
-        self.items: List[Any] = []
-        self.error: Optional[BaseException] = None
+        self.items: list[Any] = []
+        self.error: BaseException | None = None
         self.completed = False
         self.subscription: Any = None
-        self.violations: List[str] = []
+        self.violations: list[str] = []
         self.requested = 0
         self._in_signal = threading.Lock()
         self._req_lock = threading.Lock()
@@ -67,8 +68,7 @@ class StrictSubscriber:
             self.items.append(item)
             with self._req_lock:
                 if len(self.items) > self.requested:
-                    self.violations.append(
-                        f"1.1: on_next #{len(self.items)} with only {self.requested} requested")
+                    self.violations.append(f"1.1: on_next #{len(self.items)} with only {self.requested} requested")
         finally:
             self._leave()
         if self.request_on_next:
@@ -94,7 +94,7 @@ class StrictSubscriber:
         if self.violations:
             raise ProtocolError("; ".join(self.violations[:10]))
 
-    def await_done(self, timeout: float = 5.0) -> "StrictSubscriber":
+    def await_done(self, timeout: float = 5.0) -> StrictSubscriber:
         if not self.done.wait(timeout):
             raise AssertionError(f"no terminal signal within {timeout}s; got {len(self.items)} items")
         return self

@@ -1,4 +1,5 @@
 """IteratorSubscription's chunk hand-off to subscribers that define on_next_many."""
+
 from __future__ import annotations
 
 import logging

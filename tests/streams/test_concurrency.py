@@ -1,5 +1,6 @@
 """Stress: many threads request, cancel and push at once. No overshoot (1.1), no overlap
 (1.3), nothing after a terminal (1.7), nothing lost that was not counted as dropped."""
+
 from __future__ import annotations
 
 import random
@@ -41,10 +42,12 @@ def test_spec_1_1_and_1_3_concurrent_requests_never_overshoot_or_overlap(source)
     if source == "range":
         pub = rs.range_(n_items)
     elif source == "piped_unfused":
+
         def run(em):
             for i in range(n_items):
                 em.next(i)
             em.complete()
+
         pub = rs.create(run, buffer_size=n_items).pipe(rs.map(lambda x: x), rs.filter(lambda x: True))
     else:
         pub = rs.range_(n_items).pipe(rs.map(lambda x: x)).pipe(rs.batch(1))
@@ -146,6 +149,7 @@ def test_serial_signals_when_requests_come_from_on_next_and_other_threads_at_onc
 
 # -- demand arithmetic: properties --------------------------------------------------------
 
+
 @given(st.integers(0, MAX_DEMAND), st.integers(0, MAX_DEMAND))
 def test_spec_3_17_add_cap_saturates_and_is_commutative(a, b):
     r = add_cap(a, b)
@@ -155,8 +159,7 @@ def test_spec_3_17_add_cap_saturates_and_is_commutative(a, b):
 
 
 @settings(max_examples=80, deadline=None)
-@given(n_items=st.integers(0, 60),
-       requests=st.lists(st.integers(1, 2**70), min_size=0, max_size=8))
+@given(n_items=st.integers(0, 60), requests=st.lists(st.integers(1, 2**70), min_size=0, max_size=8))
 def test_spec_3_8_requests_are_additive_up_to_saturation(n_items, requests):
     s = StrictSubscriber()
     rs.range_(n_items).subscribe(s)

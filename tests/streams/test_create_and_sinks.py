@@ -1,4 +1,5 @@
 """create() overflow strategies, asyncio in/out, blocking iterator, callbacks: bounds and errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,11 +18,14 @@ def _pusher():
     return box, (lambda em: box.setdefault("em", em))
 
 
-@pytest.mark.parametrize("overflow,expected,dropped", [
-    (rs.Overflow.DROP_OLDEST, [7, 8, 9], [0, 1, 2, 3, 4, 5, 6]),
-    (rs.Overflow.DROP_NEWEST, [0, 1, 2], [3, 4, 5, 6, 7, 8, 9]),
-    (rs.Overflow.LATEST, [0, 1, 9], [2, 3, 4, 5, 6, 7, 8]),
-])
+@pytest.mark.parametrize(
+    "overflow,expected,dropped",
+    [
+        (rs.Overflow.DROP_OLDEST, [7, 8, 9], [0, 1, 2, 3, 4, 5, 6]),
+        (rs.Overflow.DROP_NEWEST, [0, 1, 2], [3, 4, 5, 6, 7, 8, 9]),
+        (rs.Overflow.LATEST, [0, 1, 9], [2, 3, 4, 5, 6, 7, 8]),
+    ],
+)
 def test_create_overflow_strategies_keep_the_buffer_bounded(overflow, expected, dropped):
     box, fn = _pusher()
     drops = []

@@ -1,4 +1,5 @@
 """Interop with the rsocket package's `reactivestreams` types and with ReactiveX, using the real packages."""
+
 from __future__ import annotations
 
 import threading
@@ -50,6 +51,7 @@ def test_rsocket_style_publisher_with_is_complete_on_last_element():
 
                 def cancel(self):
                     pass
+
             subscriber.on_subscribe(S())
 
     assert rs.to_list(rsock.from_rsocket_publisher(TwoThenDone())) == ["a", "b"]
@@ -72,6 +74,7 @@ def test_cancel_disposes_the_observable_subscription():
 
     def on_subscribe(observer, scheduler=None):
         from reactivex.disposable import Disposable
+
         observer.on_next(1)
         return Disposable(disposed.set)
 

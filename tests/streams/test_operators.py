@@ -1,4 +1,5 @@
 """map / filter / take / batch: behaviour, Processor rules (4.1, 4.2), fusion equivalence."""
+
 from __future__ import annotations
 
 import threading
@@ -15,10 +16,12 @@ from .strict import StrictSubscriber
 
 def _unfusable(items):
     """A source pipe() cannot fuse into, so operators run as real Processors."""
+
     def run(em):
         for x in items:
             em.next(x)
         em.complete()
+
     return rs.create(run, buffer_size=max(1, len(items)))
 
 
@@ -64,8 +67,7 @@ def _reference(items, spec):
 
 
 @settings(max_examples=60, deadline=None)
-@given(items=st.lists(st.integers(-100, 100), max_size=40), spec=OPS,
-       request_size=st.integers(1, 7))
+@given(items=st.lists(st.integers(-100, 100), max_size=40), spec=OPS, request_size=st.integers(1, 7))
 def test_operator_chains_fused_and_unfused_match_the_list_model(items, spec, request_size):
     expected = _reference(items, spec)
     fused = rs.from_iterable(items).pipe(*_build(spec))
@@ -181,6 +183,7 @@ def test_take_never_requests_more_than_its_limit_upstream():
 
                         def cancel(self):
                             sub.cancel()
+
                     s.on_subscribe(SpySub())
 
                 def on_next(self, x):
@@ -191,6 +194,7 @@ def test_take_never_requests_more_than_its_limit_upstream():
 
                 def on_complete(self):
                     s.on_complete()
+
             outer.inner.subscribe(Wrap())
 
     s = StrictSubscriber(initial_request=rs.MAX_DEMAND)

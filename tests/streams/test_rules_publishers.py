@@ -1,4 +1,5 @@
 """Spec rules enforced by rs_spark's publishers, one test per rule (and per source where it matters)."""
+
 from __future__ import annotations
 
 import gc
@@ -20,6 +21,7 @@ def _create_list(items):
         for x in items:
             em.next(x)
         em.complete()
+
     return rs.create(run, rs.Overflow.ERROR, buffer_size=max(1, len(items)))
 
 
@@ -28,8 +30,10 @@ SOURCES = {
     "from_iterable_list": lambda n: rs.from_iterable(list(range(n))),
     "defer_generator": lambda n: rs.defer(lambda: (i for i in range(n))),
     "create": lambda n: _create_list(list(range(n))),
-    "piped_unfused": lambda n: rs.pipe(rs.create(lambda em: [em.next(i) for i in range(n)] and None or em.complete(),
-                                                 buffer_size=max(1, n)), rs.map(lambda x: x)),
+    "piped_unfused": lambda n: rs.pipe(
+        rs.create(lambda em: [em.next(i) for i in range(n)] and None or em.complete(), buffer_size=max(1, n)),
+        rs.map(lambda x: x),
+    ),
     "piped_fused": lambda n: rs.range_(n).pipe(rs.map(lambda x: x + 1), rs.filter(lambda x: True)),
     "from_async_iterable": lambda n: rs.from_async_iterable(lambda: _agen(n)),
 }
@@ -85,6 +89,7 @@ def test_spec_1_9_on_subscribe_comes_before_any_other_signal():
 def test_spec_1_9_failing_factory_is_refused_through_on_error_after_on_subscribe():
     def boom():
         raise LookupError("no such table")
+
     s = StrictSubscriber()
     rs.defer(boom).subscribe(s)
     s.await_done()

@@ -1,4 +1,5 @@
 """python -m rs_spark.tck on a conformant and on a broken publisher factory, as a real subprocess."""
+
 from __future__ import annotations
 
 import os
@@ -10,9 +11,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _run(*args):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "rs_spark.tck", *args, "--timeout-ms", "300",
-                           "--no-signals-timeout-ms", "50", "--gc-timeout-ms", "300"],
-                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rs_spark.tck",
+            *args,
+            "--timeout-ms",
+            "300",
+            "--no-signals-timeout-ms",
+            "50",
+            "--gc-timeout-ms",
+            "300",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_cli_conformant_factory_exits_zero_with_a_rule_table():
@@ -32,19 +49,39 @@ def test_cli_broken_factory_exits_non_zero_naming_the_rule():
 
 def test_cli_reads_timeouts_from_the_environment_and_reports_a_bad_factory():
     env = dict(os.environ, PYTHONPATH=ROOT, RS_TCK_DEFAULT_TIMEOUT_MS="300", RS_TCK_NO_SIGNALS_TIMEOUT_MS="30")
-    r = subprocess.run([sys.executable, "-m", "rs_spark.tck", "rs_spark.streams:range_", "--skip-stochastic",
-                        "--failed", "tests.tck.test_cli:failed_publisher"],
-                       capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rs_spark.tck",
+            "rs_spark.streams:range_",
+            "--skip-stochastic",
+            "--failed",
+            "tests.tck.test_cli:failed_publisher",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "PASS   optional   1.4" in r.stdout
     assert "SKIP   stochastic 1.3" in r.stdout
-    bad = subprocess.run([sys.executable, "-m", "rs_spark.tck", "no_colon_here"],
-                         capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    bad = subprocess.run(
+        [sys.executable, "-m", "rs_spark.tck", "no_colon_here"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=ROOT,
+    )
     assert bad.returncode != 0 and "package.module:factory" in bad.stderr
 
 
 def failed_publisher():
     from rs_spark import streams as rs
+
     return rs.error(RuntimeError("failed publisher"))
 
 
@@ -75,8 +112,14 @@ print(skipped["test_stochastic_spec103_must_signal_on_methods_sequentially"])
 
 def test_tck_skips_work_without_pytest_installed():
     """The kit's skips are its own (a unittest.SkipTest), so `run` works where pytest cannot be imported."""
-    r = subprocess.run([sys.executable, "-c", _WITHOUT_PYTEST], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_PYTEST],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     counts, untested, stochastic = r.stdout.splitlines()
     skipped, failed = map(int, counts.split())
@@ -103,7 +146,13 @@ unittest.main(argv=["x", "-v"])
 
 
 def test_tck_skip_is_reported_as_a_skip_by_unittest():
-    r = subprocess.run([sys.executable, "-c", _UNDER_UNITTEST], capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "-c", _UNDER_UNITTEST],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "skipped 'untested: rule 1.6" in r.stderr and "OK (skipped=1)" in r.stderr

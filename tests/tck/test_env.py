@@ -1,4 +1,5 @@
 """The kit's own machinery: timeouts, async errors from other threads, Latch, Promise, Receptacle."""
+
 from __future__ import annotations
 
 import threading
@@ -7,8 +8,17 @@ import time
 import pytest
 
 from rs_spark.tck import PublisherVerification
-from rs_spark.tck.env import (END, BufferOverflow, Latch, ManualSubscriber, Promise, Receptacle, TCKFailure,
-                              TestEnvironment, Timeouts)
+from rs_spark.tck.env import (
+    END,
+    BufferOverflow,
+    Latch,
+    ManualSubscriber,
+    Promise,
+    Receptacle,
+    TCKFailure,
+    TestEnvironment,
+    Timeouts,
+)
 
 FAST = Timeouts(default=0.2, no_signals=0.05, poll=0.01, gc=0.2)
 
@@ -20,8 +30,12 @@ def _later(delay, fn, *args):
 
 
 def test_timeouts_default_to_the_jvm_values(monkeypatch):
-    for v in ("RS_TCK_DEFAULT_TIMEOUT_MS", "RS_TCK_NO_SIGNALS_TIMEOUT_MS", "RS_TCK_POLL_TIMEOUT_MS",
-              "RS_TCK_GC_TIMEOUT_MS"):
+    for v in (
+        "RS_TCK_DEFAULT_TIMEOUT_MS",
+        "RS_TCK_NO_SIGNALS_TIMEOUT_MS",
+        "RS_TCK_POLL_TIMEOUT_MS",
+        "RS_TCK_GC_TIMEOUT_MS",
+    ):
         monkeypatch.delenv(v, raising=False)
     t = Timeouts()
     assert (t.default, t.no_signals, t.poll, t.gc) == (0.1, 0.1, 0.1, 0.3)
@@ -62,6 +76,7 @@ def test_base_verification_is_not_collected_but_subclasses_are():
 
     class Mine(PublisherVerification):
         pass
+
     assert Mine.__test__ is True
 
 

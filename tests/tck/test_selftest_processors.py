@@ -1,4 +1,5 @@
 """The processor verification must be able to fail: broken processors fail their rule's tests."""
+
 from __future__ import annotations
 
 import pytest
@@ -49,6 +50,7 @@ def _verification(cls):
 
         def create_identity_processor(self, buffer_size):
             return cls()
+
     return V()
 
 

@@ -1,4 +1,5 @@
 """The kit must be able to fail: broken publishers fail exactly the tests for the rule they break."""
+
 from __future__ import annotations
 
 import pytest
@@ -65,6 +66,7 @@ class Naive:
 
             def cancel(self):
                 st["cancelled"] = True
+
         sub = Sub()
         if self.bug == "next_before_subscribe" and pub.n > 0:
             st["demand"] = 1
@@ -90,6 +92,7 @@ class Failed:
 
             def cancel(self):
                 pass
+
         s.on_subscribe(Sub())
         s.on_error(RuntimeError("cannot serve"))
 
@@ -107,6 +110,7 @@ def _verification(bug):
 
         def bounded_depth_of_on_next_and_request_recursion(self):
             return 1
+
     return V()
 
 

@@ -1,4 +1,5 @@
 """rs_spark.streams' operators as identity Processors through IdentityProcessorVerification."""
+
 from __future__ import annotations
 
 import inspect
@@ -10,8 +11,9 @@ FAST = Timeouts(default=0.5, no_signals=0.05, poll=0.01, gc=0.5)
 
 
 def test_identity_processor_verification_has_the_68_jvm_tests():
-    methods = {n for n, _ in inspect.getmembers(IdentityProcessorVerification, inspect.isfunction)
-               if n.startswith("test_")}
+    methods = {
+        n for n, _ in inspect.getmembers(IdentityProcessorVerification, inspect.isfunction) if n.startswith("test_")
+    }
     assert len(PROCESSOR_RULES) == 68 and methods == set(PROCESSOR_RULES)
 
 

@@ -1,4 +1,5 @@
 """Every Publisher rs_spark.streams ships, through the kit's PublisherVerification."""
+
 from __future__ import annotations
 
 import inspect
@@ -42,6 +43,7 @@ class TestFromIterableGenerator(PublisherVerification):
     def create_failed_publisher(self):
         def boom():
             raise LookupError("no data")
+
         return rs.defer(boom)
 
 
@@ -56,6 +58,7 @@ class TestCreate(PublisherVerification):
             for i in range(elements):
                 em.next(i)
             em.complete()
+
         return rs.create(run, buffer_size=max(1, elements))
 
 
@@ -70,6 +73,7 @@ class TestPipedUnfused(PublisherVerification):
             for i in range(elements):
                 em.next(i)
             em.complete()
+
         return rs.create(run, buffer_size=max(1, elements)).pipe(rs.map(lambda x: x + 1), rs.filter(lambda x: True))
 
 
@@ -89,6 +93,7 @@ class TestAsyncIterable(PublisherVerification):
             while i < elements:
                 yield i
                 i += 1
+
         return rs.from_async_iterable(gen)
 
 
@@ -145,7 +150,9 @@ class TestCreateOnAThread(PublisherVerification):
                     else:
                         threading.Event().wait(0.001)
                 em.complete()
+
             threading.Thread(target=pump, daemon=True).start()
+
         return rs.create(run, buffer_size=16)
 
     def create_failed_publisher(self):
@@ -193,6 +200,7 @@ class TestAsyncIterableFailed(PublisherVerification):
         async def gen():
             for i in range(elements):
                 yield i
+
         return rs.from_async_iterable(gen)
 
     def create_failed_publisher(self):

@@ -1,12 +1,19 @@
 """rs_spark.streams' Subscribers through the kit's blackbox and whitebox verifications."""
+
 from __future__ import annotations
 
 import inspect
 
 from rs_spark.streams.aio import AsyncIteratorSubscriber
 from rs_spark.streams.subscribers import BlockingIterator, CallbackSubscriber
-from rs_spark.tck import (BLACKBOX_RULES, WHITEBOX_RULES, SubscriberBlackboxVerification, SubscriberPuppet,
-                          SubscriberWhiteboxVerification, Timeouts)
+from rs_spark.tck import (
+    BLACKBOX_RULES,
+    WHITEBOX_RULES,
+    SubscriberBlackboxVerification,
+    SubscriberPuppet,
+    SubscriberWhiteboxVerification,
+    Timeouts,
+)
 
 FAST = Timeouts(default=0.5, no_signals=0.05, poll=0.01, gc=0.5)
 
@@ -51,8 +58,7 @@ class _ProbedCallbackSubscriber(CallbackSubscriber):
     """CallbackSubscriber reporting to the whitebox probe, with demand driven by the puppet."""
 
     def __init__(self, probe):
-        super().__init__(probe.register_on_next, probe.register_on_error, probe.register_on_complete,
-                         request_size=1)
+        super().__init__(probe.register_on_next, probe.register_on_error, probe.register_on_complete, request_size=1)
         self._probe = probe
 
     def on_subscribe(self, subscription):

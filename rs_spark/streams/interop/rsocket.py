@@ -4,6 +4,7 @@ Its ``Subscriber.on_next(value, is_complete=False)`` may carry the last element 
 completion in one call; these adapters translate that to and from our four-signal form.
 The package itself is not imported: its objects fit by their method names.
 """
+
 from __future__ import annotations
 
 from typing import Any
