@@ -1,6 +1,6 @@
 """Spark discovers Python data sources in top-level modules named ``pyspark_*`` that define
 ``DefaultSource``; this one makes ``format("reactive")`` work right after ``pip install rs-spark``."""
 
-from rs_spark.spark.source import ReactiveDataSource as DefaultSource
+from rs_spark.spark.datasource import ReactiveDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -14,28 +14,28 @@ except _metadata.PackageNotFoundError:  # imported from a source tree that was n
 
 
 def read_stream(spark: Any, publisher: Any, schema: Any = None, **options: Any) -> Any:
-    """A streaming DataFrame over ``publisher`` from this process (see rs_spark.spark.notebook)."""
-    from .spark.notebook import read_stream as _read_stream
+    """A streaming DataFrame over ``publisher`` from this process (see rs_spark.spark.source.read_stream)."""
+    from .spark.source.read_stream import read_stream as _read_stream
 
     return _read_stream(spark, publisher, schema, **options)
 
 
 def write_stream(df: Any, subscriber: Any, **options: Any) -> Any:
-    """Start ``df.writeStream.format("reactive")`` into ``subscriber`` (see rs_spark.spark.notebook)."""
-    from .spark.notebook import write_stream as _write_stream
+    """Start ``df.writeStream.format("reactive")`` into ``subscriber`` (see rs_spark.spark.sink.write_stream)."""
+    from .spark.sink.write_stream import write_stream as _write_stream
 
     return _write_stream(df, subscriber, **options)
 
 
 def serve_sink(subscriber: Any, **options: Any) -> Any:
-    """Serve ``subscriber`` for the sink's ``endpoint`` option (see rs_spark.spark.delivery)."""
-    from .spark.delivery import serve_sink as _serve_sink
+    """Serve ``subscriber`` for the sink's ``endpoint`` option (see rs_spark.delivery)."""
+    from .delivery import serve_sink as _serve_sink
 
     return _serve_sink(subscriber, **options)
 
 
 def stop_served() -> int:
     """Stop the endpoints :func:`read_stream` started in this process; returns how many."""
-    from .spark.notebook import stop_served as _stop_served
+    from .spark.source.read_stream import stop_served as _stop_served
 
     return _stop_served()

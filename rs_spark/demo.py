@@ -76,7 +76,7 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
     from pyspark.sql import functions as F
 
     from .examples.sensors import SCHEMA
-    from .spark.notebook import write_stream
+    from .spark.sink.write_stream import write_stream
 
     reader = (
         spark.readStream.format("reactive")

@@ -1,9 +1,10 @@
 """The Spark data source ``format("reactive")``. The only package of rs_spark that imports pyspark."""
 
-from .options import OptionError, SourceOptions
-from .reader import DataLossError
+from .datasource import ReactiveDataSource
+from .options import OptionError
 from .session import ensure_worker_python, local_session, register
-from .source import ReactiveDataSource
+from .source.options import SourceOptions
+from .source.reader import DataLossError
 
 __all__ = [
     "ReactiveDataSource",

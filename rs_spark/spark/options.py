@@ -1,4 +1,4 @@
-"""Option parsing for the ``reactive`` source and sink: one place, case-insensitive, strict.
+"""Option parsing shared by the ``reactive`` source and sink: case-insensitive and strict.
 
 Spark hands a data source a case-insensitive dict whose keys are stored lower-cased, so
 ``dict(options).get("maxRecordsPerTrigger")`` silently misses. Everything here looks keys up
@@ -7,13 +7,10 @@ case-insensitively, and an unknown key is an error that names the closest known 
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import re
 from collections.abc import Mapping
 from typing import Any
-
-from ..arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 
 PASS_THROUGH_PREFIX = "publisher."
 """Options starting with this prefix are not checked: they are for the user's factory."""
@@ -51,7 +48,7 @@ def parse_int(name: str, value: Any, minimum: int) -> int:
     return n
 
 
-def _parse_bool(name: str, value: Any) -> bool:
+def parse_bool(name: str, value: Any) -> bool:
     v = str(value).strip().lower()
     if v in ("true", "1", "yes"):
         return True
@@ -60,7 +57,7 @@ def _parse_bool(name: str, value: Any) -> bool:
     raise OptionError(f"option {name}={value!r} is not a boolean; use true or false")
 
 
-def _parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+def parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     v = str(value).strip().lower()
     if v not in choices:
         raise OptionError(f"option {name}={value!r} must be one of {', '.join(choices)}")
@@ -72,141 +69,34 @@ def lookup(options: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
-def check_known(options: Mapping[str, Any], known: Mapping[str, str], where: str) -> None:
-    """Raise :class:`OptionError` for a key not in ``known`` (by lower-cased name)."""
+def check_known(
+    options: Mapping[str, Any],
+    known: Mapping[str, str],
+    where: str,
+    prefix: str = PASS_THROUGH_PREFIX,
+    factory: str = "publisher",
+) -> None:
+    """Raise :class:`OptionError` for a key not in ``known`` (by lower-cased name); keys starting
+    with ``prefix`` are for the user's ``factory`` and pass unchecked."""
     lowered = {k.lower(): k for k in known}
     for key in options:
         k = str(key).lower()
-        if k in lowered or k.startswith(PASS_THROUGH_PREFIX):
+        if k in lowered or k.startswith(prefix):
             continue
         close = difflib.get_close_matches(k, list(lowered), n=1)
         hint = f" Did you mean '{lowered[close[0]]}'?" if close else ""
         raise OptionError(
             f"unknown option '{key}' for {where}.{hint} Known options: {', '.join(sorted(known))}. "
-            f"Options for your publisher factory go under the '{PASS_THROUGH_PREFIX}' prefix."
-        )
-
-
-SOURCE_OPTIONS: dict[str, str] = {
-    "publisher": "package.module:factory called with the options dict; returns a Publisher",
-    "endpoint": "an rs_spark.net address of a served Publisher",
-    "jvmPublisher": "a JVM Publisher: com.example.Feeds#method (public static, no argument or a Map<String, String> "
-    "of the options) or a Publisher class; built in a JVM the reader process starts",
-    "jvmJars": "with jvmPublisher: comma-separated jar paths or globs for that JVM's classpath",
-    "token": "authentication token for the endpoint",
-    "schema": "DDL schema when none is given with .schema() and the publisher declares none",
-    "maxRecordsPerTrigger": "at most this many records per micro-batch (ReadMaxRows)",
-    "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
-    "maxTriggerDelay": "with minRecordsPerTrigger: run a smaller batch after this long (default 15m)",
-    "pollTimeout": "how long latestOffset waits for requested elements (default 500ms)",
-    "maxBufferedRecords": "bound on records (rows) held in memory: buffered plus requested (default 100000)",
-    "prefetch": "request the next micro-batch's elements while Spark runs this one (default true)",
-    "logPath": "pyarrow filesystem URI of the replay log (local path, s3://, hdfs://, gs://, abfs://)",
-    "failOnDataLoss": "fail the query when planned elements cannot be replayed (default true)",
-    "numPartitions": "split each micro-batch into this many partitions (default 1)",
-    "batchTransport": "without logPath, how executors get a micro-batch's rows: auto (default: small ones inside "
-    "the partition, large ones fetched from the driver-side reader process over TCP), inline "
-    "or fetch",
-    "mode": "FAILFAST (default), PERMISSIVE or DROPMALFORMED",
-    "columnNameOfCorruptRecord": f"PERMISSIVE mode's text column (default {DEFAULT_CORRUPT_COLUMN})",
-    "path": "ignored (Spark passes it for .load(path))",
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class SourceOptions:
-    """The ``reactive`` source's options, parsed and validated."""
-
-    publisher: str | None
-    endpoint: str | None
-    token: str | None
-    schema: str | None
-    max_records_per_trigger: int | None
-    min_records_per_trigger: int | None
-    max_trigger_delay: float
-    poll_timeout: float
-    max_buffered: int
-    prefetch: bool
-    log_path: str | None
-    fail_on_data_loss: bool
-    num_partitions: int
-    batch_transport: str
-    mode: Mode
-    corrupt_column: str
-    raw: dict[str, Any]
-    jvm_publisher: str | None = None
-    jvm_jars: str | None = None
-
-    @classmethod
-    def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
-        check_known(options, SOURCE_OPTIONS, "format('reactive') (source)")
-        o = lookup(options)
-        publisher = o.get("publisher")
-        endpoint = o.get("endpoint")
-        jvm_publisher = o.get("jvmpublisher")
-        if sum(map(bool, (publisher, endpoint, jvm_publisher))) != 1:
-            raise OptionError(
-                "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
-                "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
-                "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
-                f"got publisher={publisher!r}, endpoint={endpoint!r}, jvmPublisher={jvm_publisher!r}. From a "
-                "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
-            )
-        if o.get("jvmjars") and not jvm_publisher:
-            raise OptionError(
-                f"option jvmJars={o.get('jvmjars')!r} is only used with option jvmPublisher; set "
-                "jvmPublisher to the JVM Publisher factory (com.example.Feeds#method) or drop jvmJars"
-            )
-        if jvm_publisher and (":" in str(jvm_publisher).split("#")[0] or " " in str(jvm_publisher).strip()):
-            raise OptionError(
-                f"option jvmPublisher={jvm_publisher!r} must look like 'com.example.Feeds#method' "
-                "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)"
-            )
-        if publisher and ":" not in str(publisher):
-            raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
-        max_r = parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
-        min_r = parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o else None
-        if max_r is not None and min_r is not None and min_r > max_r:
-            raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
-        max_buffered = parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
-        if max_r is not None and max_r > max_buffered:
-            raise OptionError(
-                f"option maxRecordsPerTrigger={max_r} exceeds maxBufferedRecords={max_buffered}: a micro-batch "
-                "cannot hold more elements than rs_spark may buffer; raise maxBufferedRecords or lower the limit"
-            )
-        if min_r is not None and min_r > max_buffered:
-            raise OptionError(f"option minRecordsPerTrigger={min_r} exceeds maxBufferedRecords={max_buffered}")
-        mode = Mode.parse(o.get("mode", "FAILFAST"))
-        return cls(
-            publisher=str(publisher) if publisher else None,
-            endpoint=str(endpoint) if endpoint else None,
-            token=o.get("token"),
-            schema=o.get("schema"),
-            max_records_per_trigger=max_r,
-            min_records_per_trigger=min_r,
-            max_trigger_delay=parse_duration("maxTriggerDelay", o.get("maxtriggerdelay", "15m")),
-            poll_timeout=parse_duration("pollTimeout", o.get("polltimeout", "500ms")),
-            max_buffered=max_buffered,
-            prefetch=_parse_bool("prefetch", o.get("prefetch", "true")),
-            log_path=o.get("logpath") or None,
-            fail_on_data_loss=_parse_bool("failOnDataLoss", o.get("failondataloss", "true")),
-            num_partitions=parse_int("numPartitions", o.get("numpartitions", 1), 1),
-            batch_transport=_parse_choice(
-                "batchTransport", o.get("batchtransport", "auto"), ("auto", "inline", "fetch")
-            ),
-            mode=mode,
-            corrupt_column=str(o.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN)),
-            raw=o,
-            jvm_publisher=str(jvm_publisher).strip() if jvm_publisher else None,
-            jvm_jars=str(o["jvmjars"]) if o.get("jvmjars") else None,
+            f"Options for your {factory} factory go under the '{prefix}' prefix."
         )
 
 
 __all__ = [
     "OptionError",
-    "SourceOptions",
-    "SOURCE_OPTIONS",
     "parse_duration",
+    "parse_int",
+    "parse_bool",
+    "parse_choice",
     "check_known",
     "lookup",
     "PASS_THROUGH_PREFIX",

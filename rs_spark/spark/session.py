@@ -8,6 +8,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from ..net.address import parse
+
 
 def ensure_worker_python() -> None:
     """Point Spark's Python workers at this interpreter unless the user chose one.
@@ -26,7 +28,7 @@ def register(spark: SparkSession, replace: bool = False) -> None:
     modules; this call is for environments where that is off or rs_spark is not installed
     as a package. It does nothing if ``reactive`` is registered, unless ``replace``.
     """
-    from .source import ReactiveDataSource
+    from .datasource import ReactiveDataSource
 
     if not replace:
         try:
@@ -54,4 +56,29 @@ def local_session(app_name: str = "rs_spark", master: str = "local[2]", **conf: 
     return spark
 
 
-__all__ = ["ensure_worker_python", "register", "local_session"]
+def check_reachable(spark: Any, bind: str, what: str) -> None:
+    """Refuse a loopback endpoint that a Spark Connect server on another host could not reach."""
+    if not type(spark).__module__.startswith("pyspark.sql.connect"):
+        return  # a classic session: its driver (and reader, and commits) run on this machine
+    try:
+        host = str(spark.client.host)
+    except Exception:
+        return
+    if not parse(bind, need_name=False).is_loopback or host in ("localhost", "::1") or host.startswith("127."):
+        return
+    raise ValueError(
+        f"{what}(): this Spark Connect session's server runs at {host}, and it must connect back to the "
+        f"Publisher/Subscriber in this process, which is served on {bind} (loopback: not reachable from "
+        f"{host}). Pass bind='tcp://<an address of this machine that {host} can reach>:0' (a token is added), "
+        "or serve it with rs_spark.net yourself and use option endpoint"
+    )
+
+
+def is_local(spark: SparkSession) -> bool:
+    try:
+        return str(spark.sparkContext.master).startswith("local")
+    except Exception:  # Spark Connect: no SparkContext here; the server decides
+        return False
+
+
+__all__ = ["ensure_worker_python", "register", "local_session", "check_reachable", "is_local"]

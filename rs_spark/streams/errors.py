@@ -27,10 +27,22 @@ def null_element_error(where: str) -> TypeError:
     )
 
 
+def throw_if_fatal(error: BaseException) -> None:
+    """Re-raise ``error`` when no Subscriber may receive it (as RxJava's ``Exceptions.throwIfFatal``).
+
+    Fatal means not an :class:`Exception`: ``KeyboardInterrupt``, ``SystemExit``, ``GeneratorExit``,
+    ``asyncio.CancelledError`` and any other ``BaseException`` asking the thread or program to stop.
+    Every place that turns an exception from user code into ``on_error`` (or a log line) calls this
+    first, so Ctrl-C and ``sys.exit()`` stop the program instead of becoming a stream error.
+    """
+    if not isinstance(error, Exception):
+        raise error
+
+
 def report_dropped(error: BaseException, context: str) -> None:
     """Report an error that has no one left to receive it (rule 2.13: 'raise it in a fashion
     adequate for the runtime'): it goes to the ``rs_spark.streams`` logger at ERROR level."""
     log.error("%s: %s: %s", context, type(error).__name__, error, exc_info=error)
 
 
-__all__ = ["SpecViolation", "BufferOverflowError", "null_element_error", "report_dropped", "log"]
+__all__ = ["SpecViolation", "BufferOverflowError", "null_element_error", "throw_if_fatal", "report_dropped", "log"]

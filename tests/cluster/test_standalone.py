@@ -189,7 +189,7 @@ def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplica
     import signal
     import threading
 
-    from rs_spark.spark.delivery import serve_sink
+    from rs_spark.delivery import serve_sink
 
     url, env, base = cluster
     seen, lock = [], threading.Lock()

@@ -119,7 +119,8 @@ def test_a_missing_jar_is_named_before_any_jvm_starts(tmp_path):
 
 
 def test_source_options_accept_exactly_one_publisher_kind():
-    from rs_spark.spark.options import OptionError, SourceOptions
+    from rs_spark.spark.options import OptionError
+    from rs_spark.spark.source.options import SourceOptions
 
     o = SourceOptions.parse({"jvmPublisher": "rsspark.fixtures.Feeds#longs", "jvmJars": FIXTURES})
     assert o.jvm_publisher == "rsspark.fixtures.Feeds#longs" and o.jvm_jars == FIXTURES and o.publisher is None

@@ -23,7 +23,7 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.spark.delivery import serve_sink
+from rs_spark.delivery import serve_sink
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRIALS = int(os.environ.get("RS_FAULT_TRIALS", "20"))

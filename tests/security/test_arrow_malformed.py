@@ -103,7 +103,7 @@ def test_a_malicious_server_cannot_crash_or_leak_into_the_client_reading_it(payl
 
 
 def test_a_tampered_replay_log_segment_is_refused_naming_the_file(tmp_path):
-    from rs_spark.spark.replay_log import ReplayLog, read_segment_slice
+    from rs_spark.spark.source.replay_log import ReplayLog, read_segment_slice
 
     schema = pa.schema([("payload", pa.binary())])
     log = ReplayLog(str(tmp_path))
@@ -122,8 +122,8 @@ def test_a_tampered_replay_log_segment_is_refused_naming_the_file(tmp_path):
 
 
 def test_a_tampered_staged_partition_is_refused_naming_the_file(tmp_path):
-    from rs_spark.spark.sink_options import SinkOptions
-    from rs_spark.spark.writer import StagedPartition, read_staged
+    from rs_spark.spark.sink.options import SinkOptions
+    from rs_spark.spark.sink.staging import StagedPartition, read_staged
 
     staged = tmp_path / "part-x.arrow"
     staged.write_bytes(out_of_range_binary_ipc())

@@ -11,7 +11,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from rs_spark.arrow.batch_server import Address, BatchServer, FetchError, fetch
+from rs_spark.net.batch_fetch import Address, BatchServer, FetchError, fetch
 
 TABLE = pa.table({"id": pa.array(range(1000), pa.int64())})
 HANDLERS = 4

@@ -38,7 +38,7 @@ def _mode(path):
 
 
 def _write_log(root):
-    from rs_spark.spark.replay_log import ReplayLog
+    from rs_spark.spark.source.replay_log import ReplayLog
 
     log = ReplayLog(root)
     seg = log.append(0, 3, [pa.record_batch([pa.array([1, 2, 3])], schema=SCHEMA)], SCHEMA)
@@ -47,8 +47,8 @@ def _write_log(root):
 
 
 def _stage(root):
-    from rs_spark.spark.sink_options import SinkOptions
-    from rs_spark.spark.writer import stage
+    from rs_spark.spark.sink.options import SinkOptions
+    from rs_spark.spark.sink.staging import stage
 
     opts = SinkOptions.parse({"endpoint": "tcp://127.0.0.1:1/x", "stagingLocation": root, "inlineMaxBytes": "1"})
     return stage(iter([pa.record_batch([pa.array(range(1000))], schema=SCHEMA)]), opts)
@@ -86,7 +86,7 @@ def test_another_local_user_cannot_read_the_replay_log_or_staged_data(open_base)
 def test_a_planted_link_is_never_written_through(tmp_path):
     import pyarrow.fs as pafs
 
-    from rs_spark.spark.private_files import open_new
+    from rs_spark.spark.files import open_new
 
     victim = tmp_path / "victim"
     victim.write_bytes(b"precious")
@@ -108,7 +108,7 @@ def test_a_tampered_received_note_is_ignored_not_trusted(tmp_path, content):
     ['{"batch_id": 3, "rows": 9, "total": 5}', '{"batch_id": "3", "rows": 0, "total": 0}', '{"rows": 1}', "not json"],
 )
 def test_a_tampered_ledger_is_a_clear_error_naming_the_file(tmp_path, content):
-    from rs_spark.spark.delivery import Ledger, SinkError
+    from rs_spark.delivery import Ledger, SinkError
 
     path = tmp_path / "ledger.json"
     path.write_text(content)
@@ -118,7 +118,7 @@ def test_a_tampered_ledger_is_a_clear_error_naming_the_file(tmp_path, content):
 
 
 def test_a_ledger_written_by_rs_spark_reads_back(tmp_path):
-    from rs_spark.spark.delivery import Ledger
+    from rs_spark.delivery import Ledger
 
     led = Ledger(str(tmp_path / "ledger.json"))
     led.batch_id, led.rows, led.total = 4, 10, 10

@@ -20,8 +20,8 @@ def _closed_port():
 
 @pytest.mark.parametrize("in_address", [True, False], ids=["token-in-address", "token-option"])
 def test_the_sink_abort_warning_for_an_unreachable_hub_names_no_token(caplog, in_address):
-    from rs_spark.spark.sink_options import SinkOptions
-    from rs_spark.spark.writer import ReactiveStreamWriter
+    from rs_spark.spark.sink.options import SinkOptions
+    from rs_spark.spark.sink.writer import ReactiveStreamWriter
 
     port = _closed_port()
     options = {"endpoint": f"tcp://127.0.0.1:{port}/sink" + (f"?token={SECRET}" if in_address else "")}

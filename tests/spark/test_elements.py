@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from rs_spark.spark.delivery import _Current
-from rs_spark.spark.elements import batch_elements
+from rs_spark.delivery.elements import batch_elements
+from rs_spark.delivery.hub import _Current
 
 BATCH = pa.record_batch({"id": pa.array([1, 2], pa.int64()), "name": pa.array(["a", "b"])})
 NO_COLUMNS = pa.table({"id": [1, 2, 3]}).select([]).to_batches()[0]

@@ -10,7 +10,7 @@ import pytest
 import rs_spark
 from rs_spark import streams as rs
 from rs_spark.net import serve
-from rs_spark.spark.notebook import stop_served
+from rs_spark.spark.source.read_stream import stop_served
 
 SCHEMA = "id LONG, name STRING"
 

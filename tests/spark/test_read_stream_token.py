@@ -66,7 +66,7 @@ def _raw(parts):
 @pytest.mark.skipif(SETPRIV is None or os.geteuid() != 0, reason="needs root and setpriv to act as another user")
 def test_another_local_user_cannot_read_a_read_stream_endpoint(spark):
     import rs_spark
-    from rs_spark.spark.notebook import stop_served
+    from rs_spark.spark.source.read_stream import stop_served
 
     before = _listening_ports_of_this_process()
     rs_spark.read_stream(spark, rs.range_(100).pipe(rs.map(lambda i: {"id": i})), schema="id LONG")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 
-from rs_spark.spark.sigterm import EXIT_STATUS
+from rs_spark.spark.source.sigterm import EXIT_STATUS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # would re-enter Event.set and wait forever for the lock its own thread holds.
 _CHILD = """
 import sys, threading
-from rs_spark.spark.sigterm import SigtermStop
+from rs_spark.spark.source.sigterm import SigtermStop
 
 wake = threading.Event()
 calls = []
@@ -78,7 +78,7 @@ def test_a_burst_of_sigterms_while_the_main_thread_is_inside_event_set_stops_onc
 
 
 def test_install_refuses_outside_the_main_thread_and_leaves_the_handler_alone():
-    from rs_spark.spark.sigterm import SigtermStop
+    from rs_spark.spark.source.sigterm import SigtermStop
 
     before = signal.getsignal(signal.SIGTERM)
     result = []

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import rs_spark
-from rs_spark.spark.delivery import BatchAborted, QueryFailed
+from rs_spark.delivery import BatchAborted, QueryFailed
 
 from .subscribers import Recorder
 

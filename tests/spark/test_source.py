@@ -8,7 +8,8 @@ import uuid
 
 import pytest
 
-from rs_spark.spark.options import OptionError, SourceOptions
+from rs_spark.spark.options import OptionError
+from rs_spark.spark.source.options import SourceOptions
 
 from .publishers import SCHEMA
 

@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any
 
-from .options import OptionError, SourceOptions
-
-
-def load_factory(spec: str, option: str = "publisher") -> Callable[..., Any]:
-    """Import ``package.module:attr`` (attr may be dotted)."""
-    module_name, _, attr = spec.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise OptionError(
-            f"option {option}={spec!r}: cannot import module '{module_name}' ({exc}). It must be importable "
-            "in Spark's Python workers: install it in the environment PYSPARK_PYTHON points at, or ship it "
-            "with spark.submit.pyFiles / SparkContext.addPyFile"
-        ) from None
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise OptionError(f"option {option}={spec!r}: module '{module_name}' has no attribute '{attr}'") from None
-    if not callable(obj):
-        raise OptionError(f"option {option}={spec!r} names {type(obj).__name__} {obj!r}, not a callable factory")
-    return obj
+from ..factories import load_factory
+from ..options import OptionError
+from .options import SourceOptions
 
 
 class PublisherFactoryError(OptionError):
@@ -62,7 +41,7 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
             )
         return pub
     try:
-        from ..net import connect
+        from ...net import connect
     except ImportError as exc:  # pragma: no cover - rs_spark.net ships with the package
         raise OptionError(
             f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}"
@@ -74,8 +53,8 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
 def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
     """Option jvmPublisher: a JVM Publisher built in a standalone JVM this process starts (Spark's
     reader process has no py4j link to the driver JVM), handing over Arrow batches."""
-    from ..jvm.factory import JvmFactoryError, open_publisher
-    from ..jvm.schema import to_spec
+    from ...jvm.factory import JvmFactoryError, open_publisher
+    from ...jvm.schema import to_spec
 
     if schema is not None:  # the JVM encodes straight into the source's columns, when it can carry them
         fields = [f for f in schema if f.name != opts.corrupt_column]
@@ -99,4 +78,4 @@ def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
         raise PublisherFactoryError(str(exc)) from None
 
 
-__all__ = ["load_factory", "make_publisher", "PublisherFactoryError"]
+__all__ = ["make_publisher", "PublisherFactoryError"]

@@ -11,10 +11,10 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.spark.delivery import DeliveryHub, SinkError, serve_sink, tag_batch
+from rs_spark.delivery import DeliveryHub, SinkError, serve_sink
+from rs_spark.delivery.wire import tag_batch
 from rs_spark.tck import PublisherVerification, Timeouts
-
-from .subscribers import Recorder
+from tests.spark.subscribers import Recorder
 
 
 def rows(lo, hi):

@@ -20,17 +20,13 @@ again, and a batch cut off mid-way (commit process killed) resumes at the first 
 delivered when Spark retries it (its rows replay identically from the checkpoint). With
 ``ledger=`` the ledger is also kept in a file, so a restarted hub continues where it stopped.
 
-No pyspark here: this module runs in any Python process.
+No pyspark here: this package runs in any Python process (``rows`` elements import it when used).
 """
 
 from __future__ import annotations
 
-import enum
-import json
 import logging
-import os
 import secrets
-import tempfile
 import threading
 import uuid
 from collections import deque
@@ -38,105 +34,18 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..streams.demand import MAX_DEMAND
-from ..streams.drain import DrainSubscription, QueueSubscription, subscribe_with
-from ..streams.errors import report_dropped
-from ..streams.types import Subscriber, Subscription
+from ..streams.drain import DrainSubscription, subscribe_with
+from ..streams.types import Subscriber
+from .commit_channel import CommitChannel, Offer
+from .control import ControlSubscriber
 from .elements import batch_elements
+from .errors import BatchAborted, SinkError, SubscriberCancelled
+from .ledger import Ledger
+from .wire import tag_batch
 
 log = logging.getLogger("rs_spark.spark.sink")
 
-META_BATCH = b"rs_spark.batch_id"
-META_START = b"rs_spark.start_row"
-META_TOTAL = b"rs_spark.batch_rows"
 ELEMENTS = ("dicts", "rows", "tuples", "batches")
-ACK_SCHEMA = pa.schema(
-    [("status", pa.string()), ("batch_id", pa.int64()), ("rows", pa.int64()), ("delivered", pa.int64())]
-)
-
-
-class SinkError(RuntimeError):
-    """The Subscriber behind the sink stopped taking elements (cancelled, raised, or ended)."""
-
-
-class SubscriberCancelled(SinkError):
-    """The Subscriber cancelled its subscription: the query must stop."""
-
-
-class BatchAborted(RuntimeError):
-    """Spark aborted a micro-batch: none of its rows were delivered."""
-
-
-class QueryFailed(RuntimeError):
-    """The streaming query writing into the Subscriber failed."""
-
-
-def _read_ledger(path: str) -> tuple[int, int, int]:
-    """(batch_id, rows, total) from a ledger file, checked: it decides what is never delivered again."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            d = json.loads(f.read(64 * 1024))
-        values = (d["batch_id"], d["rows"], d["total"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise SinkError(
-            f"the sink ledger {path} cannot be read ({type(exc).__name__}: {exc}); restore it or remove "
-            "it (then every micro-batch the query replays is delivered again)"
-        ) from exc
-    if not all(type(v) is int for v in values) or values[0] < -1 or not 0 <= values[1] <= values[2]:
-        raise SinkError(
-            f"the sink ledger {path} holds {d!r}, not batch_id >= -1 and 0 <= rows <= total: it was "
-            "not written by rs_spark; restore it or remove it"
-        )
-    return values
-
-
-class Ledger:
-    """What reached the Subscriber: the last batch started, its rows delivered and expected."""
-
-    __slots__ = ("batch_id", "rows", "total", "path")
-
-    def __init__(self, path: str | None = None) -> None:
-        self.batch_id = -1
-        self.rows = 0
-        self.total = 0
-        self.path = path
-        if path and os.path.exists(path):
-            self.batch_id, self.rows, self.total = _read_ledger(path)
-
-    @property
-    def complete(self) -> bool:
-        return self.rows >= self.total
-
-    def save(self) -> None:
-        if not self.path:
-            return
-        d = os.path.dirname(os.path.abspath(self.path))
-        fd, tmp = tempfile.mkstemp(prefix=".ledger-", dir=d)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"batch_id": self.batch_id, "rows": self.rows, "total": self.total}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new ledger, never half
-
-    def as_dict(self) -> dict[str, int]:
-        return {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
-
-
-def batch_meta(batch: pa.RecordBatch) -> tuple[int, int, int]:
-    md = batch.schema.metadata or {}
-    try:
-        return int(md[META_BATCH]), int(md[META_START]), int(md[META_TOTAL])
-    except (KeyError, ValueError):
-        raise SinkError(
-            "a record batch reached the sink hub without rs_spark batch metadata; only the "
-            "reactive sink's commit may write to this endpoint"
-        ) from None
-
-
-def tag_batch(batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> pa.RecordBatch:
-    md = dict(batch.schema.metadata or {})
-    md.update({META_BATCH: str(batch_id).encode(), META_START: str(start).encode(), META_TOTAL: str(total).encode()})
-    return batch.replace_schema_metadata(md)
 
 
 class DeliverySubscription(DrainSubscription):
@@ -182,14 +91,6 @@ class _Current:
         self.rows: list[Any] | None = None if elements == "batches" else batch_elements(batch, elements)
 
 
-class Offer(enum.Enum):
-    """What the hub did with a record batch a commit offered it."""
-
-    QUEUED = "queued"  # taken for delivery to the Subscriber
-    SKIP = "skip"  # delivered before, or from a superseded commit: the commit sends its next batch
-    DUPLICATE = "duplicate"  # the whole micro-batch was delivered before: the commit stops
-
-
 class DeliveryHub:
     """Holds one subscription to ``subscriber`` and delivers commits into it (see module doc)."""
 
@@ -214,7 +115,7 @@ class DeliveryHub:
         self._lock = threading.Lock()
         self.ledger = Ledger(ledger)
         self._queue: deque[_Current] = deque()
-        self._active: _CommitChannel | None = None
+        self._active: CommitChannel | None = None
         self._ended: str | None = None  # why the hub takes no more batches
         self._cancelled = False  # ended because the Subscriber cancelled
         self._subscriber_raised: BaseException | None = None
@@ -235,8 +136,8 @@ class DeliveryHub:
 
         token = token or secrets.token_urlsafe(24)
         self._server = server = Server(bind, token=token)
-        server.add_processor(self.name, lambda: _CommitChannel(self))
-        server.add_subscriber(f"{self.name}.control", lambda: _ControlSubscriber(self))
+        server.add_processor(self.name, lambda: CommitChannel(self))
+        server.add_subscriber(f"{self.name}.control", lambda: ControlSubscriber(self))
         return f"{server.address_of(self.name)}?token={token}"
 
     def stop(self) -> None:
@@ -311,7 +212,7 @@ class DeliveryHub:
             return self._idle.wait_for(lambda: self._active is None, timeout)
 
     # -- commits (connection signal threads) --------------------------------------------
-    def _attach(self, ch: _CommitChannel) -> BaseException | None:
+    def attach(self, ch: CommitChannel) -> BaseException | None:
         with self._lock:
             if self._ended is not None:
                 return self._refusal()
@@ -351,7 +252,7 @@ class DeliveryHub:
             )
         return SinkError(f"sink '{self.name}' takes no more batches: {self._ended}")
 
-    def offer(self, ch: _CommitChannel, batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> Offer:
+    def offer(self, ch: CommitChannel, batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> Offer:
         """A record batch from ``ch``: queued for delivery, skipped, or a duplicate (see :class:`Offer`)."""
         led = self.ledger
         with self._lock:
@@ -408,7 +309,7 @@ class DeliveryHub:
         self._sub._schedule()
         return Offer.QUEUED
 
-    def _channel_done(self, ch: _CommitChannel, error: BaseException | None) -> None:
+    def channel_done(self, ch: CommitChannel, error: BaseException | None) -> None:
         with self._lock:
             if ch is not self._active:
                 return
@@ -513,224 +414,4 @@ class DeliveryHub:
             active.refuse(refusal)
 
 
-class _Answers(QueueSubscription):
-    pass
-
-
-class _CommitChannel:
-    """The Processor one commit's channel talks to: batches in, one acknowledgement out."""
-
-    def __init__(self, hub: DeliveryHub) -> None:
-        self._hub = hub
-        self._in: Subscription | None = None
-        self._answers: _Answers | None = None
-        self._pending: list[Any] = []  # an answer decided before the client subscribed to answers
-        self._lock = threading.Lock()
-        self._asked = False
-        self._piece: tuple[int, int] = (-2, -1)
-        self._piece_rows = 0
-        self.complete = False
-        self.assigned: int | None = None
-        self.duplicate = False
-        self.new_rows = False
-
-    # Subscriber side (the commit's record batches)
-    def on_subscribe(self, subscription: Subscription) -> None:
-        self._in = subscription
-        refusal = self._hub._attach(self)
-        if refusal is not None:
-            subscription.cancel()
-            self._answer_error(refusal)
-            return
-        self.pull()
-
-    def pull(self) -> None:
-        with self._lock:
-            if self._asked or self.complete:
-                return
-            self._asked = True
-        s = self._in
-        if s is not None:
-            s.request(1)
-
-    def on_next(self, batch: Any) -> None:
-        with self._lock:
-            self._asked = False
-        try:
-            bid, start, total = batch_meta(batch)
-            # A record batch bigger than the channel's batch_rows arrives as slices that share
-            # its metadata: a slice with the same (batch, start) continues the previous one.
-            if (bid, start) == self._piece:
-                start += self._piece_rows
-            else:
-                self._piece, self._piece_rows = (bid, start), 0
-            self._piece_rows += batch.num_rows
-            what = self._hub.offer(self, batch, bid, start, total)
-        except SinkError as exc:
-            self.refuse(exc)
-            return
-        if what is Offer.SKIP:
-            self.pull()
-        elif what is Offer.DUPLICATE:
-            bid, _, total = batch_meta(batch)
-            s = self._in
-            if s is not None:
-                s.cancel()  # nothing to send: the commit stops reading its staged batches
-            self.answer("duplicate", bid, total, 0)
-
-    def on_error(self, error: BaseException) -> None:
-        self._hub._channel_done(self, error)
-
-    def on_complete(self) -> None:
-        self._hub._channel_done(self, None)
-
-    # Publisher side (the answer)
-    def subscribe(self, subscriber: Subscriber[Any]) -> None:
-        a = _Answers(subscriber)
-        subscribe_with(subscriber, a)
-        with self._lock:
-            self._answers = a
-            pending, self._pending = self._pending, []
-        for p in pending:
-            self._deliver(a, p)
-
-    def answer(self, status: str, batch_id: int, rows: int, delivered: int) -> None:
-        ack = pa.record_batch(
-            [
-                pa.array([status]),
-                pa.array([batch_id], pa.int64()),
-                pa.array([rows], pa.int64()),
-                pa.array([delivered], pa.int64()),
-            ],
-            schema=ACK_SCHEMA,
-        )
-        self._send(ack)
-
-    def refuse(self, error: BaseException) -> None:
-        s = self._in
-        if s is not None:
-            s.cancel()
-        self._answer_error(error)
-
-    def _answer_error(self, error: BaseException) -> None:
-        self._send(error)
-
-    def _send(self, what: Any) -> None:
-        with self._lock:
-            a = self._answers
-            if a is None:
-                self._pending.append(what)
-                return
-        self._deliver(a, what)
-
-    @staticmethod
-    def _deliver(a: _Answers, what: Any) -> None:
-        if isinstance(what, BaseException):
-            a.offer_error(what)
-        else:
-            a.offer(what)
-            a.offer_complete()
-
-
-class _ControlSubscriber:
-    """JSON control messages: ``{"op": "end", "error": null | "text"}``, ``{"op": "abort", ...}``."""
-
-    def __init__(self, hub: DeliveryHub) -> None:
-        self._hub = hub
-
-    def on_subscribe(self, s: Subscription) -> None:
-        s.request(MAX_DEMAND)
-
-    def on_next(self, msg: Any) -> None:
-        try:
-            op = msg.get("op")
-            if op == "end":
-                err = msg.get("error")
-                self._hub.finish(QueryFailed(err) if err else None)
-            elif op == "abort":
-                self._hub.abort(int(msg.get("batch_id", -1)), str(msg.get("reason", "")))
-            else:
-                log.warning("sink '%s': unknown control message %r ignored", self._hub.name, msg)
-        except Exception as exc:  # a control message must never break the hub
-            report_dropped(exc, f"sink '{self._hub.name}': bad control message {msg!r}")
-
-    def on_error(self, error: BaseException) -> None:
-        pass
-
-    def on_complete(self) -> None:
-        pass
-
-
-class SinkEndpoint:
-    """A served Subscriber for the ``reactive`` sink: give :attr:`address` to option ``endpoint``."""
-
-    def __init__(self, hub: DeliveryHub, address: str) -> None:
-        self.hub = hub
-        self.address = address
-
-    def finish(self, error: BaseException | None = None) -> None:
-        self.hub.finish(error)
-
-    def stop(self) -> None:
-        self.hub.stop()
-
-    def __enter__(self) -> SinkEndpoint:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
-    def __repr__(self) -> str:
-        return f"<SinkEndpoint {self.address.split('?')[0]}>"
-
-
-def serve_sink(
-    subscriber: Subscriber[Any],
-    *,
-    elements: str = "dicts",
-    bind: str = "tcp://127.0.0.1:0",
-    token: str | None = None,
-    ledger: str | None = None,
-    name: str | None = None,
-) -> SinkEndpoint:
-    """Serve ``subscriber`` for ``df.writeStream.format("reactive").option("endpoint", ep.address)``.
-
-    The Subscriber is subscribed once, now, and receives the rows of every micro-batch of every
-    query run that writes to the endpoint, in batchId order, paced by its demand. ``elements``:
-    ``dicts`` (default), ``rows`` (pyspark Rows), ``tuples`` or ``batches`` (pyarrow RecordBatches,
-    demand counts batches). ``ledger``: a file that keeps the exactly-once ledger across restarts
-    of this process. The query's end reaches the Subscriber when the query is started with
-    :func:`rs_spark.write_stream` (or :meth:`finish` is called).
-    """
-    hub = DeliveryHub(subscriber, elements=elements, ledger=ledger, name=name)
-    return SinkEndpoint(hub, hub.serve(bind, token))
-
-
-def send_control(endpoint: str, message: dict[str, Any], timeout: float = 10.0) -> None:
-    """Send one control message to the hub at ``endpoint`` (an address from :func:`serve_sink`)."""
-    from ..net import connect_subscriber, parse_address
-    from ..streams import just
-
-    a = parse_address(endpoint)
-    addr = a.with_name(f"{a.name}.control").with_codec("json").format(with_token=True)
-    sub = connect_subscriber(addr, codec="json")
-    just(message).subscribe(sub)
-    sub.wait(timeout)
-
-
-__all__ = [
-    "DeliveryHub",
-    "DeliverySubscription",
-    "SinkEndpoint",
-    "serve_sink",
-    "send_control",
-    "SinkError",
-    "SubscriberCancelled",
-    "BatchAborted",
-    "QueryFailed",
-    "Ledger",
-    "tag_batch",
-    "batch_meta",
-    "ELEMENTS",
-    "ACK_SCHEMA",
-]
+__all__ = ["DeliveryHub", "DeliverySubscription", "Offer", "ELEMENTS"]

@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from .delivery import ELEMENTS
-from .options import OptionError, check_known, lookup, parse_duration, parse_int
+from ...delivery import ELEMENTS
+from ..options import OptionError, check_known, lookup, parse_duration, parse_int
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
@@ -51,15 +51,7 @@ class SinkOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
-        checked = {k: v for k, v in dict(options).items() if not str(k).lower().startswith(SUBSCRIBER_PREFIX)}
-        try:
-            check_known(checked, SINK_OPTIONS, "format('reactive') (sink)")
-        except OptionError as exc:
-            raise OptionError(
-                str(exc)
-                .replace("'publisher.' prefix", f"'{SUBSCRIBER_PREFIX}' prefix")
-                .replace("your publisher factory", "your subscriber factory")
-            ) from None
+        check_known(options, SINK_OPTIONS, "format('reactive') (sink)", SUBSCRIBER_PREFIX, "subscriber")
         o = lookup(options)
         endpoint, subscriber = o.get("endpoint"), o.get("subscriber")
         if bool(endpoint) == bool(subscriber):

@@ -1,6 +1,6 @@
 """The ``reactive`` source's readers: micro-batch offsets become ``request(n)`` demand.
 
-Which process runs what (ARCHITECTURE.md section 1): the reader object is built in a planner
+Which process runs what (docs/architecture.md, "Processes"): the reader object is built in a planner
 worker and pickled to executors, so it holds nothing live until first used. In Spark's
 long-lived driver-side reader process, the first ``initialOffset``/``latestOffset``/
 ``partitions`` call builds the live state: the subscription (an :class:`Intake`), the converter
@@ -33,10 +33,10 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from ..arrow.batch_server import Address, BatchServer, FetchError, fetch
-from ..arrow.convert import ElementConverter
-from ..arrow.ipc import from_ipc, to_ipc
-from ..streams.errors import SpecViolation
+from ...arrow.convert import ElementConverter
+from ...arrow.ipc import from_ipc, to_ipc
+from ...net.batch_fetch import Address, BatchServer, FetchError, fetch
+from ...streams.errors import SpecViolation
 from .bind_address import batch_server_binds
 from .intake import Chunk, Intake, PublisherFailed
 from .options import SourceOptions
@@ -617,7 +617,7 @@ class ReactiveBatchReader(DataSourceReader):
         return [SubscribePartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        from ..streams.subscribers import BlockingIterator
+        from ...streams.subscribers import BlockingIterator
 
         schema = to_arrow_schema(StructType.fromJson(json.loads(self._schema_json)), timezone="UTC")
         converter = ElementConverter(schema, self._opts.mode, self._opts.corrupt_column, add_corrupt_column=False)

@@ -20,9 +20,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..streams.demand import add_cap
-from ..streams.errors import SpecViolation
-from ..streams.types import Subscription
+from ...streams.demand import add_cap
+from ...streams.errors import SpecViolation
+from ...streams.types import Subscription
 
 log = logging.getLogger("rs_spark.source")
 

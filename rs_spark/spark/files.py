@@ -1,4 +1,4 @@
-"""Files the connector writes on local disk are private and created exclusively.
+"""Files the connector writes: any pyarrow file system; on local disk private and created exclusively.
 
 Replay-log segments, the received-records note and staged sink partitions hold the stream's data,
 so on a local file system every folder rs_spark creates for them is 0700 and every file 0600,
@@ -16,6 +16,13 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_fs(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow file system of ``uri`` (a local path or any pyarrow URI) and the path within it."""
+    if "://" not in uri:
+        return pafs.LocalFileSystem(), os.path.abspath(uri)
+    return pafs.FileSystem.from_uri(uri)
 
 
 def is_local(fs: pafs.FileSystem) -> bool:
@@ -52,4 +59,4 @@ def open_new(fs: pafs.FileSystem, path: str) -> Any:
     return pa.PythonFile(os.fdopen(fd, "wb"), mode="w")
 
 
-__all__ = ["is_local", "make_dirs", "open_new"]
+__all__ = ["open_fs", "is_local", "make_dirs", "open_new"]

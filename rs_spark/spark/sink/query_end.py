@@ -1,6 +1,6 @@
 """Query end -> the Subscriber's ``on_complete`` / ``on_error``.
 
-A stream writer has no ``stop()`` hook (ARCHITECTURE.md, section 1), so the end of a query is
+A stream writer has no ``stop()`` hook (Spark runs its commit in short-lived workers), so the end of a query is
 observed in the process that started it, by a ``StreamingQueryListener``. One listener per
 SparkSession, holding the callbacks of the queries this process started with
 :func:`rs_spark.write_stream`; it lives and acts in this process only.

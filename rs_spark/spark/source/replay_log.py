@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import uuid
 from collections.abc import Sequence
 
@@ -19,8 +18,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
-from ..arrow.validate import MalformedArrow, checked, refuse_compressed
-from .private_files import make_dirs, open_new
+from ...arrow.validate import MalformedArrow, checked, refuse_compressed
+from ..files import make_dirs, open_fs, open_new
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +35,6 @@ class Segment:
     end: int
     rows: int
     name: str
-
-
-def open_fs(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow file system of ``uri`` (a local path or any pyarrow URI) and the path within it."""
-    if "://" not in uri:
-        return pafs.LocalFileSystem(), os.path.abspath(uri)
-    return pafs.FileSystem.from_uri(uri)
 
 
 class ReplayLog:

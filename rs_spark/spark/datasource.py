@@ -15,9 +15,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from ..arrow.convert import Mode
-from .options import OptionError, SourceOptions
-from .reader import ReactiveBatchReader, ReactiveStreamReader
-from .resolve import make_publisher
+from .options import OptionError
+from .source.options import SourceOptions
+from .source.reader import ReactiveBatchReader, ReactiveStreamReader
+from .source.resolve import make_publisher
 
 
 class ReactiveDataSource(DataSource):
@@ -61,16 +62,16 @@ class ReactiveDataSource(DataSource):
     def reader(self, schema: StructType) -> DataSourceReader:
         return ReactiveBatchReader(SourceOptions.parse(self.options), schema)
 
-    # -- sink (rs_spark/spark/writer.py) --------------------------------------------------
+    # -- sink (rs_spark/spark/sink/writer.py) --------------------------------------------------
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from .sink_options import SinkOptions
-        from .writer import ReactiveStreamWriter
+        from .sink.options import SinkOptions
+        from .sink.writer import ReactiveStreamWriter
 
         return ReactiveStreamWriter(SinkOptions.parse(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from .sink_options import SinkOptions
-        from .writer import ReactiveBatchWriter
+        from .sink.options import SinkOptions
+        from .sink.writer import ReactiveBatchWriter
 
         return ReactiveBatchWriter(SinkOptions.parse(self.options))
 

@@ -1,0 +1,31 @@
+"""The delivery hub: one subscription to a user's Subscriber, fed by every micro-batch commit.
+
+The ``reactive`` sink's commits run in short-lived processes; the Subscriber lives here, in a
+long-lived one (a notebook, a service), served on an rs_spark.net endpoint. Modules:
+:mod:`.hub` (the state machine and the Subscription the Subscriber holds), :mod:`.ledger` (what
+was delivered: exactly once across restarts), :mod:`.wire` (the commit channel's record-batch
+tags and acknowledgement), :mod:`.commit_channel`, :mod:`.control` (abort / end messages),
+:mod:`.endpoint` (:func:`serve_sink`), :mod:`.elements` (what a Subscriber receives per row).
+Never imports pyspark (except to build ``rows`` elements).
+"""
+
+from .control import send_control
+from .endpoint import SinkEndpoint, serve_sink
+from .errors import BatchAborted, QueryFailed, SinkError, SubscriberCancelled
+from .hub import ELEMENTS, DeliveryHub, DeliverySubscription, Offer
+from .ledger import Ledger
+
+__all__ = [
+    "DeliveryHub",
+    "DeliverySubscription",
+    "Offer",
+    "SinkEndpoint",
+    "serve_sink",
+    "send_control",
+    "SinkError",
+    "SubscriberCancelled",
+    "BatchAborted",
+    "QueryFailed",
+    "Ledger",
+    "ELEMENTS",
+]

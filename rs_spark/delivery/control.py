@@ -1,0 +1,60 @@
+"""The hub's control endpoint: ``abort`` and ``end`` messages from Spark's side, as JSON."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ..streams.demand import MAX_DEMAND
+from ..streams.errors import report_dropped
+from ..streams.types import Subscription
+from .errors import QueryFailed
+
+if TYPE_CHECKING:
+    from .hub import DeliveryHub
+
+log = logging.getLogger("rs_spark.spark.sink")
+
+
+class ControlSubscriber:
+    """JSON control messages: ``{"op": "end", "error": null | "text"}``, ``{"op": "abort", ...}``."""
+
+    def __init__(self, hub: DeliveryHub) -> None:
+        self._hub = hub
+
+    def on_subscribe(self, s: Subscription) -> None:
+        s.request(MAX_DEMAND)
+
+    def on_next(self, msg: Any) -> None:
+        try:
+            op = msg.get("op")
+            if op == "end":
+                err = msg.get("error")
+                self._hub.finish(QueryFailed(err) if err else None)
+            elif op == "abort":
+                self._hub.abort(int(msg.get("batch_id", -1)), str(msg.get("reason", "")))
+            else:
+                log.warning("sink '%s': unknown control message %r ignored", self._hub.name, msg)
+        except Exception as exc:  # a control message must never break the hub
+            report_dropped(exc, f"sink '{self._hub.name}': bad control message {msg!r}")
+
+    def on_error(self, error: BaseException) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        pass
+
+
+def send_control(endpoint: str, message: dict[str, Any], timeout: float = 10.0) -> None:
+    """Send one control message to the hub at ``endpoint`` (an address from :func:`serve_sink`)."""
+    from ..net import connect_subscriber, parse_address
+    from ..streams import just
+
+    a = parse_address(endpoint)
+    addr = a.with_name(f"{a.name}.control").with_codec("json").format(with_token=True)
+    sub = connect_subscriber(addr, codec="json")
+    just(message).subscribe(sub)
+    sub.wait(timeout)
+
+
+__all__ = ["ControlSubscriber", "send_control"]

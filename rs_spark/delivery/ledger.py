@@ -1,0 +1,68 @@
+"""The hub's ledger: what reached the Subscriber, so a replayed micro-batch is never delivered twice.
+
+It records the last micro-batch started, how many of its rows reached ``on_next`` and how many it
+has. With a path it is kept in a file, written to a private temporary file and renamed into place
+(a crash leaves the old or the new ledger, never half), and checked when read back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from .errors import SinkError
+
+
+def _read_ledger(path: str) -> tuple[int, int, int]:
+    """(batch_id, rows, total) from a ledger file, checked: it decides what is never delivered again."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            d = json.loads(f.read(64 * 1024))
+        values = (d["batch_id"], d["rows"], d["total"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SinkError(
+            f"the sink ledger {path} cannot be read ({type(exc).__name__}: {exc}); restore it or remove "
+            "it (then every micro-batch the query replays is delivered again)"
+        ) from exc
+    if not all(type(v) is int for v in values) or values[0] < -1 or not 0 <= values[1] <= values[2]:
+        raise SinkError(
+            f"the sink ledger {path} holds {d!r}, not batch_id >= -1 and 0 <= rows <= total: it was "
+            "not written by rs_spark; restore it or remove it"
+        )
+    return values
+
+
+class Ledger:
+    """What reached the Subscriber: the last batch started, its rows delivered and expected."""
+
+    __slots__ = ("batch_id", "rows", "total", "path")
+
+    def __init__(self, path: str | None = None) -> None:
+        self.batch_id = -1
+        self.rows = 0
+        self.total = 0
+        self.path = path
+        if path and os.path.exists(path):
+            self.batch_id, self.rows, self.total = _read_ledger(path)
+
+    @property
+    def complete(self) -> bool:
+        return self.rows >= self.total
+
+    def save(self) -> None:
+        if not self.path:
+            return
+        d = os.path.dirname(os.path.abspath(self.path))
+        fd, tmp = tempfile.mkstemp(prefix=".ledger-", dir=d)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"batch_id": self.batch_id, "rows": self.rows, "total": self.total}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new ledger, never half
+
+    def as_dict(self) -> dict[str, int]:
+        return {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
+
+
+__all__ = ["Ledger"]

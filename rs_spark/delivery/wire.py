@@ -1,0 +1,52 @@
+"""The commit channel's wire format: record batches tagged with their micro-batch, and the answer.
+
+A commit sends each staged record batch with schema metadata naming its micro-batch (``batch_id``),
+the micro-batch's row where the record batch starts, and the micro-batch's total rows. The hub
+answers with one ``ACK_SCHEMA`` row: ``delivered``, ``duplicate`` or ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from .errors import SinkError
+
+META_BATCH = b"rs_spark.batch_id"
+META_START = b"rs_spark.start_row"
+META_TOTAL = b"rs_spark.batch_rows"
+ACK_SCHEMA = pa.schema(
+    [("status", pa.string()), ("batch_id", pa.int64()), ("rows", pa.int64()), ("delivered", pa.int64())]
+)
+
+
+def batch_meta(batch: pa.RecordBatch) -> tuple[int, int, int]:
+    md = batch.schema.metadata or {}
+    try:
+        return int(md[META_BATCH]), int(md[META_START]), int(md[META_TOTAL])
+    except (KeyError, ValueError):
+        raise SinkError(
+            "a record batch reached the sink hub without rs_spark batch metadata; only the "
+            "reactive sink's commit may write to this endpoint"
+        ) from None
+
+
+def tag_batch(batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> pa.RecordBatch:
+    md = dict(batch.schema.metadata or {})
+    md.update({META_BATCH: str(batch_id).encode(), META_START: str(start).encode(), META_TOTAL: str(total).encode()})
+    return batch.replace_schema_metadata(md)
+
+
+def ack_batch(status: str, batch_id: int, rows: int, delivered: int) -> pa.RecordBatch:
+    """The hub's answer to one commit."""
+    return pa.record_batch(
+        [
+            pa.array([status]),
+            pa.array([batch_id], pa.int64()),
+            pa.array([rows], pa.int64()),
+            pa.array([delivered], pa.int64()),
+        ],
+        schema=ACK_SCHEMA,
+    )
+
+
+__all__ = ["META_BATCH", "META_START", "META_TOTAL", "ACK_SCHEMA", "batch_meta", "tag_batch", "ack_batch"]

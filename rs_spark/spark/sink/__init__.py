@@ -1,0 +1,7 @@
+"""The ``reactive`` sink: micro-batches delivered into a Subscriber, paced by its demand.
+
+:mod:`.writer` (Spark's writer: stage on executors, deliver at commit), :mod:`.staging`,
+:mod:`.task_delivery` (factory mode: a Subscriber per task), :mod:`.options`,
+:mod:`.query_end` (the query's end reaches the Subscriber), :mod:`.write_stream` (a Subscriber
+in the user's process). The Subscriber itself is held by :mod:`rs_spark.delivery`.
+"""

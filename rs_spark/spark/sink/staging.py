@@ -1,0 +1,93 @@
+"""Staging a micro-batch on executors: each task's rows as one Arrow IPC stream, inline in the
+commit message up to ``inlineMaxBytes``, beyond that in a private file at ``stagingLocation``."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+from pyspark.sql.datasource import WriterCommitMessage
+
+from ...arrow.validate import iter_stream
+from ...delivery import SinkError
+from ..files import make_dirs, open_fs, open_new
+from ..options import OptionError
+from .options import SinkOptions
+
+
+@dataclasses.dataclass
+class StagedPartition(WriterCommitMessage):
+    """One task's output: ``rows`` rows, inline Arrow IPC bytes or a staged file, or (factory
+    mode) the rows the task's own Subscriber took."""
+
+    rows: int
+    inline: bytes | None = None
+    path: str | None = None
+    delivered: int = 0
+
+
+def stage(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartition:
+    sink = pa.BufferOutputStream()
+    writer = None
+    rows = 0
+    for b in batches:
+        if writer is None:
+            writer = ipc.new_stream(sink, b.schema)
+        if b.num_rows:
+            writer.write_batch(b)
+            rows += b.num_rows
+    if writer is None or rows == 0:
+        return StagedPartition(0)
+    writer.close()
+    buf = sink.getvalue()
+    if buf.size <= opts.inline_max_bytes:
+        return StagedPartition(rows, inline=buf.to_pybytes())
+    if not opts.staging_location:
+        raise OptionError(
+            f"a partition of this micro-batch is {buf.size} bytes of Arrow, more than option inlineMaxBytes="
+            f"{opts.inline_max_bytes} allows inside a commit message; set option stagingLocation (a directory "
+            "every executor and the driver can reach: local path in local mode, s3://, hdfs://, ...) or raise "
+            "inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix"
+        )
+    fs, root = open_fs(opts.staging_location)
+    make_dirs(fs, root)
+    path = f"{root.rstrip('/')}/part-{uuid.uuid4().hex}.arrow"
+    with open_new(fs, path) as f:
+        f.write(buf)
+    return StagedPartition(rows, path=path)
+
+
+def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatch]:
+    if m.inline is not None:
+        yield from iter_stream(pa.py_buffer(m.inline), f"the inline staged partition ({m.rows} rows)")
+    elif m.path is not None:
+        fs, _ = open_fs(opts.staging_location or "/")
+        try:
+            f = fs.open_input_stream(m.path)
+        except (OSError, FileNotFoundError) as exc:
+            raise SinkError(
+                f"staged partition {m.path} ({m.rows} rows) cannot be read at commit: {exc}; the "
+                "driver must reach option stagingLocation"
+            ) from None
+        with f:
+            data = f.read_buffer()
+        yield from iter_stream(data, f"the staged partition {m.path} ({m.rows} rows)")
+
+
+def remove_staged(messages: list[Any], opts: SinkOptions) -> None:
+    paths = [m.path for m in messages if isinstance(m, StagedPartition) and m.path]
+    if not paths:
+        return
+    fs, _ = open_fs(opts.staging_location or "/")
+    for p in paths:
+        try:
+            fs.delete_file(p)
+        except OSError:
+            pass  # already gone: staging is scratch space
+
+
+__all__ = ["StagedPartition", "stage", "read_staged", "remove_staged"]

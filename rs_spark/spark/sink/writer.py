@@ -1,0 +1,154 @@
+"""The ``reactive`` sink's writers: executors stage Arrow, the commit delivers to the hub.
+
+``write()`` (executors) stages its partition as one Arrow IPC stream: inline in the commit
+message up to ``inlineMaxBytes``, beyond that as a file at ``stagingLocation``.
+``commit(messages, batchId)`` (a Python worker on the driver) sends the staged record batches,
+tagged with ``batchId`` and their row positions, over a two-way channel to the
+:class:`~rs_spark.delivery.DeliveryHub` that holds the Subscriber, and returns once the
+hub acknowledges that every row reached ``on_next``. The channel's credits come from the
+Subscriber's demand, so a slow Subscriber slows the commit and the query.
+
+With option ``subscriber`` (a factory) each task builds its own Subscriber and delivers its
+rows inside ``write()``: no ordering across tasks, and a retried task delivers again (at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from ...delivery import SinkError, send_control
+from ...delivery.wire import tag_batch
+from ...net.address import parse as parse_address
+from ...net.address import redact
+from .options import SinkOptions
+from .staging import StagedPartition, read_staged, remove_staged, stage
+from .task_delivery import deliver_in_task
+
+log = logging.getLogger("rs_spark.spark.sink")
+
+
+def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
+    """Send the staged micro-batch to the hub; return when every row reached the Subscriber."""
+    from ...net import connect_processor
+    from ...net.errors import NetError, RemoteError
+    from ...streams import from_iterable, to_list
+
+    parts = [m for m in messages if isinstance(m, StagedPartition) and m.rows]
+    total = sum(m.rows for m in parts)
+    if total == 0:
+        return
+
+    def tagged() -> Iterator[pa.RecordBatch]:
+        start = 0
+        for m in parts:
+            for b in read_staged(m, opts):
+                if b.num_rows:
+                    yield tag_batch(b, batch_id, start, total)
+                    start += b.num_rows
+
+    kwargs = {"token": opts.token} if opts.token else {}
+    where = f"micro-batch {batch_id} ({total} rows) to {opts.endpoint.split('?')[0] if opts.endpoint else '?'}"
+    proc = None
+    try:
+        proc = connect_processor(opts.endpoint or "", codec="arrow", **kwargs)
+        from_iterable(tagged()).subscribe(proc)
+        acks = to_list(proc, timeout=opts.commit_timeout)
+    except TimeoutError:
+        raise SinkError(
+            f"delivering {where}: the Subscriber did not take the rows within commitTimeout="
+            f"{opts.commit_timeout} s; it requests too slowly, or raise commitTimeout"
+        ) from None
+    except RemoteError as exc:
+        raise SinkError(f"delivering {where}: {exc.type_name}: {exc.remote_message}") from None
+    except NetError as exc:
+        raise SinkError(
+            f"delivering {where}: {exc}; is the process serving the Subscriber running? Restart the "
+            "query from its checkpoint once it is: no row is delivered twice"
+        ) from None
+    finally:
+        if proc is not None:
+            proc.close()  # Python workers may be reused: leave no channel open behind
+    if len(acks) != 1 or acks[0].num_rows != 1:
+        raise SinkError(f"delivering {where}: the sink endpoint answered {acks!r}; it is not an rs_spark sink hub")
+    ack = acks[0].to_pylist()[0]
+    if ack["status"] not in ("delivered", "duplicate"):
+        raise SinkError(
+            f"delivering {where}: the hub reports {ack['status']} ({ack['delivered']} of {ack['rows']} rows delivered)"
+        )
+    if ack["status"] == "duplicate":
+        log.info("sink: %s was delivered before (restart from checkpoint); not delivered again", where)
+
+
+class _WriterBase:
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> StagedPartition:
+        if self.opts.subscriber:
+            return deliver_in_task(iterator, self.opts)
+        return stage(iterator, self.opts)
+
+
+class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
+    """``writeStream.format("reactive")``."""
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if self.opts.subscriber:
+            return
+        try:
+            deliver(list(messages), batchId, self.opts)
+        finally:
+            remove_staged(list(messages), self.opts)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        remove_staged(list(messages), self.opts)
+        if self.opts.endpoint:
+            try:
+                send_control(
+                    self._control_address(),
+                    {"op": "abort", "batch_id": batchId, "reason": "a task of the batch failed"},
+                )
+            except Exception as exc:  # the query fails anyway; the hub learns at query end
+                log.warning(
+                    "sink: could not tell %s that micro-batch %d was aborted: %s",
+                    redact(self.opts.endpoint),
+                    batchId,
+                    _without_token(str(exc), self.opts.token),
+                )
+
+    def _control_address(self) -> str:
+        a = parse_address(self.opts.endpoint or "")
+        if self.opts.token and not a.token:
+            a = a.with_token(self.opts.token)
+        return a.format(with_token=True)
+
+
+def _without_token(text: str, token: str | None) -> str:
+    """``text`` with the token's value masked: errors from below may quote an address in full."""
+    return text.replace(token, "***") if token else text
+
+
+class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):
+    _control_address = ReactiveStreamWriter._control_address
+
+    """``write.format("reactive")``: the whole DataFrame as one delivery (batch id from the hub's
+    ledger is not used: each write is new data)."""
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        if self.opts.subscriber:
+            return
+        try:
+            deliver(list(messages), -1, self.opts)
+        finally:
+            remove_staged(list(messages), self.opts)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        ReactiveStreamWriter.abort(self, messages, -1)  # type: ignore[arg-type]
+
+
+__all__ = ["ReactiveStreamWriter", "ReactiveBatchWriter", "deliver"]

@@ -1,0 +1,127 @@
+"""Options of the ``reactive`` source (``spark.readStream.format("reactive")``), parsed in one place."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
+from ..options import OptionError, check_known, lookup, parse_bool, parse_choice, parse_duration, parse_int
+
+SOURCE_OPTIONS: dict[str, str] = {
+    "publisher": "package.module:factory called with the options dict; returns a Publisher",
+    "endpoint": "an rs_spark.net address of a served Publisher",
+    "jvmPublisher": "a JVM Publisher: com.example.Feeds#method (public static, no argument or a Map<String, String> "
+    "of the options) or a Publisher class; built in a JVM the reader process starts",
+    "jvmJars": "with jvmPublisher: comma-separated jar paths or globs for that JVM's classpath",
+    "token": "authentication token for the endpoint",
+    "schema": "DDL schema when none is given with .schema() and the publisher declares none",
+    "maxRecordsPerTrigger": "at most this many records per micro-batch (ReadMaxRows)",
+    "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
+    "maxTriggerDelay": "with minRecordsPerTrigger: run a smaller batch after this long (default 15m)",
+    "pollTimeout": "how long latestOffset waits for requested elements (default 500ms)",
+    "maxBufferedRecords": "bound on records (rows) held in memory: buffered plus requested (default 100000)",
+    "prefetch": "request the next micro-batch's elements while Spark runs this one (default true)",
+    "logPath": "pyarrow filesystem URI of the replay log (local path, s3://, hdfs://, gs://, abfs://)",
+    "failOnDataLoss": "fail the query when planned elements cannot be replayed (default true)",
+    "numPartitions": "split each micro-batch into this many partitions (default 1)",
+    "batchTransport": "without logPath, how executors get a micro-batch's rows: auto (default: small ones inside "
+    "the partition, large ones fetched from the driver-side reader process over TCP), inline "
+    "or fetch",
+    "mode": "FAILFAST (default), PERMISSIVE or DROPMALFORMED",
+    "columnNameOfCorruptRecord": f"PERMISSIVE mode's text column (default {DEFAULT_CORRUPT_COLUMN})",
+    "path": "ignored (Spark passes it for .load(path))",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceOptions:
+    """The ``reactive`` source's options, parsed and validated."""
+
+    publisher: str | None
+    endpoint: str | None
+    token: str | None
+    schema: str | None
+    max_records_per_trigger: int | None
+    min_records_per_trigger: int | None
+    max_trigger_delay: float
+    poll_timeout: float
+    max_buffered: int
+    prefetch: bool
+    log_path: str | None
+    fail_on_data_loss: bool
+    num_partitions: int
+    batch_transport: str
+    mode: Mode
+    corrupt_column: str
+    raw: dict[str, Any]
+    jvm_publisher: str | None = None
+    jvm_jars: str | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
+        check_known(options, SOURCE_OPTIONS, "format('reactive') (source)")
+        o = lookup(options)
+        publisher = o.get("publisher")
+        endpoint = o.get("endpoint")
+        jvm_publisher = o.get("jvmpublisher")
+        if sum(map(bool, (publisher, endpoint, jvm_publisher))) != 1:
+            raise OptionError(
+                "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
+                "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
+                "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
+                f"got publisher={publisher!r}, endpoint={endpoint!r}, jvmPublisher={jvm_publisher!r}. From a "
+                "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
+            )
+        if o.get("jvmjars") and not jvm_publisher:
+            raise OptionError(
+                f"option jvmJars={o.get('jvmjars')!r} is only used with option jvmPublisher; set "
+                "jvmPublisher to the JVM Publisher factory (com.example.Feeds#method) or drop jvmJars"
+            )
+        if jvm_publisher and (":" in str(jvm_publisher).split("#")[0] or " " in str(jvm_publisher).strip()):
+            raise OptionError(
+                f"option jvmPublisher={jvm_publisher!r} must look like 'com.example.Feeds#method' "
+                "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)"
+            )
+        if publisher and ":" not in str(publisher):
+            raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
+        max_r = parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
+        min_r = parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o else None
+        if max_r is not None and min_r is not None and min_r > max_r:
+            raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
+        max_buffered = parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
+        if max_r is not None and max_r > max_buffered:
+            raise OptionError(
+                f"option maxRecordsPerTrigger={max_r} exceeds maxBufferedRecords={max_buffered}: a micro-batch "
+                "cannot hold more elements than rs_spark may buffer; raise maxBufferedRecords or lower the limit"
+            )
+        if min_r is not None and min_r > max_buffered:
+            raise OptionError(f"option minRecordsPerTrigger={min_r} exceeds maxBufferedRecords={max_buffered}")
+        mode = Mode.parse(o.get("mode", "FAILFAST"))
+        return cls(
+            publisher=str(publisher) if publisher else None,
+            endpoint=str(endpoint) if endpoint else None,
+            token=o.get("token"),
+            schema=o.get("schema"),
+            max_records_per_trigger=max_r,
+            min_records_per_trigger=min_r,
+            max_trigger_delay=parse_duration("maxTriggerDelay", o.get("maxtriggerdelay", "15m")),
+            poll_timeout=parse_duration("pollTimeout", o.get("polltimeout", "500ms")),
+            max_buffered=max_buffered,
+            prefetch=parse_bool("prefetch", o.get("prefetch", "true")),
+            log_path=o.get("logpath") or None,
+            fail_on_data_loss=parse_bool("failOnDataLoss", o.get("failondataloss", "true")),
+            num_partitions=parse_int("numPartitions", o.get("numpartitions", 1), 1),
+            batch_transport=parse_choice(
+                "batchTransport", o.get("batchtransport", "auto"), ("auto", "inline", "fetch")
+            ),
+            mode=mode,
+            corrupt_column=str(o.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN)),
+            raw=o,
+            jvm_publisher=str(jvm_publisher).strip() if jvm_publisher else None,
+            jvm_jars=str(o["jvmjars"]) if o.get("jvmjars") else None,
+        )
+
+
+__all__ = ["SourceOptions", "SOURCE_OPTIONS"]

@@ -1,0 +1,79 @@
+"""``read_stream``: a streaming DataFrame over a Publisher that lives in this (notebook) process.
+
+Spark never runs a data source in the user's process (its reader lives in a separate Python
+process on the driver), so the Publisher is served on a loopback endpoint
+(:func:`rs_spark.net.serve`) and the source reaches it with option ``endpoint``. The endpoint
+lives until :func:`stop_served` is called or this process exits.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from ...net.address import parse
+from ..session import check_reachable
+
+_served: list[Any] = []  # servers this process started for read_stream; stopped by stop_served()
+_lock = threading.Lock()
+
+
+def read_stream(
+    spark: SparkSession, publisher: Any, schema: Any = None, *, bind: str = "tcp://127.0.0.1:0", **options: Any
+) -> DataFrame:
+    """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
+
+    ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
+    :func:`rs_spark.arrow.with_schema`). Other keyword arguments become source options, e.g.
+    ``maxRecordsPerTrigger=1000``. Publishers of pyarrow RecordBatches cross as Arrow.
+    ``bind``: where Spark's reader connects back to this process; the default (loopback)
+    serves a driver on this machine. For a Spark Connect server elsewhere, bind an address of
+    this machine that the server can reach (``tcp://10.0.0.5:0``); a random token protects it.
+    """
+    import secrets
+
+    from ...net import serve
+    from ..session import register
+
+    if publisher is None or not callable(getattr(publisher, "subscribe", None)):
+        raise TypeError(f"read_stream() needs a Publisher, got {publisher!r}")
+    declared = schema if schema is not None else getattr(publisher, "schema", None)
+    if declared is None:
+        raise ValueError(
+            "read_stream() needs schema= (DDL or StructType) or a publisher with a `schema` "
+            "attribute (rs_spark.arrow.with_schema)"
+        )
+    if not isinstance(declared, str) and type(declared).__module__.startswith("pyarrow"):
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        declared = from_arrow_schema(declared)
+    codec = options.pop("codec", "json")
+    check_reachable(spark, bind, "read_stream")
+    # A token even on loopback: any local user can connect to 127.0.0.1 (the port is in /proc/net/tcp).
+    token = secrets.token_urlsafe(24)
+    server = serve(publisher, name=f"rs-{uuid.uuid4().hex[:12]}", bind=bind, token=token)
+    with _lock:
+        _served.append(server)
+    register(spark)
+    address = (
+        parse(server.address).with_token(token).with_codec(codec if codec != "json" else None).format(with_token=True)
+    )
+    reader = spark.readStream.format("reactive").schema(declared).option("endpoint", address)
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    return reader.load()
+
+
+def stop_served() -> int:
+    """Stop every endpoint :func:`read_stream` started in this process; return how many."""
+    with _lock:
+        servers, _served[:] = list(_served), []
+    for s in servers:
+        s.stop()
+    return len(servers)
+
+
+__all__ = ["read_stream", "stop_served"]
