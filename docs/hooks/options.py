@@ -1,0 +1,69 @@
+"""MkDocs hook: the option tables of docs/source.md and docs/sink.md, generated from the code.
+
+A page writes ``<!-- options: source -->`` (or ``sink``) on a line of its own; the build replaces
+it with a table of every entry of ``SOURCE_OPTIONS`` / ``SINK_OPTIONS``, so the docs cannot drift
+from what the parsers accept. The default is read from the description (``(default X)`` or
+``X (default``); options without one have none.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MARKER = re.compile(r"^<!-- options: (\w+) -->$", re.MULTILINE)
+# "... (default 15m)", "... (default: no limit)", "FAILFAST (default), ..." or "auto (default: an explanation)"
+_DEFAULT = re.compile(r"(\S+) \(default:?\s*([^)]*)\)")
+
+
+def _tables() -> dict[str, dict[str, str]]:
+    from rs_spark.spark.sink.options import SINK_OPTIONS
+    from rs_spark.spark.source.options import SOURCE_OPTIONS
+
+    return {"source": SOURCE_OPTIONS, "sink": SINK_OPTIONS}
+
+
+def split_default(description: str) -> tuple[str | None, str]:
+    """(default, meaning) of one option's description; the default is ``None`` when it names none.
+
+    A short parenthesis ("(default 15m)") holds the default itself and leaves the meaning; an empty
+    or long one ("FAILFAST (default)", "auto (default: small ones inside ...)") marks the word before it.
+    """
+    match = _DEFAULT.search(description)
+    if match is None:
+        return None, description
+    word, value = match.group(1), match.group(2).strip()
+    if value and len(value.split()) <= 2:
+        meaning = description[: match.start(1) + len(word)] + description[match.end() :]
+        return value, meaning.strip()
+    return word, description
+
+
+def _shown(default: str | None) -> str:
+    if default is None:
+        return "none"
+    return default if " " in default else f"`{default}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def table(options: dict[str, str]) -> str:
+    rows = ["| option | default | meaning |", "| --- | --- | --- |"]
+    for name, description in options.items():
+        default, meaning = split_default(description)
+        rows.append(f"| `{name}` | {_cell(_shown(default))} | {_cell(meaning)} |")
+    return "\n".join(rows)
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    tables = _tables()
+
+    def replace(match: re.Match[str]) -> str:
+        kind = match.group(1)
+        if kind not in tables:
+            raise ValueError(f"{page.file.src_path}: unknown option table {kind!r}; use one of {sorted(tables)}")
+        return table(tables[kind])
+
+    return MARKER.sub(replace, markdown)

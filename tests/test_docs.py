@@ -1,0 +1,251 @@
+"""The documentation: the site builds with warnings as errors, and every Python snippet in the
+README and docs/ runs, or says why it cannot.
+
+Snippets: each ```python fence runs unless the line before it is ``<!-- not run: REASON -->``.
+A page's runnable fences run in order in one fresh interpreter (later fences use names from
+earlier ones), with this tree on PYTHONPATH and a scratch folder as cwd and TMPDIR. A page whose
+snippets use ``spark`` without creating it gets ``rs_spark.spark.local_session()`` from the harness,
+and must say so. Tracebacks point at the page and line of the snippet.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))]
+PACKAGES = [
+    "rs_spark.streams",
+    "rs_spark.tck",
+    "rs_spark.arrow",
+    "rs_spark.net",
+    "rs_spark.delivery",
+    "rs_spark.spark",
+    "rs_spark.jvm",
+]
+NOT_RUN = re.compile(r"^<!-- not run: (?P<reason>\S.*?) -->$")
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,}|~{3,})[ \t]*\{?\.?(?P<lang>[\w+-]*)")
+PYTHON = {"python", "py", "python3", "pycon"}
+SPARK_NOTE = "assume a SparkSession named `spark`"
+PAGE_TIMEOUT_S = 300
+
+
+@dataclasses.dataclass(frozen=True)
+class Snippet:
+    page: str
+    line: int  # 1-based line of the snippet's first code line in the page
+    code: str
+    not_run: str | None  # the reason, when marked
+
+
+def snippets(page: str) -> list[Snippet]:
+    """The python fences of ``page``, in order."""
+    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
+    found, before, i = [], "", 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if fence is None:
+            before = lines[i].strip() or before
+            i += 1
+            continue
+        close = re.compile(rf"^[ \t]*{re.escape(fence['ticks'][0])}{{{len(fence['ticks'])},}}[ \t]*$")
+        end = next((j for j in range(i + 1, len(lines)) if close.match(lines[j])), len(lines))
+        if fence["lang"].lower() in PYTHON:
+            body = [line[len(fence["indent"]) :] for line in lines[i + 1 : end]]
+            marker = NOT_RUN.match(before)
+            found.append(Snippet(page, i + 2, "\n".join(body) + "\n", marker["reason"] if marker else None))
+        before, i = "", end + 1
+    return found
+
+
+def runnable(page: str) -> list[Snippet]:
+    return [s for s in snippets(page) if s.not_run is None]
+
+
+def uses_spark_without_creating_it(blocks: list[Snippet]) -> bool:
+    loads, stores = set(), set()
+    for block in blocks:
+        for node in ast.walk(ast.parse(block.code, filename=block.page)):
+            if isinstance(node, ast.Name) and node.id == "spark":
+                (stores if isinstance(node.ctx, ast.Store) else loads).add(node.id)
+    return bool(loads) and not stores
+
+
+# Runs one page's blocks in one interpreter; argv: the JSON file of blocks, then "spark" or "-".
+RUNNER = r"""
+import json, sys
+blocks = json.load(open(sys.argv[1]))
+ns = {"__name__": "__main__"}
+try:
+    if sys.argv[2] == "spark":
+        from rs_spark.spark import local_session
+        ns["spark"] = local_session("rs_spark-docs")
+    for block in blocks:
+        # Padding keeps line numbers, so a traceback shows the page's own line.
+        exec(compile("\n" * (block["line"] - 1) + block["code"], block["path"], "exec"), ns)
+finally:
+    import rs_spark
+    rs_spark.stop_served()
+    spark = ns.get("spark")
+    if spark is not None and hasattr(spark, "stop"):
+        spark.stop()
+"""
+
+PAGES_WITH_SNIPPETS = [p for p in PAGES if runnable(p)]
+
+
+def test_the_pages_have_snippets_to_run():
+    assert "README.md" in PAGES_WITH_SNIPPETS and "docs/source.md" in PAGES_WITH_SNIPPETS, PAGES_WITH_SNIPPETS
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_not_run_markers_stand_right_before_a_python_fence(page):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    markers = sum(1 for line in text.splitlines() if line.strip().startswith("<!-- not run"))
+    marked = [s for s in snippets(page) if s.not_run is not None]
+    assert markers == len(marked), (
+        f"{page}: {markers} '<!-- not run: REASON -->' markers but {len(marked)} python fences right after "
+        "one; put the marker (with its reason) on the line just before the ```python fence"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(PAGE_TIMEOUT_S + 60)
+@pytest.mark.parametrize("page", PAGES_WITH_SNIPPETS)
+def test_page_snippets_run(page, tmp_path):
+    blocks = runnable(page)
+    needs_spark = uses_spark_without_creating_it(blocks)
+    if needs_spark:
+        assert SPARK_NOTE in (ROOT / page).read_text(encoding="utf-8"), (
+            f"{page}: its snippets use `spark` without creating it; say so on the page "
+            f"('The snippets on this page {SPARK_NOTE}, ...')"
+        )
+    spec = tmp_path / "blocks.json"
+    spec.write_text(json.dumps([{"path": str(ROOT / b.page), "line": b.line, "code": b.code} for b in blocks]))
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    args = [sys.executable, "-c", RUNNER, str(spec), "spark" if needs_spark else "-"]
+    try:
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=PAGE_TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{page}: the snippets did not finish within {PAGE_TIMEOUT_S} s:\n{_tail(e.stdout, e.stderr)}")
+    assert done.returncode == 0, f"{page}: a snippet failed:\n{_tail(done.stdout, done.stderr)}"
+
+
+def _tail(*outputs: str | bytes | None, lines: int = 80) -> str:
+    text = "\n".join(o.decode(errors="replace") if isinstance(o, bytes) else o for o in outputs if o)
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# -- the site ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """Builds the site once: ``mkdocs build --strict`` (any warning fails it)."""
+    if importlib.util.find_spec("mkdocs") is None:
+        pytest.fail("mkdocs is not installed here: pip install -e '.[docs]' (bash .ci/setup does)")
+    out = tmp_path_factory.mktemp("site")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")  # Material's banner about MkDocs 2.0, not a build warning
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    args = [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", "mkdocs.yml", "--site-dir", str(out)]
+    done = subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return out, done
+
+
+def test_site_builds_without_warnings(site):
+    _, done = site
+    warnings = [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert done.returncode == 0 and not warnings, f"mkdocs build --strict failed:\n{_tail(done.stdout, done.stderr)}"
+
+
+def _page(site, name: str) -> str:
+    out, done = site
+    assert done.returncode == 0, _tail(done.stdout, done.stderr)
+    return (out / name / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "page, module, table",
+    [
+        ("source", "rs_spark.spark.source.options", "SOURCE_OPTIONS"),
+        ("sink", "rs_spark.spark.sink.options", "SINK_OPTIONS"),
+    ],
+)
+def test_option_tables_list_every_option(site, page, module, table):
+    html = _page(site, page)
+    options = getattr(importlib.import_module(module), table)
+    missing = [name for name in options if f"<td><code>{name}</code></td>" not in html]
+    assert not missing, f"docs/{page}.md's option table lacks {missing}"
+
+
+def _hook():
+    spec = importlib.util.spec_from_file_location("docs_options_hook", ROOT / "docs" / "hooks" / "options.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    return hook
+
+
+@pytest.mark.parametrize("kind", ["source", "sink"])
+def test_documented_defaults_are_the_parsers_defaults(kind):
+    """Passing the default the docs show gives the same parsed options as leaving the option out."""
+    from rs_spark.spark.sink.options import SINK_OPTIONS, SinkOptions
+    from rs_spark.spark.source.options import SOURCE_OPTIONS, SourceOptions
+
+    parse, options, base = {
+        "source": (SourceOptions.parse, SOURCE_OPTIONS, {"publisher": "pkg.mod:factory"}),
+        "sink": (SinkOptions.parse, SINK_OPTIONS, {"subscriber": "pkg.mod:factory"}),
+    }[kind]
+    hook = _hook()
+    checked = []
+    for name, description in options.items():
+        default, _ = hook.split_default(description)
+        if default is None or " " in default:  # none, or words ("no limit"), not a value
+            continue
+        with_default = dataclasses.replace(parse({**base, name: default}), raw={})
+        assert with_default == dataclasses.replace(parse(base), raw={}), f"{kind} option {name}: docs say {default}"
+        checked.append(name)
+    assert len(checked) >= (8 if kind == "source" else 2), checked
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_api_reference_covers_every_export(site, package):
+    html = _page(site, f"reference/{package.split('.')[-1]}")
+    ids = set(re.findall(r'id="([\w.]+)"', html))
+    exported = importlib.import_module(package).__all__
+    # a function hidden by a submodule of the same name (streams.create) is rendered as package.name.name
+    missing = [n for n in exported if f"{package}.{n}" not in ids and f"{package}.{n}.{n}" not in ids]
+    assert not missing, f"the API reference of {package} lacks {missing}"
+
+
+def test_api_reference_covers_the_top_level_helpers(site):
+    ids = set(re.findall(r'id="([\w.]+)"', _page(site, "reference/rs_spark")))
+    for name in ("read_stream", "write_stream", "serve_sink", "stop_served"):
+        assert f"rs_spark.{name}" in ids, name
+
+
+# -- the README ----------------------------------------------------------------------------------
+
+
+def test_readme_links_resolve():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = [t.split("#")[0] for t in re.findall(r"\]\(([^)\s]+)\)", text) if "://" not in t]
+    missing = [t for t in targets if t and not (ROOT / t).exists()]
+    assert targets and not missing, missing
+
+
+def test_readme_stays_a_two_minute_read():
+    size = len((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert size < 8000, f"README.md is {size} characters: move reference material into docs/ and link to it"
