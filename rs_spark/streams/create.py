@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .drain import QueueSubscription, check_subscriber, subscribe_with
-from .errors import BufferOverflowError, null_element_error, report_dropped
+from .errors import BufferOverflowError, null_element_error, report_dropped, throw_if_fatal
 from .pipeline import PublisherBase
 from .types import Subscriber
 
@@ -105,6 +105,7 @@ class Emitter:
             try:
                 self._on_drop(dropped)
             except BaseException as exc:
+                throw_if_fatal(exc)
                 report_dropped(exc, "the create() on_drop callback raised")
         return dropped is not item
 
@@ -160,6 +161,7 @@ class Emitter:
             try:
                 cb()
             except BaseException as exc:
+                throw_if_fatal(exc)  # the callbacks after this one do not run: the program is stopping
                 report_dropped(exc, "a create() on_cancel callback raised")
 
 
@@ -182,6 +184,7 @@ class _Create(PublisherBase[Any]):
         try:
             self._fn(emitter)
         except BaseException as exc:
+            throw_if_fatal(exc)  # out of subscribe(); the stream stays open, as the producer stopped mid-way
             emitter.error(exc)
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .demand import MAX_DEMAND, invalid_request_error
-from .errors import null_element_error, report_dropped
+from .errors import null_element_error, report_dropped, throw_if_fatal
 from .types import Subscriber
 
 
@@ -108,6 +108,12 @@ class DrainSubscription:
                     try:
                         self._emit()
                     except BaseException as exc:  # a bug in the source itself: fail the stream
+                        # A fatal error (KeyboardInterrupt, SystemExit, ...) from the source or the
+                        # subscriber leaves this loop here and everywhere below, on the thread that
+                        # drove it, with _wip still set: the subscription then never drains again.
+                        # That is the intended end for a program being stopped; nothing else is safe
+                        # (running more user code, or signalling on_error, would hide the stop).
+                        throw_if_fatal(exc)
                         if not self._done:
                             self._error(exc)
             with self._lock:
@@ -138,6 +144,7 @@ class DrainSubscription:
             try:
                 s.on_complete()
             except BaseException as exc:  # rule 2.13
+                throw_if_fatal(exc)
                 report_dropped(exc, f"{type(s).__name__}.on_complete raised (rule 2.13)")
 
     def _error(self, error: BaseException) -> None:
@@ -149,6 +156,7 @@ class DrainSubscription:
             try:
                 s.on_error(error)
             except BaseException as exc:  # rule 2.13
+                throw_if_fatal(exc)
                 report_dropped(exc, f"{type(s).__name__}.on_error raised (rule 2.13)")
 
     def _subscriber_failed(self, exc: BaseException, signal: str) -> None:
@@ -184,13 +192,16 @@ class IteratorSubscription(DrainSubscription):
         super().__init__(subscriber)
         self._it = iterator
         self._close = close
-        self._many = getattr(subscriber, "on_next_many", None)
+        self._many: Callable[[list[Any]], object] | None = getattr(subscriber, "on_next_many", None)
 
     def _emit(self) -> None:
-        if self._many is not None:
-            self._emit_chunks()
+        many = self._many
+        if many is not None:
+            self._emit_chunks(many)
             return
         s = self._downstream
+        if s is None:  # pragma: no cover - the drain calls _emit only before the end
+            return
         nxt = self._it.__next__
         e = self._emitted
         while e < self._requested:
@@ -204,6 +215,7 @@ class IteratorSubscription(DrainSubscription):
                 return
             except BaseException as exc:
                 self._emitted = e
+                throw_if_fatal(exc)
                 self._error(exc)
                 return
             if item is None:
@@ -212,28 +224,29 @@ class IteratorSubscription(DrainSubscription):
                 return
             e += 1
             try:
-                s.on_next(item)  # type: ignore[union-attr]
+                s.on_next(item)
             except BaseException as exc:
                 self._emitted = e
+                throw_if_fatal(exc)
                 self._subscriber_failed(exc, "on_next")
                 return
         self._emitted = e
 
-    def _emit_chunks(self) -> None:
-        many = self._many
+    def _emit_chunks(self, many: Callable[[list[Any]], object]) -> None:
         nxt = self._it.__next__
         e = self._emitted
         while e < self._requested and not self._cancelled:
             k = min(self._requested - e, _CHUNK)
-            chunk: list = []
+            chunk: list[Any] = []
             append = chunk.append
-            end: Any = None
+            end: BaseException | bool | None = None
             try:
                 for _ in range(k):
                     append(nxt())
             except StopIteration:
                 end = True
             except BaseException as exc:
+                throw_if_fatal(exc)  # the elements pulled into this chunk are not delivered
                 end = exc
             if None in chunk:  # rule 2.13: deliver what came before the None, then fail
                 i = chunk.index(None)
@@ -242,17 +255,18 @@ class IteratorSubscription(DrainSubscription):
             if chunk:
                 e += len(chunk)
                 try:
-                    many(chunk)  # type: ignore[misc]
+                    many(chunk)
                 except BaseException as exc:
                     self._emitted = e
+                    throw_if_fatal(exc)
                     self._subscriber_failed(exc, "on_next_many")
                     return
             if end is not None:
                 self._emitted = e
-                if end is True:
-                    self._complete()
-                else:
+                if isinstance(end, BaseException):
                     self._error(end)
+                else:
+                    self._complete()
                 return
         self._emitted = e
 
@@ -266,6 +280,7 @@ class IteratorSubscription(DrainSubscription):
                 try:
                     close()  # generators run their finally blocks now, not at GC time
                 except BaseException as exc:
+                    throw_if_fatal(exc)
                     report_dropped(exc, "closing the source iterator raised")
 
 
@@ -342,6 +357,8 @@ class QueueSubscription(DrainSubscription):
 
     def _emit(self) -> None:
         s = self._downstream
+        if s is None:  # pragma: no cover - the drain calls _emit only before the end
+            return
         q = self._queue
         t = self._terminal
         if t is not None and t is not self._COMPLETE and not self._delay_error:
@@ -354,9 +371,10 @@ class QueueSubscription(DrainSubscription):
             item = q.popleft()
             e += 1
             try:
-                s.on_next(item)  # type: ignore[union-attr]
+                s.on_next(item)
             except BaseException as exc:
                 self._emitted = e
+                throw_if_fatal(exc)
                 self._subscriber_failed(exc, "on_next")
                 return
         self._emitted = e
@@ -376,6 +394,7 @@ class QueueSubscription(DrainSubscription):
             try:
                 cb()
             except BaseException as exc:
+                throw_if_fatal(exc)
                 report_dropped(exc, "releasing the source raised")
 
 
@@ -401,8 +420,8 @@ def subscribe_with(subscriber: Subscriber[Any], subscription: DrainSubscription,
     try:
         subscriber.on_subscribe(subscription)
     except BaseException as exc:  # rule 2.13: consider it cancelled and report
-        subscription._cancelled = True
-        subscription._schedule()
+        throw_if_fatal(exc)  # out of subscribe(), before any more user code (e.g. the source's release) runs
+        subscription.cancel()
         report_dropped(exc, f"{type(subscriber).__name__}.on_subscribe raised (rule 2.13)")
         return
     if start:
