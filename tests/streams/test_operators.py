@@ -32,6 +32,21 @@ def test_pipe_fuses_map_filter_take_into_iterator_sources():
     assert isinstance(unfused, rs.pipeline.PipedPublisher)
 
 
+class _Foreign:
+    """A Publisher that is not one of rs_spark's (no pipe method of its own)."""
+
+    def subscribe(self, subscriber):
+        rs.range_(3).subscribe(subscriber)
+
+
+def test_pipe_of_a_foreign_publisher_through_no_operators_returns_a_pipeable_publisher_base():
+    piped = rs.pipe(_Foreign())  # used to return the foreign object itself, which has no .pipe()
+    assert isinstance(piped, rs.PublisherBase)
+    assert rs.to_list(piped.pipe(rs.map(lambda x: x * 10))) == [0, 10, 20]
+    source = rs.range_(3)
+    assert rs.pipe(source) is source  # one of ours is returned as it is
+
+
 OPS = st.lists(
     st.one_of(
         st.tuples(st.just("map"), st.integers(-3, 3)),
