@@ -13,10 +13,11 @@ rule 3.17); the owner compares it with the total it has emitted (rule 1.1).
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from .demand import MAX_DEMAND, invalid_request_error
 from .errors import null_element_error, report_dropped, throw_if_fatal
@@ -284,19 +285,46 @@ class IteratorSubscription(DrainSubscription):
                     report_dropped(exc, "closing the source iterator raised")
 
 
+class Overflow(enum.Enum):
+    """What a full bounded queue does with one more element."""
+
+    ERROR = "error"  # refuse it; create() then ends the stream with BufferOverflowError (nothing silently lost)
+    DROP_OLDEST = "drop_oldest"  # discard the oldest queued element
+    DROP_NEWEST = "drop_newest"  # discard the element being pushed
+    LATEST = "latest"  # replace the newest queued element: the subscriber sees the latest value
+
+
+class Enqueued(NamedTuple):
+    """What :meth:`QueueSubscription.enqueue` did with one element."""
+
+    kept: bool  # the element is queued
+    dropped: Any = None  # the element the overflow policy discarded: the new one, or the one it pushed out
+    overflow: bool = False  # the queue was full, so its overflow policy decided
+
+
+_KEPT = Enqueued(True)
+
+
 class QueueSubscription(DrainSubscription):
     """Emits elements that producers offer from any thread; terminal signals wait behind them.
 
-    The queue itself is not bounded here: producers bound it (by demand, or by an
-    overflow strategy in :mod:`rs_spark.streams.create`).
+    Without a ``capacity`` the queue is not bounded here: producers bound it by demand. With one,
+    at most ``capacity`` elements wait, and ``overflow`` decides what one more does (see
+    :class:`Overflow`), whatever the demand.
     """
 
-    __slots__ = ("_queue", "_terminal", "_on_release", "_on_demand", "_delay_error")
+    __slots__ = ("_queue", "_terminal", "_on_release", "_on_demand", "_delay_error", "_capacity", "_overflow")
 
     _COMPLETE = object()
 
     def __init__(
-        self, subscriber: Subscriber[Any], on_release: Callable[[], None] | None = None, delay_error: bool = True
+        self,
+        subscriber: Subscriber[Any],
+        on_release: Callable[[], None] | None = None,
+        delay_error: bool = True,
+        *,
+        capacity: int | None = None,
+        overflow: Overflow = Overflow.ERROR,
     ) -> None:
         super().__init__(subscriber)
         self._queue: deque[Any] = deque()
@@ -306,16 +334,67 @@ class QueueSubscription(DrainSubscription):
         # True: an error waits until queued elements are delivered (nothing lost while the
         # subscriber keeps requesting). False: it cuts ahead (operators, rule 4.2).
         self._delay_error = delay_error
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1):
+            raise ValueError(f"QueueSubscription(capacity={capacity!r}) must be an int >= 1, or None (unbounded)")
+        self._capacity = capacity
+        self._overflow = overflow
 
-    def offer(self, item: Any) -> None:
-        """Queue one element (never ``None``) and drain."""
-        self._queue.append(item)
+    @property
+    def capacity(self) -> int | None:
+        """Most elements that wait for demand (None: unbounded)."""
+        return self._capacity
+
+    @property
+    def overflow(self) -> Overflow:
+        """What :meth:`enqueue` does with an element beyond :attr:`capacity`."""
+        return self._overflow
+
+    def offer(self, item: Any) -> Enqueued:
+        """Queue one element (never ``None``), within the bound, and drain."""
+        done = self.enqueue(item)
         self._schedule()
+        return done
 
-    def enqueue(self, item: Any) -> None:
-        """Queue one element without draining: a producer holding its own lock (to keep its order)
-        calls :meth:`drain` after releasing it."""
-        self._queue.append(item)
+    def enqueue(self, item: Any) -> Enqueued:
+        """Queue one element without draining, applying the overflow policy when the queue is full.
+
+        A producer holding its own lock (to keep its order) calls :meth:`drain` after releasing it.
+        """
+        capacity = self._capacity
+        if capacity is None:
+            self._queue.append(item)
+            return _KEPT
+        with self._lock:  # producers one at a time; the drain only takes from the left meanwhile
+            return self._enqueue_bounded(item, capacity)
+
+    def _enqueue_bounded(self, item: Any, capacity: int) -> Enqueued:
+        q = self._queue
+        if len(q) < capacity:
+            q.append(item)
+            return _KEPT
+        policy = self._overflow
+        if policy is Overflow.DROP_OLDEST:
+            try:
+                oldest = q.popleft()
+            except IndexError:  # the drain took it meanwhile: nothing to drop
+                oldest = None
+            q.append(item)
+            return Enqueued(True, oldest, overflow=True)
+        if policy is Overflow.LATEST:
+            try:
+                newest = q[-1]
+                q[-1] = item  # fails only if the drain emptied the queue since the read
+            except IndexError:
+                q.append(item)
+                newest = None  # it was delivered, not dropped
+            return Enqueued(True, newest, overflow=True)
+        return Enqueued(False, item, overflow=True)  # DROP_NEWEST, or ERROR: the producer fails the stream
+
+    def enqueue_all(self, items: Iterable[Any]) -> None:
+        """Queue elements (never ``None``) in order without draining; for unbounded queues only."""
+        if self._capacity is not None:
+            raise TypeError("enqueue_all() needs an unbounded queue; enqueue() each element to apply the overflow")
+        self._queue.extend(items)
 
     def enqueue_terminal(self, error: BaseException | None) -> None:
         """Queue ``on_complete`` (``error`` None) or ``on_error(error)`` behind the elements, without draining."""
@@ -336,17 +415,20 @@ class QueueSubscription(DrainSubscription):
             self._on_demand = on_demand
 
     def offer_complete(self) -> None:
+        """Queue ``on_complete`` behind the elements and drain."""
         if self._terminal is None:
             self._terminal = self._COMPLETE
         self._schedule()
 
     def offer_error(self, error: BaseException) -> None:
+        """Queue ``on_error(error)`` (behind the elements unless ``delay_error`` is False) and drain."""
         if self._terminal is None:
             self._terminal = error
         self._schedule()
 
     @property
     def queued(self) -> int:
+        """Elements waiting for demand."""
         return len(self._queue)
 
     def request(self, n: int) -> None:
@@ -437,6 +519,8 @@ def check_subscriber(subscriber: object) -> None:
 __all__ = [
     "DrainSubscription",
     "IteratorSubscription",
+    "Overflow",
+    "Enqueued",
     "QueueSubscription",
     "TerminalSubscription",
     "subscribe_with",
