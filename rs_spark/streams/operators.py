@@ -21,7 +21,7 @@ from .demand import MAX_DEMAND, add_cap, is_valid_request
 from .drain import QueueSubscription, TerminalSubscription, check_subscriber, subscribe_with
 from .errors import null_element_error, report_dropped, throw_if_fatal
 from .pipeline import PublisherBase
-from .scheduler import TimerHandle, default_scheduler
+from .scheduler import SchedulerLike, TimerHandle, default_scheduler
 from .types import Subscriber, Subscription
 
 _COMPLETE = object()
@@ -362,9 +362,10 @@ class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
         "_done",
         "_early",
         "_gen",
+        "_scheduler",
     )
 
-    def __init__(self, size: int, timeout: float | None = None) -> None:
+    def __init__(self, size: int, timeout: float | None = None, scheduler: SchedulerLike | None = None) -> None:
         super().__init__()
         if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
             raise ValueError(f"batch() needs a size > 0, got {size!r}")
@@ -382,9 +383,10 @@ class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
         self._done = False
         self._early: Any = None  # (error, rest) of a terminal that came before the subscriber
         self._gen = 0  # timer generation: a stale timer must not flush a newer batch
+        self._scheduler = scheduler  # None: the process's timer thread, looked up when first needed
 
     def fresh(self) -> BatchProcessor:
-        return BatchProcessor(self._size, self._timeout)
+        return BatchProcessor(self._size, self._timeout, self._scheduler)
 
     # -- Publisher ----------------------------------------------------------------------
     def subscribe(self, subscriber: Subscriber[list[Any]]) -> None:
@@ -428,7 +430,8 @@ class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
             elif len(buf) == 1 and self._timeout is not None:
                 self._gen += 1
                 gen = self._gen
-                self._timer = default_scheduler().schedule(self._timeout, lambda: self._on_timeout(gen))
+                scheduler = self._scheduler if self._scheduler is not None else default_scheduler()
+                self._timer = scheduler.schedule(self._timeout, lambda: self._on_timeout(gen))
             else:
                 drain = False  # nothing new for the downstream
         if drain:
@@ -527,9 +530,11 @@ def take(limit: int) -> TakeProcessor:
     return TakeProcessor(limit)
 
 
-def batch(size: int, timeout: float | None = None) -> BatchProcessor:
-    """Operator: emit lists of ``size`` elements (fewer after ``timeout`` seconds or at the end)."""
-    return BatchProcessor(size, timeout)
+def batch(size: int, timeout: float | None = None, *, scheduler: SchedulerLike | None = None) -> BatchProcessor:
+    """Operator: emit lists of ``size`` elements (fewer after ``timeout`` seconds or at the end).
+
+    ``scheduler`` runs the timeout (default: the process's timer thread); tests pass a manual clock."""
+    return BatchProcessor(size, timeout, scheduler)
 
 
 __all__ = [

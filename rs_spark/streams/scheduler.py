@@ -10,6 +10,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from .errors import report_dropped
 
@@ -24,6 +25,13 @@ class TimerHandle:
 
     def cancel(self) -> None:
         self.cancelled = True
+
+
+class SchedulerLike(Protocol):
+    """What a timed operator needs (``batch(..., scheduler=)``): run ``action`` once ``delay``
+    seconds have passed, unless the returned handle is cancelled first. Tests pass a manual clock."""
+
+    def schedule(self, delay: float, action: Callable[[], None]) -> TimerHandle: ...
 
 
 class Scheduler:
@@ -94,4 +102,4 @@ def default_scheduler() -> Scheduler:
         return _default
 
 
-__all__ = ["Scheduler", "TimerHandle", "default_scheduler"]
+__all__ = ["Scheduler", "SchedulerLike", "TimerHandle", "default_scheduler"]
