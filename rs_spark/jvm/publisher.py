@@ -253,7 +253,17 @@ class _PullSubscription(QueueSubscription):
 
     @property
     def received_rows(self) -> int:
+        """Rows received from the JVM so far."""
         return self._received
+
+    @property
+    def requested_rows(self) -> int:
+        """Rows requested from the JVM so far (saturating): the Subscriber's demand as forwarded."""
+        return self._forwarded
+
+    def wait_ended(self, timeout: float | None = None) -> bool:
+        """Wait until the pump thread has stopped (the stream ended or was cancelled); False on timeout."""
+        return self._ended.wait(timeout)
 
 
 def _map(path: str) -> Any:
