@@ -178,7 +178,9 @@ def from_async_iterable(source: Any, *, loop: asyncio.AbstractEventLoop | None =
     ``source`` is an async iterable, or a callable returning one (called per subscriber:
     use that for async generators, which are single-use). It runs on ``loop``, else on the
     loop running in the subscribing thread, else on a private loop thread. Cancelling
-    closes the async generator (``aclose``).
+    closes the async generator (``aclose``). If the task pulling it is cancelled otherwise
+    (its loop shuts down) before the end, the subscriber gets ``on_error(RuntimeError)``
+    whose ``__cause__`` is the ``CancelledError``, and the task ends cancelled.
     """
     if source is None:
         raise null_element_error("the source passed to from_async_iterable()")
@@ -279,7 +281,9 @@ def _resolve(fut: asyncio.Future[None]) -> None:
 def aiterate(publisher: Publisher[Any], prefetch: int = 256) -> AsyncIteratorSubscriber:
     """``async for x in aiterate(pub)``: requests ``prefetch`` up front, then replenishes in
     steps of 3/4 of it, so at most ``prefetch`` elements wait in memory. Errors are raised
-    at the ``async for``; leaving the loop early should ``await it.aclose()`` to cancel."""
+    at the ``async for``; leaving the loop early should ``await it.aclose()`` to cancel.
+    Cancelling a task that waits for the next element raises ``CancelledError`` in that task
+    only: the subscription stays as it is (a timeout around one ``__anext__`` loses nothing)."""
     sub = AsyncIteratorSubscriber(prefetch)
     publisher.subscribe(sub)
     return sub

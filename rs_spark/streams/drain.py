@@ -110,8 +110,9 @@ class DrainSubscription:
                         self._emit()
                     except BaseException as exc:  # a bug in the source itself: fail the stream
                         # A fatal error (KeyboardInterrupt, SystemExit, ...) from the source or the
-                        # subscriber leaves this loop here and everywhere below, on the thread that
-                        # drove it, with _wip still set: the subscription then never drains again.
+                        # subscriber, whichever handler in this module re-raised it, leaves this loop
+                        # on the thread that drove it with _wip still set: the subscription never
+                        # drains again (later request/cancel calls only count themselves in _wip).
                         # That is the intended end for a program being stopped; nothing else is safe
                         # (running more user code, or signalling on_error, would hide the stop).
                         throw_if_fatal(exc)
