@@ -94,7 +94,10 @@ def resolve(
             kind, _, text = text[1:].partition("] ")
         now = f" (now: {','.join(jars)})" if jars else " (none given)"
         hint = _HINTS.get(kind, _HINTS["raised"]).format(jars_option=jars_option, now=now)
-        raise JvmFactoryError(f"option {option}={spec!r}: {text}. {hint}", kind) from None
+        # A factory that threw: its Java stack trace (the cause) shows where. Otherwise (no such class,
+        # method, not a Publisher) the message says all there is; py4j's trace of Shim would only add noise.
+        cause = exc if kind == "raised" else None
+        raise JvmFactoryError(f"option {option}={spec!r}: {text}. {hint}", kind) from cause
 
 
 def open_publisher(

@@ -146,7 +146,7 @@ class _PullSubscription(QueueSubscription):
         self._file: str | None = _transfer_file() if pub.transfer == "file" else None
 
     def start(self) -> None:
-        if self._done:
+        if self.is_done:
             return
         self._thread = threading.Thread(target=self._pump, name="rs-spark-jvm-pull", daemon=True)
         self._thread.start()
@@ -164,9 +164,9 @@ class _PullSubscription(QueueSubscription):
         downstream. So the JVM bridge and this Subscription's queue hold at most that, even when
         the Subscriber requested Long.MAX_VALUE and is slower than the JVM publisher."""
         with self._flock:
-            if self._done or self._ended.is_set():
+            if self.is_done or self._ended.is_set():
                 return
-            queued = len(self._queue)  # before outstanding: a race can only make `want` smaller
+            queued = self.queued  # before outstanding: a race can only make `want` smaller
             out = self.outstanding
             per = self._rows if self._elements == "batches" else 1
             want = MAX_DEMAND if out >= MAX_DEMAND else (out - queued) * per
@@ -186,7 +186,7 @@ class _PullSubscription(QueueSubscription):
     def _emit(self) -> None:
         e = self._emitted
         super()._emit()
-        if self._emitted != e and not self._done:
+        if self._emitted != e and not self.is_done:
             self._forward(0)  # emitted elements free room in flight
 
     # -- elements: JVM -> Python (pump thread) -----------------------------------------
@@ -195,7 +195,7 @@ class _PullSubscription(QueueSubscription):
         try:
             bridge.start()
             path = self._file
-            while not self._done:
+            while not self.is_done:
                 if path is None:
                     data = bridge.poll(self._rows, 200, self._linger, self._max_linger)
                     if data is None:
@@ -218,7 +218,7 @@ class _PullSubscription(QueueSubscription):
                 self._received += batch.num_rows
                 self._offer_batch(batch)
         except Exception as exc:  # py4j: the JVM went away, or a bug
-            if not self._done:
+            if not self.is_done:
                 self.offer_error(exc)
         finally:
             self._ended.set()
@@ -228,12 +228,12 @@ class _PullSubscription(QueueSubscription):
 
     def _offer_batch(self, batch: pa.RecordBatch) -> None:
         if self._elements == "batches":
-            self._queue.append(batch)
+            self.enqueue(batch)
         elif self._elements == "values" and batch.num_columns == 1:
-            self._queue.extend(batch.column(0).to_pylist())
+            self.enqueue_all(batch.column(0).to_pylist())
         else:
-            self._queue.extend(batch.to_pylist())
-        self._schedule()
+            self.enqueue_all(batch.to_pylist())
+        self.drain()
 
     def _released(self) -> None:
         # Drain owner, once: cancel (or end) reaches the JVM, which wakes the pump's poll.
@@ -253,7 +253,17 @@ class _PullSubscription(QueueSubscription):
 
     @property
     def received_rows(self) -> int:
+        """Rows received from the JVM so far."""
         return self._received
+
+    @property
+    def requested_rows(self) -> int:
+        """Rows requested from the JVM so far (saturating): the Subscriber's demand as forwarded."""
+        return self._forwarded
+
+    def wait_ended(self, timeout: float | None = None) -> bool:
+        """Wait until the pump thread has stopped (the stream ended or was cancelled); False on timeout."""
+        return self._ended.wait(timeout)
 
 
 def _map(path: str) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..streams.demand import MAX_DEMAND, add_cap
-from ..streams.errors import report_dropped
+from ..streams.errors import report_dropped, throw_if_fatal
 from ..streams.types import Subscription
 from .gateway import shim
 from .schema import normalize
@@ -129,6 +129,7 @@ class JvmSubscriber:
                     if not self._demand(feed.awaitDemand(200)):
                         return
         except BaseException as exc:  # py4j (the JVM went away) or an encoding error
+            throw_if_fatal(exc)  # ends this pump thread as it is (done is still set, below)
             self.error = exc
             self._cancel_upstream()
             try:
@@ -239,6 +240,7 @@ class JvmSubscriber:
             try:
                 s.cancel()
             except BaseException as exc:  # rule 3.15 says it should not raise
+                throw_if_fatal(exc)
                 report_dropped(exc, "cancelling the Python subscription raised")
 
     @property

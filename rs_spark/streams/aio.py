@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .drain import QueueSubscription, check_subscriber, subscribe_with
-from .errors import null_element_error
+from .errors import null_element_error, report_dropped
 from .pipeline import PublisherBase
 from .subscribers import replenish_limit, validate_prefetch
 from .types import Publisher, Subscriber, Subscription
@@ -44,76 +44,132 @@ class _AsyncIterablePublisher(PublisherBase[Any]):
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9
-        loop = self._loop
-        private: _LoopThread | None = None
-        if loop is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                private = _LoopThread()
-                loop = private.loop
+        loop, private = _pick_loop(self._loop)
         sub = QueueSubscription(subscriber)
-        wake = asyncio.Event()
-        task_box: list[asyncio.Task[None]] = []
-
-        def on_demand() -> None:
-            loop.call_soon_threadsafe(wake.set)
-
-        def on_release() -> None:
-            def cancel_task() -> None:
-                if task_box:
-                    task_box[0].cancel()
-
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(cancel_task)
-
-        sub.set_hooks(on_release=on_release, on_demand=on_demand)
-
-        async def pump() -> None:
-            source = self._source
-            it: Any = None
-            try:
-                it = source() if callable(source) and not hasattr(source, "__aiter__") else source
-                it = it.__aiter__()
-                while True:
-                    # Pull only what was requested and not yet buffered (rule 1.1).
-                    while sub.outstanding - sub.queued <= 0:
-                        if sub.is_done:
-                            return
-                        wake.clear()
-                        if sub.outstanding - sub.queued > 0 or sub.is_done:
-                            continue
-                        await wake.wait()
-                    if sub.is_done:
-                        return
-                    try:
-                        item = await it.__anext__()
-                    except StopAsyncIteration:
-                        sub.offer_complete()
-                        return
-                    if item is None:
-                        sub.offer_error(null_element_error("an element of the async iterable"))
-                        return
-                    sub.offer(item)
-            except asyncio.CancelledError:
-                pass
-            except BaseException as exc:
-                sub.offer_error(exc)
-            finally:
-                aclose = getattr(it, "aclose", None)
-                if aclose is not None and sub.is_done:
-                    try:
-                        await aclose()
-                    except BaseException:
-                        pass
-                if private is not None:
-                    private.stop()
-
-        def start() -> None:
-            task_box.append(loop.create_task(pump()))
-
+        pump = _Pump(self._source, sub, loop, private)
         subscribe_with(subscriber, sub)
-        loop.call_soon_threadsafe(start)
+        loop.call_soon_threadsafe(pump.start)
+
+
+def _pick_loop(loop: asyncio.AbstractEventLoop | None) -> tuple[asyncio.AbstractEventLoop, _LoopThread | None]:
+    """The given loop, else the one running in this thread, else a private loop thread (returned too)."""
+    if loop is not None:
+        return loop, None
+    try:
+        return asyncio.get_running_loop(), None
+    except RuntimeError:
+        private = _LoopThread()
+        return private.loop, private
+
+
+class _Pump:
+    """One subscription's task: pulls the async iterable on ``loop`` into ``sub``, within demand."""
+
+    __slots__ = ("_source", "_sub", "_loop", "_private", "_wake", "_task")
+
+    def __init__(
+        self, source: Any, sub: QueueSubscription, loop: asyncio.AbstractEventLoop, private: _LoopThread | None
+    ) -> None:
+        self._source = source
+        self._sub = sub
+        self._loop = loop
+        self._private = private
+        self._wake = asyncio.Event()  # set (on the loop) after each request
+        self._task: asyncio.Task[None] | None = None
+        sub.set_hooks(on_release=self._on_release, on_demand=self._on_demand)
+
+    # -- any thread ---------------------------------------------------------------------
+    def _on_demand(self) -> None:
+        self._loop.call_soon_threadsafe(self._wake.set)
+
+    def _on_release(self) -> None:
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._cancel_task)
+
+    # -- the loop -----------------------------------------------------------------------
+    def _cancel_task(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def start(self) -> None:
+        self._task = self._loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            await self._run_source()
+        finally:
+            if self._private is not None:
+                self._private.stop()  # after the source is closed: stopping first would strand it
+
+    async def _run_source(self) -> None:
+        it: Any = None
+        try:
+            it = self._open()
+            await self._pull(it)
+        except asyncio.CancelledError as exc:
+            # Cancelled by our own release (the subscription ended: nothing to say), or from outside
+            # (its loop shutting down...) while the subscriber still waits: then it must hear of it.
+            if not self._sub.is_done:
+                self._sub.offer_error(_cancelled_error(exc))
+            raise  # the task ends cancelled, as asyncio expects
+        except Exception as exc:  # the source failed; KeyboardInterrupt and SystemExit pass through
+            self._sub.offer_error(exc)
+        finally:
+            await self._close(it)  # no more pulls: an async generator's finally runs now
+
+    def _open(self) -> Any:
+        source = self._source
+        it = source() if callable(source) and not hasattr(source, "__aiter__") else source
+        return it.__aiter__()
+
+    async def _pull(self, it: Any) -> None:
+        """Pull only what was requested and not yet buffered (rule 1.1), until the end or cancel."""
+        sub = self._sub
+        while await self._demand():
+            try:
+                item = await it.__anext__()
+            except StopAsyncIteration:
+                sub.offer_complete()
+                return
+            if item is None:
+                sub.offer_error(null_element_error("an element of the async iterable"))
+                return
+            sub.offer(item)
+
+    async def _demand(self) -> bool:
+        """Wait until there is demand for one more element; False once the subscription ended."""
+        sub = self._sub
+        while sub.outstanding - sub.queued <= 0:
+            if sub.is_done:
+                return False
+            self._wake.clear()
+            if sub.outstanding - sub.queued > 0 or sub.is_done:
+                continue  # a request came in between: do not wait for its wake-up
+            await self._wake.wait()
+        return not sub.is_done
+
+    @staticmethod
+    async def _close(it: Any) -> None:
+        """Close an async generator (its ``finally`` runs now); a failure there has no one to go to."""
+        aclose = getattr(it, "aclose", None)
+        if aclose is None:
+            return
+        try:
+            await aclose()
+        except Exception as exc:  # a CancelledError (cancelled again meanwhile) passes through
+            report_dropped(exc, "closing the async iterable raised")
+
+
+def _cancelled_error(cause: asyncio.CancelledError) -> RuntimeError:
+    """What the subscriber receives when the pumping task is cancelled before the stream ended: not
+    the CancelledError itself, which would look like a cancellation of whichever task re-raises it."""
+    err = RuntimeError(
+        "from_async_iterable(): the task pulling the async iterable was cancelled before it ended "
+        "(its event loop shut down, or something cancelled the task); no more elements will come. "
+        "Keep the loop running until the stream ends, or cancel the subscription instead."
+    )
+    err.__cause__ = cause
+    return err
 
 
 def from_async_iterable(source: Any, *, loop: asyncio.AbstractEventLoop | None = None) -> PublisherBase[Any]:
@@ -122,7 +178,9 @@ def from_async_iterable(source: Any, *, loop: asyncio.AbstractEventLoop | None =
     ``source`` is an async iterable, or a callable returning one (called per subscriber:
     use that for async generators, which are single-use). It runs on ``loop``, else on the
     loop running in the subscribing thread, else on a private loop thread. Cancelling
-    closes the async generator (``aclose``).
+    closes the async generator (``aclose``). If the task pulling it is cancelled otherwise
+    (its loop shuts down) before the end, the subscriber gets ``on_error(RuntimeError)``
+    whose ``__cause__`` is the ``CancelledError``, and the task ends cancelled.
     """
     if source is None:
         raise null_element_error("the source passed to from_async_iterable()")
@@ -223,7 +281,9 @@ def _resolve(fut: asyncio.Future[None]) -> None:
 def aiterate(publisher: Publisher[Any], prefetch: int = 256) -> AsyncIteratorSubscriber:
     """``async for x in aiterate(pub)``: requests ``prefetch`` up front, then replenishes in
     steps of 3/4 of it, so at most ``prefetch`` elements wait in memory. Errors are raised
-    at the ``async for``; leaving the loop early should ``await it.aclose()`` to cancel."""
+    at the ``async for``; leaving the loop early should ``await it.aclose()`` to cancel.
+    Cancelling a task that waits for the next element raises ``CancelledError`` in that task
+    only: the subscription stays as it is (a timeout around one ``__anext__`` loses nothing)."""
     sub = AsyncIteratorSubscriber(prefetch)
     publisher.subscribe(sub)
     return sub

@@ -8,48 +8,24 @@ the stream, drop the oldest or the newest element, or keep only the latest.
 
 from __future__ import annotations
 
-import enum
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from .drain import QueueSubscription, check_subscriber, subscribe_with
-from .errors import BufferOverflowError, null_element_error, report_dropped
+from .drain import Overflow, QueueSubscription, check_subscriber, subscribe_with
+from .errors import BufferOverflowError, null_element_error, report_dropped, throw_if_fatal
 from .pipeline import PublisherBase
 from .types import Subscriber
-
-
-class Overflow(enum.Enum):
-    """What a full buffer does with one more element."""
-
-    ERROR = "error"  # end the stream with BufferOverflowError (nothing silently lost)
-    DROP_OLDEST = "drop_oldest"  # discard the oldest buffered element
-    DROP_NEWEST = "drop_newest"  # discard the element being pushed
-    LATEST = "latest"  # replace the newest buffered element: the subscriber sees the latest value
 
 
 class Emitter:
     """Handed to the ``create`` function: push elements from any thread, within the buffer bound."""
 
-    __slots__ = (
-        "_sub",
-        "_lock",
-        "_capacity",
-        "_overflow",
-        "_on_drop",
-        "_closed",
-        "_dropped",
-        "_cancel_callbacks",
-        "__weakref__",
-    )
+    __slots__ = ("_sub", "_lock", "_on_drop", "_closed", "_dropped", "_cancel_callbacks", "__weakref__")
 
-    def __init__(
-        self, sub: QueueSubscription, capacity: int, overflow: Overflow, on_drop: Callable[[Any], None] | None
-    ) -> None:
-        self._sub = sub
+    def __init__(self, sub: QueueSubscription, on_drop: Callable[[Any], None] | None) -> None:
+        self._sub = sub  # bounded: its capacity and overflow policy decide what a full buffer does
         self._lock = threading.Lock()
-        self._capacity = capacity
-        self._overflow = overflow
         self._on_drop = on_drop
         self._closed = False
         self._dropped = 0
@@ -61,52 +37,34 @@ class Emitter:
         if item is None:
             raise null_element_error("the element passed to Emitter.next()")  # rule 2.13
         sub = self._sub
-        dropped: Any = None
-        overflowed = False
         with self._lock:
             if self._closed or sub.is_done:
                 return False
-            q = sub._queue  # the overflow strategies edit the queue itself (see the issue notes)
-            if len(q) >= self._capacity:  # strict bound, whatever the demand
-                policy = self._overflow
+            outcome = sub.enqueue(item)  # strict bound, whatever the demand
+            if outcome.overflow:
                 self._dropped += 1
-                if policy is Overflow.DROP_NEWEST:
-                    dropped = item
-                elif policy is Overflow.DROP_OLDEST:
-                    try:
-                        dropped = q.popleft()
-                    except IndexError:  # the drain took it meanwhile
-                        pass
-                    q.append(item)
-                elif policy is Overflow.LATEST:
-                    try:
-                        dropped = q[-1]
-                        q[-1] = item
-                    except IndexError:
-                        q.append(item)
-                else:
-                    overflowed = True
-                    self._closed = True
-                    dropped = item
-            else:
-                q.append(item)
-        if overflowed:
-            sub.offer_error(
-                BufferOverflowError(
-                    f"create(): the buffer of {self._capacity} elements is full (the subscriber takes "
-                    f"elements slower than they are pushed), so element {item!r} cannot be kept "
-                    "(overflow=Overflow.ERROR). "
-                    "Request more, raise buffer_size, or choose Overflow.DROP_OLDEST / DROP_NEWEST / LATEST."
-                )
-            )
+            failed = outcome.overflow and sub.overflow is Overflow.ERROR
+            if failed:
+                self._closed = True  # nothing after the element that did not fit
+        if failed:
+            sub.offer_error(self._overflow_error(item))
         else:
             sub.drain()
-        if dropped is not None and self._on_drop is not None:
+        if outcome.dropped is not None and self._on_drop is not None:
             try:
-                self._on_drop(dropped)
+                self._on_drop(outcome.dropped)
             except BaseException as exc:
+                throw_if_fatal(exc)
                 report_dropped(exc, "the create() on_drop callback raised")
-        return dropped is not item
+        return outcome.kept
+
+    def _overflow_error(self, item: Any) -> BufferOverflowError:
+        return BufferOverflowError(
+            f"create(): the buffer of {self._sub.capacity} elements is full (the subscriber takes "
+            f"elements slower than they are pushed), so element {item!r} cannot be kept "
+            "(overflow=Overflow.ERROR). "
+            "Request more, raise buffer_size, or choose Overflow.DROP_OLDEST / DROP_NEWEST / LATEST."
+        )
 
     def error(self, error: BaseException) -> None:
         """End the stream with ``error`` after the buffered elements."""
@@ -160,6 +118,7 @@ class Emitter:
             try:
                 cb()
             except BaseException as exc:
+                throw_if_fatal(exc)  # the callbacks after this one do not run: the program is stopping
                 report_dropped(exc, "a create() on_cancel callback raised")
 
 
@@ -176,12 +135,13 @@ class _Create(PublisherBase[Any]):
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9
-        sub = QueueSubscription(subscriber)
-        emitter = Emitter(sub, self._capacity, self._overflow, self._on_drop)
+        sub = QueueSubscription(subscriber, capacity=self._capacity, overflow=self._overflow)
+        emitter = Emitter(sub, self._on_drop)
         subscribe_with(subscriber, sub)
         try:
             self._fn(emitter)
         except BaseException as exc:
+            throw_if_fatal(exc)  # out of subscribe(); the stream stays open, as the producer stopped mid-way
             emitter.error(exc)
 
 

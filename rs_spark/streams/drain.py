@@ -13,13 +13,14 @@ rule 3.17); the owner compares it with the total it has emitted (rule 1.1).
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections import deque
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from .demand import MAX_DEMAND, invalid_request_error
-from .errors import null_element_error, report_dropped
+from .errors import null_element_error, report_dropped, throw_if_fatal
 from .types import Subscriber
 
 
@@ -108,6 +109,13 @@ class DrainSubscription:
                     try:
                         self._emit()
                     except BaseException as exc:  # a bug in the source itself: fail the stream
+                        # A fatal error (KeyboardInterrupt, SystemExit, ...) from the source or the
+                        # subscriber, whichever handler in this module re-raised it, leaves this loop
+                        # on the thread that drove it with _wip still set: the subscription never
+                        # drains again (later request/cancel calls only count themselves in _wip).
+                        # That is the intended end for a program being stopped; nothing else is safe
+                        # (running more user code, or signalling on_error, would hide the stop).
+                        throw_if_fatal(exc)
                         if not self._done:
                             self._error(exc)
             with self._lock:
@@ -138,6 +146,7 @@ class DrainSubscription:
             try:
                 s.on_complete()
             except BaseException as exc:  # rule 2.13
+                throw_if_fatal(exc)
                 report_dropped(exc, f"{type(s).__name__}.on_complete raised (rule 2.13)")
 
     def _error(self, error: BaseException) -> None:
@@ -149,6 +158,7 @@ class DrainSubscription:
             try:
                 s.on_error(error)
             except BaseException as exc:  # rule 2.13
+                throw_if_fatal(exc)
                 report_dropped(exc, f"{type(s).__name__}.on_error raised (rule 2.13)")
 
     def _subscriber_failed(self, exc: BaseException, signal: str) -> None:
@@ -184,13 +194,16 @@ class IteratorSubscription(DrainSubscription):
         super().__init__(subscriber)
         self._it = iterator
         self._close = close
-        self._many = getattr(subscriber, "on_next_many", None)
+        self._many: Callable[[list[Any]], object] | None = getattr(subscriber, "on_next_many", None)
 
     def _emit(self) -> None:
-        if self._many is not None:
-            self._emit_chunks()
+        many = self._many
+        if many is not None:
+            self._emit_chunks(many)
             return
         s = self._downstream
+        if s is None:  # pragma: no cover - the drain calls _emit only before the end
+            return
         nxt = self._it.__next__
         e = self._emitted
         while e < self._requested:
@@ -204,6 +217,7 @@ class IteratorSubscription(DrainSubscription):
                 return
             except BaseException as exc:
                 self._emitted = e
+                throw_if_fatal(exc)
                 self._error(exc)
                 return
             if item is None:
@@ -212,28 +226,29 @@ class IteratorSubscription(DrainSubscription):
                 return
             e += 1
             try:
-                s.on_next(item)  # type: ignore[union-attr]
+                s.on_next(item)
             except BaseException as exc:
                 self._emitted = e
+                throw_if_fatal(exc)
                 self._subscriber_failed(exc, "on_next")
                 return
         self._emitted = e
 
-    def _emit_chunks(self) -> None:
-        many = self._many
+    def _emit_chunks(self, many: Callable[[list[Any]], object]) -> None:
         nxt = self._it.__next__
         e = self._emitted
         while e < self._requested and not self._cancelled:
             k = min(self._requested - e, _CHUNK)
-            chunk: list = []
+            chunk: list[Any] = []
             append = chunk.append
-            end: Any = None
+            end: BaseException | bool | None = None
             try:
                 for _ in range(k):
                     append(nxt())
             except StopIteration:
                 end = True
             except BaseException as exc:
+                throw_if_fatal(exc)  # the elements pulled into this chunk are not delivered
                 end = exc
             if None in chunk:  # rule 2.13: deliver what came before the None, then fail
                 i = chunk.index(None)
@@ -242,17 +257,18 @@ class IteratorSubscription(DrainSubscription):
             if chunk:
                 e += len(chunk)
                 try:
-                    many(chunk)  # type: ignore[misc]
+                    many(chunk)
                 except BaseException as exc:
                     self._emitted = e
+                    throw_if_fatal(exc)
                     self._subscriber_failed(exc, "on_next_many")
                     return
             if end is not None:
                 self._emitted = e
-                if end is True:
-                    self._complete()
-                else:
+                if isinstance(end, BaseException):
                     self._error(end)
+                else:
+                    self._complete()
                 return
         self._emitted = e
 
@@ -266,22 +282,50 @@ class IteratorSubscription(DrainSubscription):
                 try:
                     close()  # generators run their finally blocks now, not at GC time
                 except BaseException as exc:
+                    throw_if_fatal(exc)
                     report_dropped(exc, "closing the source iterator raised")
+
+
+class Overflow(enum.Enum):
+    """What a full bounded queue does with one more element."""
+
+    ERROR = "error"  # refuse it; create() then ends the stream with BufferOverflowError (nothing silently lost)
+    DROP_OLDEST = "drop_oldest"  # discard the oldest queued element
+    DROP_NEWEST = "drop_newest"  # discard the element being pushed
+    LATEST = "latest"  # replace the newest queued element: the subscriber sees the latest value
+
+
+class Enqueued(NamedTuple):
+    """What :meth:`QueueSubscription.enqueue` did with one element."""
+
+    kept: bool  # the element is queued
+    dropped: Any = None  # the element the overflow policy discarded: the new one, or the one it pushed out
+    overflow: bool = False  # the queue was full, so its overflow policy decided
+
+
+_KEPT = Enqueued(True)
 
 
 class QueueSubscription(DrainSubscription):
     """Emits elements that producers offer from any thread; terminal signals wait behind them.
 
-    The queue itself is not bounded here: producers bound it (by demand, or by an
-    overflow strategy in :mod:`rs_spark.streams.create`).
+    Without a ``capacity`` the queue is not bounded here: producers bound it by demand. With one,
+    at most ``capacity`` elements wait, and ``overflow`` decides what one more does (see
+    :class:`Overflow`), whatever the demand.
     """
 
-    __slots__ = ("_queue", "_terminal", "_on_release", "_on_demand", "_delay_error")
+    __slots__ = ("_queue", "_terminal", "_on_release", "_on_demand", "_delay_error", "_capacity", "_overflow")
 
     _COMPLETE = object()
 
     def __init__(
-        self, subscriber: Subscriber[Any], on_release: Callable[[], None] | None = None, delay_error: bool = True
+        self,
+        subscriber: Subscriber[Any],
+        on_release: Callable[[], None] | None = None,
+        delay_error: bool = True,
+        *,
+        capacity: int | None = None,
+        overflow: Overflow = Overflow.ERROR,
     ) -> None:
         super().__init__(subscriber)
         self._queue: deque[Any] = deque()
@@ -291,16 +335,67 @@ class QueueSubscription(DrainSubscription):
         # True: an error waits until queued elements are delivered (nothing lost while the
         # subscriber keeps requesting). False: it cuts ahead (operators, rule 4.2).
         self._delay_error = delay_error
+        if capacity is not None and (isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1):
+            raise ValueError(f"QueueSubscription(capacity={capacity!r}) must be an int >= 1, or None (unbounded)")
+        self._capacity = capacity
+        self._overflow = overflow
 
-    def offer(self, item: Any) -> None:
-        """Queue one element (never ``None``) and drain."""
-        self._queue.append(item)
+    @property
+    def capacity(self) -> int | None:
+        """Most elements that wait for demand (None: unbounded)."""
+        return self._capacity
+
+    @property
+    def overflow(self) -> Overflow:
+        """What :meth:`enqueue` does with an element beyond :attr:`capacity`."""
+        return self._overflow
+
+    def offer(self, item: Any) -> Enqueued:
+        """Queue one element (never ``None``), within the bound, and drain."""
+        done = self.enqueue(item)
         self._schedule()
+        return done
 
-    def enqueue(self, item: Any) -> None:
-        """Queue one element without draining: a producer holding its own lock (to keep its order)
-        calls :meth:`drain` after releasing it."""
-        self._queue.append(item)
+    def enqueue(self, item: Any) -> Enqueued:
+        """Queue one element without draining, applying the overflow policy when the queue is full.
+
+        A producer holding its own lock (to keep its order) calls :meth:`drain` after releasing it.
+        """
+        capacity = self._capacity
+        if capacity is None:
+            self._queue.append(item)
+            return _KEPT
+        with self._lock:  # producers one at a time; the drain only takes from the left meanwhile
+            return self._enqueue_bounded(item, capacity)
+
+    def _enqueue_bounded(self, item: Any, capacity: int) -> Enqueued:
+        q = self._queue
+        if len(q) < capacity:
+            q.append(item)
+            return _KEPT
+        policy = self._overflow
+        if policy is Overflow.DROP_OLDEST:
+            try:
+                oldest = q.popleft()
+            except IndexError:  # the drain took it meanwhile: nothing to drop
+                oldest = None
+            q.append(item)
+            return Enqueued(True, oldest, overflow=True)
+        if policy is Overflow.LATEST:
+            try:
+                newest = q[-1]
+                q[-1] = item  # fails only if the drain emptied the queue since the read
+            except IndexError:
+                q.append(item)
+                newest = None  # it was delivered, not dropped
+            return Enqueued(True, newest, overflow=True)
+        return Enqueued(False, item, overflow=True)  # DROP_NEWEST, or ERROR: the producer fails the stream
+
+    def enqueue_all(self, items: Iterable[Any]) -> None:
+        """Queue elements (never ``None``) in order without draining; for unbounded queues only."""
+        if self._capacity is not None:
+            raise TypeError("enqueue_all() needs an unbounded queue; enqueue() each element to apply the overflow")
+        self._queue.extend(items)
 
     def enqueue_terminal(self, error: BaseException | None) -> None:
         """Queue ``on_complete`` (``error`` None) or ``on_error(error)`` behind the elements, without draining."""
@@ -321,17 +416,20 @@ class QueueSubscription(DrainSubscription):
             self._on_demand = on_demand
 
     def offer_complete(self) -> None:
+        """Queue ``on_complete`` behind the elements and drain."""
         if self._terminal is None:
             self._terminal = self._COMPLETE
         self._schedule()
 
     def offer_error(self, error: BaseException) -> None:
+        """Queue ``on_error(error)`` (behind the elements unless ``delay_error`` is False) and drain."""
         if self._terminal is None:
             self._terminal = error
         self._schedule()
 
     @property
     def queued(self) -> int:
+        """Elements waiting for demand."""
         return len(self._queue)
 
     def request(self, n: int) -> None:
@@ -342,6 +440,8 @@ class QueueSubscription(DrainSubscription):
 
     def _emit(self) -> None:
         s = self._downstream
+        if s is None:  # pragma: no cover - the drain calls _emit only before the end
+            return
         q = self._queue
         t = self._terminal
         if t is not None and t is not self._COMPLETE and not self._delay_error:
@@ -354,9 +454,10 @@ class QueueSubscription(DrainSubscription):
             item = q.popleft()
             e += 1
             try:
-                s.on_next(item)  # type: ignore[union-attr]
+                s.on_next(item)
             except BaseException as exc:
                 self._emitted = e
+                throw_if_fatal(exc)
                 self._subscriber_failed(exc, "on_next")
                 return
         self._emitted = e
@@ -376,6 +477,7 @@ class QueueSubscription(DrainSubscription):
             try:
                 cb()
             except BaseException as exc:
+                throw_if_fatal(exc)
                 report_dropped(exc, "releasing the source raised")
 
 
@@ -401,8 +503,8 @@ def subscribe_with(subscriber: Subscriber[Any], subscription: DrainSubscription,
     try:
         subscriber.on_subscribe(subscription)
     except BaseException as exc:  # rule 2.13: consider it cancelled and report
-        subscription._cancelled = True
-        subscription._schedule()
+        throw_if_fatal(exc)  # out of subscribe(), before any more user code (e.g. the source's release) runs
+        subscription.cancel()
         report_dropped(exc, f"{type(subscriber).__name__}.on_subscribe raised (rule 2.13)")
         return
     if start:
@@ -418,6 +520,8 @@ def check_subscriber(subscriber: object) -> None:
 __all__ = [
     "DrainSubscription",
     "IteratorSubscription",
+    "Overflow",
+    "Enqueued",
     "QueueSubscription",
     "TerminalSubscription",
     "subscribe_with",

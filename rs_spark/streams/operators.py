@@ -19,9 +19,9 @@ from typing import Any
 
 from .demand import MAX_DEMAND, add_cap, is_valid_request
 from .drain import QueueSubscription, TerminalSubscription, check_subscriber, subscribe_with
-from .errors import null_element_error, report_dropped
+from .errors import null_element_error, report_dropped, throw_if_fatal
 from .pipeline import PublisherBase
-from .scheduler import TimerHandle, default_scheduler
+from .scheduler import SchedulerLike, TimerHandle, default_scheduler
 from .types import Subscriber, Subscription
 
 _COMPLETE = object()
@@ -122,6 +122,7 @@ class Stage(_Upstream, PublisherBase[Any]):
         try:
             subscriber.on_subscribe(self)
         except BaseException as exc:  # rule 2.13
+            throw_if_fatal(exc)  # out of subscribe(), on this thread: the stage stays unready
             report_dropped(exc, f"{type(subscriber).__name__}.on_subscribe raised (rule 2.13)")
             self.cancel()
             return
@@ -174,6 +175,7 @@ class Stage(_Upstream, PublisherBase[Any]):
             else:
                 d.on_error(signal)
         except BaseException as exc:  # rule 2.13
+            throw_if_fatal(exc)
             report_dropped(exc, f"{type(d).__name__} raised from a terminal signal (rule 2.13)")
 
     def _fail(self, error: BaseException) -> None:
@@ -214,6 +216,7 @@ class MapProcessor(Stage):
         try:
             v = self._fn(item)
         except BaseException as exc:
+            throw_if_fatal(exc)  # up through the upstream's on_next to whoever drove it
             self._fail(exc)
             return
         if v is None:
@@ -222,6 +225,7 @@ class MapProcessor(Stage):
         try:
             d.on_next(v)
         except BaseException as exc:
+            throw_if_fatal(exc)
             self._downstream_failed(d, exc)
 
 
@@ -251,12 +255,14 @@ class FilterProcessor(Stage):
         try:
             keep = self._pred(item)
         except BaseException as exc:
+            throw_if_fatal(exc)
             self._fail(exc)
             return
         if keep:
             try:
                 d.on_next(item)
             except BaseException as exc:
+                throw_if_fatal(exc)
                 self._downstream_failed(d, exc)
         else:
             up = self._upstream
@@ -315,6 +321,7 @@ class TakeProcessor(Stage):
         try:
             d.on_next(item)
         except BaseException as exc:
+            throw_if_fatal(exc)
             self._downstream_failed(d, exc)
             return
         if last:
@@ -355,9 +362,10 @@ class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
         "_done",
         "_early",
         "_gen",
+        "_scheduler",
     )
 
-    def __init__(self, size: int, timeout: float | None = None) -> None:
+    def __init__(self, size: int, timeout: float | None = None, scheduler: SchedulerLike | None = None) -> None:
         super().__init__()
         if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
             raise ValueError(f"batch() needs a size > 0, got {size!r}")
@@ -375,9 +383,10 @@ class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
         self._done = False
         self._early: Any = None  # (error, rest) of a terminal that came before the subscriber
         self._gen = 0  # timer generation: a stale timer must not flush a newer batch
+        self._scheduler = scheduler  # None: the process's timer thread, looked up when first needed
 
     def fresh(self) -> BatchProcessor:
-        return BatchProcessor(self._size, self._timeout)
+        return BatchProcessor(self._size, self._timeout, self._scheduler)
 
     # -- Publisher ----------------------------------------------------------------------
     def subscribe(self, subscriber: Subscriber[list[Any]]) -> None:
@@ -409,6 +418,7 @@ class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
         sub = self._sub
         if self._done or sub is None:
             return
+        drain = True
         with self._ulock:
             buf = self._buf
             buf.append(item)
@@ -420,10 +430,11 @@ class BatchProcessor(_Upstream, PublisherBase[list[Any]]):
             elif len(buf) == 1 and self._timeout is not None:
                 self._gen += 1
                 gen = self._gen
-                self._timer = default_scheduler().schedule(self._timeout, lambda: self._on_timeout(gen))
+                scheduler = self._scheduler if self._scheduler is not None else default_scheduler()
+                self._timer = scheduler.schedule(self._timeout, lambda: self._on_timeout(gen))
             else:
-                buf = None  # type: ignore[assignment]
-        if buf is not None:
+                drain = False  # nothing new for the downstream
+        if drain:
             sub.drain()
 
     def on_error(self, error: BaseException) -> None:
@@ -519,9 +530,11 @@ def take(limit: int) -> TakeProcessor:
     return TakeProcessor(limit)
 
 
-def batch(size: int, timeout: float | None = None) -> BatchProcessor:
-    """Operator: emit lists of ``size`` elements (fewer after ``timeout`` seconds or at the end)."""
-    return BatchProcessor(size, timeout)
+def batch(size: int, timeout: float | None = None, *, scheduler: SchedulerLike | None = None) -> BatchProcessor:
+    """Operator: emit lists of ``size`` elements (fewer after ``timeout`` seconds or at the end).
+
+    ``scheduler`` runs the timeout (default: the process's timer thread); tests pass a manual clock."""
+    return BatchProcessor(size, timeout, scheduler)
 
 
 __all__ = [

@@ -83,9 +83,9 @@ def pipe(source: Publisher[Any], *operators: Any) -> PublisherBase[Any]:
     for op in rest:
         if not hasattr(op, "fresh"):
             raise TypeError(f"pipe() takes operators such as map(f), filter(p), take(n), batch(n); got {op!r}")
-    if not rest:
-        return current  # type: ignore[return-value]
-    return PipedPublisher(current, rest)
+    if not rest and isinstance(current, PublisherBase):
+        return current
+    return PipedPublisher(current, rest)  # also wraps a foreign publisher piped through nothing
 
 
 __all__ = ["Operator", "PublisherBase", "PipedPublisher", "pipe"]

@@ -10,6 +10,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 from .errors import report_dropped
 
@@ -26,6 +27,13 @@ class TimerHandle:
         self.cancelled = True
 
 
+class SchedulerLike(Protocol):
+    """What a timed operator needs (``batch(..., scheduler=)``): run ``action`` once ``delay``
+    seconds have passed, unless the returned handle is cancelled first. Tests pass a manual clock."""
+
+    def schedule(self, delay: float, action: Callable[[], None]) -> TimerHandle: ...
+
+
 class Scheduler:
     """Runs callables after a delay on one daemon thread, started on first use."""
 
@@ -37,15 +45,20 @@ class Scheduler:
         self._thread: threading.Thread | None = None
 
     def schedule(self, delay: float, action: Callable[[], None]) -> TimerHandle:
+        """Run ``action`` on the timer thread once ``delay`` seconds have passed, unless cancelled."""
         handle = TimerHandle()
         deadline = time.monotonic() + max(0.0, delay)
         with self._cond:
             heapq.heappush(self._heap, (deadline, next(self._seq), handle, action))
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
-                self._thread.start()
+                self._start_thread()
             self._cond.notify()
         return handle
+
+    def _start_thread(self) -> None:
+        """Start the timer thread (with ``_cond`` held)."""
+        self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+        self._thread.start()
 
     def _loop(self) -> None:
         while True:
@@ -66,8 +79,14 @@ class Scheduler:
                     break
             try:
                 action()
-            except BaseException as exc:
+            except Exception as exc:
                 report_dropped(exc, "a scheduled action raised")
+            except BaseException:
+                # Fatal (e.g. SystemExit from a subscriber the action drove): it ends this thread, as
+                # it would any thread. Another takes over the pending actions, so they still run.
+                with self._cond:
+                    self._start_thread()
+                raise
 
 
 _default: Scheduler | None = None
@@ -83,4 +102,4 @@ def default_scheduler() -> Scheduler:
         return _default
 
 
-__all__ = ["Scheduler", "TimerHandle", "default_scheduler"]
+__all__ = ["Scheduler", "SchedulerLike", "TimerHandle", "default_scheduler"]

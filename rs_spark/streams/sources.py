@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from .drain import IteratorSubscription, TerminalSubscription, check_subscriber, subscribe_with
-from .errors import null_element_error
+from .errors import null_element_error, throw_if_fatal
 from .pipeline import PublisherBase
 from .types import Publisher, Subscriber
 
@@ -42,6 +42,7 @@ class IterablePublisher(PublisherBase[T]):
         try:
             it = self._make_iterator()
         except BaseException as exc:  # rule 1.9: refuse through on_error, after on_subscribe
+            throw_if_fatal(exc)  # out of subscribe(), before the subscriber hears of it
             subscribe_with(subscriber, TerminalSubscription(subscriber, exc), start=True)
             return
         subscribe_with(subscriber, IteratorSubscription(subscriber, it, self._close))
@@ -144,6 +145,7 @@ class _Deferred(PublisherBase[T]):
             if pub is None:
                 raise null_element_error("the publisher returned by the defer() factory")
         except BaseException as exc:
+            throw_if_fatal(exc)
             subscribe_with(subscriber, TerminalSubscription(subscriber, exc), start=True)
             return
         pub.subscribe(subscriber)

@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import null_element_error, report_dropped
+from .errors import null_element_error, report_dropped, throw_if_fatal
 from .types import Publisher, Subscription
 
 
@@ -203,6 +203,7 @@ class CallbackSubscriber(_SingleSubscription):
         try:
             self._on_next(item)
         except BaseException as exc:
+            throw_if_fatal(exc)  # out of on_next to the publisher's drain, which lets it through too
             self._fail(exc)
             return
         c = self._consumed + 1
@@ -221,24 +222,28 @@ class CallbackSubscriber(_SingleSubscription):
             return
         self._terminal = error
         self._subscription = None
-        if self._on_error is not None:
-            try:
+        try:
+            if self._on_error is not None:
                 self._on_error(error)
-            except BaseException as exc:
-                report_dropped(exc, "the on_error callback raised")
-        self._done_event.set()
+        except BaseException as exc:
+            throw_if_fatal(exc)
+            report_dropped(exc, "the on_error callback raised")
+        finally:
+            self._done_event.set()  # the stream has ended even if the callback stopped the program
 
     def on_complete(self) -> None:
         if self._terminal is not None:
             return
         self._terminal = True
         self._subscription = None
-        if self._on_complete is not None:
-            try:
+        try:
+            if self._on_complete is not None:
                 self._on_complete()
-            except BaseException as exc:
-                report_dropped(exc, "the on_complete callback raised")
-        self._done_event.set()
+        except BaseException as exc:
+            throw_if_fatal(exc)
+            report_dropped(exc, "the on_complete callback raised")
+        finally:
+            self._done_event.set()  # the stream has ended even if the callback stopped the program
 
     def _fail(self, exc: BaseException) -> None:
         s, self._subscription = self._subscription, None

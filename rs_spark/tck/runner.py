@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 from typing import Any
 
+from ..streams.errors import throw_if_fatal
 from .skip import skip_reason
 
 
@@ -34,14 +35,14 @@ def _outcome(method: Any, name: str, jvm: str, rule: str, status: str) -> Outcom
     try:
         method()
     except BaseException as exc:
-        reason = skip_reason(exc)
+        reason = skip_reason(exc)  # first: pytest's skip is a BaseException, not a fatal error
         if reason is not None:
             return Outcome(name, jvm, rule, status, "skip", reason)
+        throw_if_fatal(exc)  # KeyboardInterrupt, SystemExit: the run stops
         if isinstance(exc, AssertionError):
             return Outcome(name, jvm, rule, status, "fail", str(exc))
-        if isinstance(exc, Exception):  # an error in the implementation under test is a failure too
-            return Outcome(name, jvm, rule, status, "fail", f"{type(exc).__name__}: {exc}")
-        raise  # KeyboardInterrupt, SystemExit: the run stops
+        # an error in the implementation under test is a failure too
+        return Outcome(name, jvm, rule, status, "fail", f"{type(exc).__name__}: {exc}")
     return Outcome(name, jvm, rule, status, "pass")
 
 

@@ -68,24 +68,53 @@ def test_spec_1_1_a_jvm_publisher_sending_more_than_requested_fails_naming_the_r
 
 
 class _Manual:
+    """Requests only when the test says; ``await_rows(n)`` waits on a condition notified per element."""
+
     def __init__(self):
-        self.items, self.s, self.done = [], None, threading.Event()
+        self.items, self.s, self.error = [], None, None
+        self._rows = 0  # rows received: one per value, num_rows per batch
+        self.done = threading.Event()
+        self._arrived = threading.Condition()
 
     def on_subscribe(self, s):
         self.s = s
 
     def on_next(self, x):
-        self.items.append(x)
+        with self._arrived:
+            self.items.append(x)
+            self._rows += x.num_rows if isinstance(x, pa.RecordBatch) else 1
+            self._arrived.notify_all()
 
     def on_error(self, e):
         self.error = e
-        self.done.set()
+        self._end()
 
     def on_complete(self):
+        self._end()
+
+    def _end(self):
         self.done.set()
+        with self._arrived:
+            self._arrived.notify_all()
+
+    def rows(self):
+        return self._rows
+
+    def await_rows(self, n, timeout=10.0):
+        with self._arrived:
+            assert self._arrived.wait_for(lambda: self.rows() >= n or self.done.is_set(), timeout), (
+                f"{n} rows did not arrive within {timeout}s; got {self.rows()}"
+            )
+
+    def cancel_and_wait(self):
+        """Cancel, and wait until the pump stopped. Cancelling is processed after the drain pass that is
+        delivering (and, after it, topping up the JVM's demand), so requested_rows is final then."""
+        self.s.cancel()
+        assert self.s.wait_ended(10), "the pump did not stop after cancel"
 
 
-def _wait(cond, timeout=5.0):
+def _wait(cond, timeout=10.0):
+    """Poll what has no event to wait on here (JVM-side state, files)."""
     end = time.monotonic() + timeout
     while not cond() and time.monotonic() < end:
         time.sleep(0.005)
@@ -97,20 +126,28 @@ def test_python_demand_is_jvm_demand_and_nothing_is_requested_ahead(jvm):
     m = _Manual()
     pub.subscribe(m)
     m.s.request(7)
-    assert _wait(lambda: len(m.items) == 7)
-    bridge = m.s._bridge
-    time.sleep(0.1)
-    assert len(m.items) == 7 and bridge.received() == 7 and bridge.outstanding() == 0 and bridge.buffered() == 0
+    m.await_rows(7)
+    m.cancel_and_wait()
+    assert m.items == list(range(7))
+    assert m.s.requested_rows == 7 and m.s.received_rows == 7  # not one row asked ahead of the demand
+
+
+def test_python_demand_added_later_is_forwarded_exactly(jvm):
+    pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionEndless(), jvm)
+    m = _Manual()
+    pub.subscribe(m)
+    m.s.request(7)
+    m.await_rows(7)
     m.s.request(3)
-    assert _wait(lambda: len(m.items) == 10)
+    m.await_rows(10)
+    m.cancel_and_wait()
     assert m.items == list(range(10))
-    m.s.cancel()
-    assert _wait(lambda: m.s._ended.is_set()), "the pump stops after cancel"
+    assert m.s.requested_rows == 10 and m.s.received_rows == 10
 
 
-def test_batches_demand_bounds_what_the_bridge_requests_and_buffers(jvm):
-    # request(2) batches of 1000 rows: 2000 rows are requested upstream, never more, whatever the linger
-    pub = JvmPublisher(
+def _endless_batches(jvm):
+    # whatever the linger (0.05 s, up to 0.5 s), a batch leaves once it has batch_rows rows
+    return JvmPublisher(
         jvm.rsspark.jvm.Sources.submissionEndless(),
         jvm,
         elements="batches",
@@ -118,31 +155,47 @@ def test_batches_demand_bounds_what_the_bridge_requests_and_buffers(jvm):
         linger=0.05,
         max_linger=0.5,
     )
+
+
+def test_batches_demand_bounds_what_the_bridge_requests_and_buffers(jvm):
+    # request(2) batches of 1000 rows: 2000 rows are requested upstream, never more
     m = _Manual()
-    pub.subscribe(m)
+    _endless_batches(jvm).subscribe(m)
     m.s.request(2)
-    assert _wait(lambda: sum(b.num_rows for b in m.items) == 2000)
-    bridge = m.s._bridge
-    time.sleep(0.2)
+    m.await_rows(2000)
+    m.cancel_and_wait()
     assert len(m.items) == 2 and all(b.num_rows == 1000 for b in m.items)
-    assert bridge.received() == 2000 and bridge.outstanding() == 0 and bridge.buffered() == 0
+    assert m.s.requested_rows == 2000 and m.s.received_rows == 2000
+    assert pa.Table.from_batches(m.items).column("value").to_pylist() == list(range(2000))
+
+
+def test_batches_demand_added_later_asks_for_one_more_batch_of_rows(jvm):
+    m = _Manual()
+    _endless_batches(jvm).subscribe(m)
+    m.s.request(2)
+    m.await_rows(2000)
     m.s.request(1)
-    assert _wait(lambda: len(m.items) == 3)
-    assert _wait(lambda: bridge.received() == 3000)
+    m.await_rows(3000)
+    m.cancel_and_wait()
+    assert len(m.items) == 3 and m.s.requested_rows == 3000 and m.s.received_rows == 3000
     assert pa.Table.from_batches(m.items).column("value").to_pylist() == list(range(3000))
-    m.s.cancel()
-    assert _wait(lambda: m.s._ended.is_set())
 
 
 class _Slow(_Manual):
-    """Requests Long.MAX_VALUE and takes 1 ms per element."""
+    """Requests Long.MAX_VALUE, takes 1 ms per element (a slow consumer), and records at each element
+    the most rows that were requested from the JVM and not yet emitted to it."""
+
+    def __init__(self):
+        super().__init__()
+        self.worst = 0
 
     def on_subscribe(self, s):
         self.s = s
         s.request(2**63 - 1)
 
     def on_next(self, x):
-        self.items.append(x)
+        self.worst = max(self.worst, self.s.requested_rows - self.rows())
+        super().on_next(x)
         time.sleep(0.001)
 
 
@@ -156,17 +209,9 @@ def test_unbounded_demand_from_a_slow_subscriber_keeps_the_bridge_bounded(jvm, e
     m = _Slow()
     pub.subscribe(m)
     per = 50 if elements == "batches" else 1
-    worst = 0  # rows requested from the JVM and not yet emitted
-    end = time.monotonic() + 1.5
-    while time.monotonic() < end:
-        sent = m.s._forwarded  # requested from the JVM so far
-        emitted = len(m.items) if elements == "values" else sum(b.num_rows for b in list(m.items))
-        worst = max(worst, sent - emitted)
-        time.sleep(0.01)
-    m.s.cancel()
-    assert _wait(lambda: m.s._ended.is_set())
-    assert len(m.items) > 20, "it kept delivering"
-    assert worst <= 200 + per, worst  # + one element emitted while we looked
+    m.await_rows(2000)  # ten times max_in_flight went through
+    m.cancel_and_wait()
+    assert m.worst <= 200 + per, m.worst  # + the element being emitted, no longer queued, not yet received
     rows = m.items if elements == "values" else pa.Table.from_batches(m.items).column("value").to_pylist()
     assert rows == list(range(len(rows)))
 

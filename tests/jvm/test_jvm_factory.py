@@ -130,3 +130,13 @@ def test_source_options_accept_exactly_one_publisher_kind():
         SourceOptions.parse({"publisher": "m:f", "jvmJars": FIXTURES})
     with pytest.raises(OptionError, match="must look like 'com.example.Feeds#method'.*option publisher"):
         SourceOptions.parse({"jvmPublisher": "my.module:factory"})
+
+
+def test_a_factory_that_threw_keeps_its_java_stack_trace_as_the_cause():
+    with pytest.raises(JvmFactoryError) as info:
+        open_publisher("rsspark.fixtures.Feeds#broken", [FIXTURES])
+    assert info.value.kind == "raised"
+    assert "rsspark.fixtures.Feeds.broken" in str(info.value.__cause__)  # the frame where the factory threw
+    with pytest.raises(JvmFactoryError) as info:
+        open_publisher("com.nope.Missing#feed", [FIXTURES])
+    assert info.value.__cause__ is None and info.value.__suppress_context__  # the message says it all

@@ -28,6 +28,7 @@ class StrictSubscriber:
         self.requested = 0
         self._in_signal = threading.Lock()
         self._req_lock = threading.Lock()
+        self._arrived = threading.Condition()  # notified at each on_next
         self.done = threading.Event()
         self.subscribed = threading.Event()
 
@@ -71,6 +72,8 @@ class StrictSubscriber:
                     self.violations.append(f"1.1: on_next #{len(self.items)} with only {self.requested} requested")
         finally:
             self._leave()
+        with self._arrived:
+            self._arrived.notify_all()
         if self.request_on_next:
             self.request(self.request_on_next)
 
@@ -80,7 +83,7 @@ class StrictSubscriber:
             self.error = error
         finally:
             self._leave()
-        self.done.set()
+        self._end()
 
     def on_complete(self) -> None:
         self._enter("on_complete")
@@ -88,11 +91,24 @@ class StrictSubscriber:
             self.completed = True
         finally:
             self._leave()
+        self._end()
+
+    def _end(self) -> None:
         self.done.set()
+        with self._arrived:
+            self._arrived.notify_all()
 
     def assert_clean(self) -> None:
         if self.violations:
             raise ProtocolError("; ".join(self.violations[:10]))
+
+    def await_items(self, n: int, timeout: float = 5.0) -> StrictSubscriber:
+        """Wait until at least ``n`` elements arrived (or the stream ended: then check ``items``)."""
+        with self._arrived:
+            arrived = self._arrived.wait_for(lambda: len(self.items) >= n or self.done.is_set(), timeout)
+        if not arrived:
+            raise AssertionError(f"{n} elements did not arrive within {timeout}s; got {len(self.items)}")
+        return self
 
     def await_done(self, timeout: float = 5.0) -> StrictSubscriber:
         if not self.done.wait(timeout):

@@ -71,19 +71,23 @@ def test_spec_1_1_and_1_3_concurrent_requests_never_overshoot_or_overlap(source)
     assert flat == list(range(n_items))
 
 
+def _requesting_with_one_cancel(s, stop_at):
+    """A worker for _run_threads: requests 3 at a time; worker 0 cancels at its ``stop_at``-th request."""
+
+    def worker(i):
+        for j in range(400):
+            if i == 0 and j == stop_at:
+                s.subscription.cancel()
+            s.request(3)
+
+    return worker
+
+
 def test_spec_1_8_and_3_5_cancel_racing_requests_stops_signals_without_overlap():
     for trial in range(20):
         s = StrictSubscriber()
         rs.range_(10**9).subscribe(s)
-        stop_at = random.Random(trial).randint(10, 300)
-
-        def worker(i):
-            for j in range(400):
-                if i == 0 and j == stop_at:
-                    s.subscription.cancel()
-                s.request(3)
-
-        _run_threads(6, worker)
+        _run_threads(6, _requesting_with_one_cancel(s, stop_at=random.Random(trial).randint(10, 300)))
         n = len(s.items)
         s.request(100)
         assert len(s.items) == n, "signals continued after cancel (rule 1.8)"

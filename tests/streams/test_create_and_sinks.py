@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 
@@ -89,25 +88,52 @@ def test_create_emitter_none_raises_type_error_to_the_producer():
         box["em"].next(None)
 
 
+class _OnTheLoop(StrictSubscriber):
+    """Signals arrive on the loop thread here; ``until(n)`` lets the test coroutine wait for them."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self._changed = asyncio.Condition()
+
+    def on_next(self, item):
+        super().on_next(item)
+        asyncio.get_running_loop().create_task(self._notify())
+
+    def on_complete(self):
+        super().on_complete()
+        asyncio.get_running_loop().create_task(self._notify())
+
+    async def _notify(self):
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def until(self, n):
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self.items) >= n or self.done.is_set())
+
+
 def test_from_async_iterable_pulls_only_what_was_requested():
     pulled = []
 
     async def gen():
         for i in range(100):
             pulled.append(i)
-            yield i
+            yield i  # never awaits anything: a pump pulling ahead would do so in the same loop turn
 
-    s = StrictSubscriber(initial_request=3)
-    rs.from_async_iterable(gen).subscribe(s)
-    t0 = time.monotonic()
-    while len(s.items) < 3 and time.monotonic() - t0 < 2:
-        time.sleep(0.005)
-    time.sleep(0.05)
-    assert s.items == [0, 1, 2]
-    assert len(pulled) <= 4  # the generator is never driven ahead of demand by more than one step
-    s.request(200)
-    s.await_done()
-    assert s.items == list(range(100))
+    async def main():
+        s = _OnTheLoop(initial_request=3)
+        rs.from_async_iterable(gen).subscribe(s)  # on this loop: the pump runs only when main() waits
+        await s.until(3)
+        # The pump delivered the third element in a turn that ended before this one: it is now
+        # waiting for demand, and had it pulled ahead, it would have done so in that same turn.
+        assert s.items == [0, 1, 2] and pulled == [0, 1, 2]
+        s.request(200)
+        await s.until(100)
+        await s.until(101)  # the completion
+        return s
+
+    s = asyncio.run(main())
+    assert s.items == list(range(100)) and s.completed
     s.assert_clean()
 
 
@@ -125,9 +151,7 @@ def test_from_async_iterable_closes_the_async_generator_on_cancel():
 
     s = StrictSubscriber(initial_request=2)
     rs.from_async_iterable(gen).subscribe(s)
-    t0 = time.monotonic()
-    while len(s.items) < 2 and time.monotonic() - t0 < 2:
-        time.sleep(0.005)
+    s.await_items(2)
     s.subscription.cancel()
     assert closed.wait(2)
 
@@ -206,11 +230,13 @@ def test_blocking_iterator_receives_from_another_thread_and_reraises_errors():
     box, fn = _pusher()
     it = rs.iterate(rs.create(fn, buffer_size=64), prefetch=4, timeout=5)
 
+    taken = threading.Semaphore(0)  # the consumer took the previous element
+
     def produce():
         for i in range(20):
-            while not box["em"].next(i) and False:
-                pass
-            time.sleep(0.001)
+            if i:
+                assert taken.acquire(timeout=5)  # so the consumer is (about to be) waiting for this one
+            assert box["em"].next(i)
         box["em"].error(KeyError("late"))
 
     t = threading.Thread(target=produce)
@@ -219,6 +245,7 @@ def test_blocking_iterator_receives_from_another_thread_and_reraises_errors():
     with pytest.raises(KeyError):
         for x in it:
             got.append(x)
+            taken.release()
     t.join()
     assert got == list(range(20))
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +10,7 @@ from hypothesis import strategies as st
 
 from rs_spark import streams as rs
 
+from .manual_clock import ManualScheduler
 from .strict import StrictSubscriber
 
 
@@ -30,6 +30,21 @@ def test_pipe_fuses_map_filter_take_into_iterator_sources():
     assert isinstance(fused, rs.sources.IterablePublisher)
     unfused = _unfusable([1]).pipe(rs.map(str))
     assert isinstance(unfused, rs.pipeline.PipedPublisher)
+
+
+class _Foreign:
+    """A Publisher that is not one of rs_spark's (no pipe method of its own)."""
+
+    def subscribe(self, subscriber):
+        rs.range_(3).subscribe(subscriber)
+
+
+def test_pipe_of_a_foreign_publisher_through_no_operators_returns_a_pipeable_publisher_base():
+    piped = rs.pipe(_Foreign())  # used to return the foreign object itself, which has no .pipe()
+    assert isinstance(piped, rs.PublisherBase)
+    assert rs.to_list(piped.pipe(rs.map(lambda x: x * 10))) == [0, 10, 20]
+    source = rs.range_(3)
+    assert rs.pipe(source) is source  # one of ours is returned as it is
 
 
 OPS = st.lists(
@@ -231,49 +246,50 @@ def test_batch_demand_is_counted_in_lists_and_bounds_upstream_requests():
 
 
 def test_batch_timeout_emits_a_partial_batch_when_there_is_demand():
+    clock = ManualScheduler()
     holder = {}
-
-    def run(em):
-        holder["em"] = em
-
     s = StrictSubscriber(initial_request=5)
-    rs.create(run).pipe(rs.batch(100, timeout=0.05)).subscribe(s)
+    rs.create(lambda em: holder.setdefault("em", em)).pipe(rs.batch(100, timeout=0.05, scheduler=clock)).subscribe(s)
     holder["em"].next("a")
     holder["em"].next("b")
-    t0 = time.monotonic()
-    while not s.items and time.monotonic() - t0 < 2:
-        time.sleep(0.01)
+    assert clock.advance(0.049) == 0 and s.items == []  # not yet due
+    assert clock.advance(0.001) == 1
     assert s.items == [["a", "b"]]
     holder["em"].next("c")
     holder["em"].complete()
     s.await_done()
     assert s.items == [["a", "b"], ["c"]]
+    assert clock.pending == 0  # completing cancelled the timer of the last partial list
+    s.assert_clean()
+
+
+def test_batch_timeout_on_the_default_timer_thread_flushes_a_partial_batch():
+    holder = {}
+    s = StrictSubscriber(initial_request=5)
+    rs.create(lambda em: holder.setdefault("em", em)).pipe(rs.batch(100, timeout=0.01)).subscribe(s)
+    holder["em"].next("a")
+    s.await_items(1)  # only the process's timer thread can deliver it: no more elements, no completion
+    assert s.items == [["a"]] and not s.done.is_set()
     s.assert_clean()
 
 
 def test_batch_timeout_without_demand_waits_for_demand():
+    clock = ManualScheduler()
     holder = {}
     s = StrictSubscriber(initial_request=1)
-    rs.create(lambda em: holder.setdefault("em", em)).pipe(rs.batch(3, timeout=0.02)).subscribe(s)
+    rs.create(lambda em: holder.setdefault("em", em)).pipe(rs.batch(3, timeout=0.02, scheduler=clock)).subscribe(s)
     em = holder["em"]
     assert em.requested == 3  # one list demanded -> three elements asked upstream
     em.next("a")
-    _wait_for(lambda: len(s.items) == 1)
+    assert clock.advance(0.02) == 1
     assert s.items == [["a"]]  # the timer flushed a partial list: there was demand for it
     em.next("b")  # still owed upstream; now buffered with no downstream demand
-    time.sleep(0.1)  # the timer fires, but no partial list may be emitted without demand
-    assert s.items == [["a"]]
+    assert clock.advance(0.02) == 1  # the timer fires...
+    assert s.items == [["a"]]  # ...but no partial list may be emitted without demand,
+    em.next("c")  # nor closed: an element arriving meanwhile still joins it
     s.request(1)  # the expired partial list goes out at once
-    assert s.items == [["a"], ["b"]]
+    assert s.items == [["a"], ["b", "c"]]
     s.assert_clean()
-
-
-def _wait_for(cond, timeout=2.0):
-    t0 = time.monotonic()
-    while not cond():
-        if time.monotonic() - t0 > timeout:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.005)
 
 
 def test_operator_arguments_are_validated_with_clear_errors():

@@ -128,6 +128,72 @@ def test_tck_skips_work_without_pytest_installed():
     assert stochastic.startswith("stochastic tests are turned off")
 
 
+_NO_PYTEST = "import sys; sys.modules['pytest'] = None  # any `import pytest` now raises ImportError\n"
+
+
+def _python(code, *args):
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=ROOT),
+        cwd=ROOT,
+    )
+
+
+def test_cli_runs_a_verification_without_pytest_importable():
+    r = _python(
+        _NO_PYTEST + "import runpy; runpy.run_module('rs_spark.tck', run_name='__main__')",
+        "rs_spark.streams:range_",
+        "--skip-stochastic",
+        "--timeout-ms",
+        "300",
+        "--no-signals-timeout-ms",
+        "30",
+        "--gc-timeout-ms",
+        "300",
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "PASS   required   3.9" in r.stdout and "SKIP   untested" in r.stdout and "0 failed" in r.stdout
+    assert "pytest" not in r.stderr
+
+
+_SUBSCRIBER_AND_PROCESSOR_WITHOUT_PYTEST = """
+from rs_spark import streams
+from rs_spark.streams.subscribers import BlockingIterator
+from rs_spark.tck import IdentityProcessorVerification, SubscriberBlackboxVerification, Timeouts, run
+
+FAST = Timeouts(default=0.5, no_signals=0.03, poll=0.01, gc=0.5)
+
+class Blackbox(SubscriberBlackboxVerification):
+    timeouts = FAST
+    def create_subscriber(self):
+        return BlockingIterator(prefetch=8)
+
+class Identity(IdentityProcessorVerification):
+    timeouts = FAST
+    def create_identity_processor(self, buffer_size):
+        return streams.map(lambda x: x)
+    def skip_stochastic_tests(self):
+        return True
+
+for v in (Blackbox(), Identity()):
+    results = run(v)
+    counts = {r: sum(1 for res, _ in results.values() if res == r) for r in ("pass", "fail", "skip")}
+    print(type(v).__name__, counts["pass"], counts["fail"], counts["skip"])
+"""
+
+
+def test_subscriber_and_processor_verifications_run_without_pytest_importable():
+    r = _python(_NO_PYTEST + _SUBSCRIBER_AND_PROCESSOR_WITHOUT_PYTEST)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    for name in ("Blackbox", "Identity"):
+        passed, failed, skipped = map(int, lines[name].split())
+        assert failed == 0 and passed > 0 and skipped > 0, r.stdout  # untested rules skip, with TckSkipped
+
+
 _UNDER_UNITTEST = """
 import unittest
 from rs_spark import streams
@@ -145,14 +211,7 @@ unittest.main(argv=["x", "-v"])
 """
 
 
-def test_tck_skip_is_reported_as_a_skip_by_unittest():
-    r = subprocess.run(
-        [sys.executable, "-c", _UNDER_UNITTEST],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, PYTHONPATH=ROOT),
-        cwd=ROOT,
-    )
+def test_tck_skip_is_reported_as_a_skip_by_unittest_without_pytest_importable():
+    r = _python(_NO_PYTEST + _UNDER_UNITTEST)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "skipped 'untested: rule 1.6" in r.stderr and "OK (skipped=1)" in r.stderr

@@ -93,7 +93,7 @@ def test_expect_error_times_out_and_checks_the_type():
     t0 = time.monotonic()
     with pytest.raises(TCKFailure, match="no ValueError"):
         env.expect_error(ValueError, "x")
-    assert 0.15 < time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 >= 0.15  # it waited (about) its default timeout before failing
     env.record_error(KeyError("k"))
     with pytest.raises(TCKFailure, match="expected ValueError, got KeyError"):
         env.expect_error(ValueError, "x")
@@ -152,12 +152,13 @@ def test_receptacle_deadlines_and_end_of_stream():
 
 
 def test_receptacle_expect_none_wakes_early_on_a_stray_signal():
-    env = TestEnvironment(Timeouts(default=0.2, no_signals=2.0, poll=0.01, gc=0.2))
+    env = TestEnvironment(Timeouts(default=0.2, no_signals=600.0, poll=0.01, gc=0.2))
     r = Receptacle(env)
-    _later(0.02, r.complete)
-    t0 = time.monotonic()
-    r.expect_none("quiet")
-    assert time.monotonic() - t0 < 1.0
+    waiting = threading.Thread(target=r.expect_none, args=("quiet",), daemon=True)
+    waiting.start()
+    _later(0.02, r.complete)  # usually while it waits; before would do too (it checks first)
+    waiting.join(60)
+    assert not waiting.is_alive(), "expect_none kept waiting out its 600 s window after a signal came"
     assert "unexpected on_complete" in str(env.async_errors[0])
 
 

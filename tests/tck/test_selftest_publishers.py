@@ -187,3 +187,29 @@ def test_runner_reports_every_test_with_pass_fail_or_skip():
 def overshooting(elements):
     """A factory for the CLI test: breaks rule 1.1."""
     return Naive(elements, "overshoot")
+
+
+class _Raising(PublisherVerification):
+    __test__ = False  # run through run() below, with the error to raise
+    timeouts = FAST
+
+    def __init__(self, error):
+        super().__init__()
+        self.error = error
+
+    def create_publisher(self, elements):
+        raise self.error
+
+
+@pytest.mark.parametrize("fatal", [KeyboardInterrupt, SystemExit])
+def test_runner_lets_a_fatal_error_stop_the_run_instead_of_recording_a_failure(fatal):
+    with pytest.raises(fatal):
+        run(_Raising(fatal("stop the run")))
+
+
+def test_runner_records_a_plain_error_as_a_failure_and_pytest_skip_as_a_skip():
+    failed = run(_Raising(LookupError("no publisher here")))
+    assert any(res == "fail" and msg == "LookupError: no publisher here" for res, msg in failed.values())
+    skipped = run(_Raising(pytest.skip.Exception("not on this machine")))  # a BaseException, yet not fatal
+    assert "fail" not in {res for res, _ in skipped.values()}
+    assert any(res == "skip" and msg == "not on this machine" for res, msg in skipped.values())
