@@ -1,7 +1,7 @@
 """One RSocket connection: frame dispatch, stream multiplexing, keepalive, limits, close.
 
 Three threads per connection, each with one job (a TLS connection has a fourth, the
-:class:`~rs_spark.net.transport.TlsPump`, which alone touches the SSL object and hands this
+:class:`~rs_spark.net.tls.TlsPump`, which alone touches the SSL object and hands this
 class a plain socket):
 
 * the *reader* reads and decodes frames and routes them to streams by id; it also runs the
@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 from . import frames as F
 from .errors import ConnectionLost, NetError, ProtocolError, Refused
+from .framing import IDLE, FrameReader, send_buffers
 from .metadata import MetadataError
-from .transport import IDLE, FrameReader, send_buffers
 from .worker import SerialExecutor
 
 log = logging.getLogger("rs_spark.net")
@@ -374,7 +374,7 @@ class Connection:
                     continue
                 self._last_recv = now
                 if self._closed is None:
-                    self._dispatch(F.decode(buf))  # type: ignore[arg-type]
+                    self._dispatch(F.decode(buf))
                     if self._ready and reader.max_frame != full:
                         reader.max_frame, reader.what = full, ""
                 if now >= next_check:

@@ -23,7 +23,9 @@ from .connection import Connection, Limits, Rejected
 from .conventions import ChannelData
 from .errors import NetError
 from .metadata import MetadataError, route_of
-from .transport import listen, refuse, tls_server
+from .refuser import refuse
+from .tls import tls_server
+from .transport import listen
 from .websocket import ws_server
 
 log = logging.getLogger("rs_spark.net")
