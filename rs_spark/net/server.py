@@ -86,34 +86,7 @@ class Server:
     ) -> None:
         self.allowed_origins = tuple(allowed_origins)
         self.channel_data = ChannelData.of(channel_data, "Server")
-        addr = parse(bind, need_name=False)
-        if addr.name:
-            raise ValueError(
-                f"bind address {bind!r} must not name an endpoint; names are given to add_publisher()/add_subscriber()"
-            )
-        token = token if token is not None else addr.token
-        if token is not None and (not isinstance(token, str) or not token):
-            raise ValueError("token must be a non-empty str")
-        if not addr.is_loopback and token is None:
-            raise ValueError(
-                f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
-                "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
-                "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text"
-            )
-        if addr.scheme in ("tls", "wss") and ssl is None:
-            raise ValueError(
-                f"{addr.base}: a {addr.scheme}:// server needs ssl= (a server ssl.SSLContext with its "
-                "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
-                "ctx.load_cert_chain(certfile, keyfile))"
-            )
-        if ssl is not None and addr.scheme in ("tcp", "ws"):
-            addr = Address("tls" if addr.scheme == "tcp" else "wss", addr.host, addr.port, token=addr.token)
-        if not addr.is_loopback and ssl is None:
-            log.warning(
-                "rs_spark.net: serving %s without TLS: the token and all data cross the network in "
-                "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks",
-                addr.base,
-            )
+        addr, token = _bind_address(bind, token, ssl)
         self._token = token
         self._ssl = ssl
         self.limits = limits or Limits()
@@ -492,6 +465,40 @@ class Server:
             conn.add_stream(stream, sid)
         except NetError as exc:
             raise Rejected(F.REJECTED, str(exc)) from None
+
+
+def _bind_address(bind: str, token: str | None, ssl: _ssl.SSLContext | None) -> tuple[Address, str | None]:
+    """The address to listen on (``tls``/``wss`` when ``ssl`` is given) and the token, checked:
+    beyond loopback a token is required, and TLS needs a certificate."""
+    addr = parse(bind, need_name=False)
+    if addr.name:
+        raise ValueError(
+            f"bind address {bind!r} must not name an endpoint; names are given to add_publisher()/add_subscriber()"
+        )
+    token = token if token is not None else addr.token
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ValueError("token must be a non-empty str")
+    if not addr.is_loopback and token is None:
+        raise ValueError(
+            f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
+            "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
+            "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text"
+        )
+    if addr.scheme in ("tls", "wss") and ssl is None:
+        raise ValueError(
+            f"{addr.base}: a {addr.scheme}:// server needs ssl= (a server ssl.SSLContext with its "
+            "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
+            "ctx.load_cert_chain(certfile, keyfile))"
+        )
+    if ssl is not None and addr.scheme in ("tcp", "ws"):
+        addr = Address("tls" if addr.scheme == "tcp" else "wss", addr.host, addr.port, token=addr.token)
+    if not addr.is_loopback and ssl is None:
+        log.warning(
+            "rs_spark.net: serving %s without TLS: the token and all data cross the network in "
+            "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks",
+            addr.base,
+        )
+    return addr, token
 
 
 def serve(

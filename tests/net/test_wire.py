@@ -91,6 +91,23 @@ def test_address_strings_parse_format_and_pickle():
     assert (again._client._token, again._client.codec_name) == ("abc", "arrow")
 
 
+def test_address_errors_never_show_the_token():
+    secret = "s3cret-token"
+    bad = [
+        "http://x:1/a",  # no known scheme: the token was shown here before
+        "tcp://127.0.0.1/a",
+        "tcp://127.0.0.1:1",
+        "tcp:///a",
+        "unix://rel/a",
+        "unix:///s.sock",
+        "tcp://h:1/a?tokn=1",
+    ]
+    for address in bad:
+        with pytest.raises(ValueError, match="expected") as ei:
+            parse(address + ("&" if "?" in address else "?") + "token=" + secret)
+        assert secret not in str(ei.value) and "token=%2A%2A%2A" in str(ei.value), address
+
+
 # -- servers -----------------------------------------------------------------------------
 @pytest.fixture
 def server():
