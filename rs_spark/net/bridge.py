@@ -31,7 +31,7 @@ from . import frames as F
 from .codecs import ArrowCodec, Codec
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, error_text, parse_error_text
 
-_COMPLETE = QueueSubscription._COMPLETE
+_COMPLETED = object()  # OutboundStream._terminal once the local publisher completed
 _UNDECODABLE = object()  # _decoded's answer for data that failed to decode (already reported)
 _CHUNK = 1024  # most elements requested from a local publisher per request() call
 _ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
@@ -126,8 +126,7 @@ class InboundSubscription(QueueSubscription):
 
     def fail(self, error: BaseException) -> None:
         """End the stream locally with ``error`` (e.g. the connection could not be opened)."""
-        if self._terminal is None:
-            self._terminal = error
+        self.enqueue_terminal(error)
         self._kick()
 
     # -- Subscription -------------------------------------------------------------------
@@ -190,13 +189,11 @@ class InboundSubscription(QueueSubscription):
                     return
             if f.flags & F.FLAG_COMPLETE:
                 self._wire_closed()
-                if self._terminal is None:
-                    self._terminal = _COMPLETE
+                self.enqueue_terminal(None)
             self._kick()
         elif t == F.ERROR:
             self._wire_closed()
-            if self._terminal is None:
-                self._terminal = remote_error(f, self._address, self._where, self._received, self._unit)
+            self.enqueue_terminal(remote_error(f, self._address, self._where, self._received, self._unit))
             self._kick()
         # REQUEST_N / CANCEL from a channel's requester concern the direction we do not use.
 
@@ -255,14 +252,20 @@ class InboundSubscription(QueueSubscription):
     def on_connection_closed(self, error: BaseException) -> None:
         with self._wlock:
             self._wire_open = False
-        if self._terminal is None:
-            cls = type(error) if type(error) in (ConnectionLost, Refused, ProtocolError) else ConnectionLost
-            self._terminal = cls(
+        cls = type(error) if type(error) in (ConnectionLost, Refused, ProtocolError) else ConnectionLost
+        self.enqueue_terminal(
+            cls(
                 f"{self._where} ended after {self._received} {self._unit}: {error}",
                 getattr(error, "address", None),
                 self._where,
             )
+        )
         self._kick()
+
+    @property
+    def where(self) -> str:
+        """Names the stream in errors (endpoint, address)."""
+        return self._where
 
     @property
     def _unit(self) -> str:
@@ -276,9 +279,8 @@ class InboundSubscription(QueueSubscription):
             conn = self._conn
             conn.remove_stream(self._sid)
             conn.send(F.encode_cancel(self._sid) if self._requester else F.encode_error(self._sid, F.INVALID, message))
-        if self._terminal is None:
-            self._terminal = err
-        self._queue.clear()
+        self.enqueue_terminal(err)
+        self._queue.clear()  # what came before the broken frame is not delivered either
         self._kick()
 
     def _wire_closed(self) -> None:
@@ -470,7 +472,7 @@ class OutboundStream:
         with self._lock:
             if self._closed:
                 return
-            self._terminal = _COMPLETE
+            self._terminal = _COMPLETED
             if not self._pending and self._conn is not None:
                 self._send_terminal_locked()
 
@@ -482,17 +484,25 @@ class OutboundStream:
                 self._credit = add_cap(self._credit, f.request_n)
             self._schedule_pump()
         elif t == F.CANCEL:
-            self._end(None, cancelled=True)
-            self._cancel_upstream()
+            self.cancel_with(None)
         elif t == F.ERROR:
-            err = remote_error(f, self._address, self._where, self.sent, self._unit)
-            self._end(err)
-            self._cancel_upstream()
+            self.cancel_with(remote_error(f, self._address, self._where, self.sent, self._unit))
         # PAYLOAD: a channel responder's own direction; ours does not carry elements.
 
     def on_connection_closed(self, error: BaseException) -> None:
+        self.cancel_with(error)
+
+    def cancel_with(self, error: BaseException | None) -> None:
+        """End the stream with ``error`` (None: cancelled by the peer) and cancel the local
+        publisher; the peer is not told (it ended the stream, or cannot be reached)."""
         self._end(error)
         self._cancel_upstream()
+
+    @property
+    def upstream_error(self) -> BaseException | None:
+        """The error the local publisher signalled (forwarded to the peer), if it did."""
+        t = self._terminal
+        return t if isinstance(t, BaseException) else None
 
     # -- demand (signal thread) ---------------------------------------------------------
     def _schedule_pump(self) -> None:
@@ -579,7 +589,7 @@ class OutboundStream:
     def _send_terminal_locked(self) -> None:
         t = self._terminal
         conn = self._conn
-        if t is _COMPLETE:
+        if t is _COMPLETED:
             conn.send(self._payload_frame(None, complete=True))
             err = None
         else:
@@ -595,7 +605,7 @@ class OutboundStream:
             conn.worker.submit(lambda: cb(err))
 
     # -- end ----------------------------------------------------------------------------
-    def _end(self, error: BaseException | None, cancelled: bool = False) -> None:
+    def _end(self, error: BaseException | None) -> None:
         with self._lock:
             if self._closed:
                 return

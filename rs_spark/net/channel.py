@@ -33,22 +33,23 @@ ProcessorFactory = Callable[[], Any]
 class _Half:
     """The connection as one direction sees it: ``remove_stream`` ends only this direction."""
 
-    __slots__ = ("_ch", "_conn", "closed")
+    __slots__ = ("_ch", "_conn", "_inbound", "closed")
 
-    def __init__(self, channel: ChannelStream, conn: Any) -> None:
+    def __init__(self, channel: ChannelStream, conn: Any, inbound: bool) -> None:
         self._ch = channel
         self._conn = conn
+        self._inbound = inbound
         self.closed = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
 
     def remove_stream(self, stream_id: int) -> None:
-        self._ch._half_closed(self)
+        self._ch.half_closed(self)
 
     def send(self, frame: Any) -> bool:
-        if self is self._ch._in_half and _frame_type(frame) == F.ERROR:
-            self._ch._inbound_sent_error()
+        if self._inbound and _frame_type(frame) == F.ERROR:
+            self._ch.inbound_sent_error()
         return self._conn.send(frame)
 
 
@@ -66,13 +67,13 @@ class ChannelStream:
         self._lock = threading.Lock()
         self._conn: Any = None
         self._sid = 0
-        self._out_half: _Half | None = None
-        self._in_half: _Half | None = None
+        self._halves: tuple[_Half, _Half] | None = None  # (outbound, inbound), once bound
 
     def bind(self, conn: Any, stream_id: int) -> tuple[_Half, _Half]:
+        """The connection each direction is to use: (outbound's, inbound's)."""
         self._conn, self._sid = conn, stream_id
-        self._out_half, self._in_half = _Half(self, conn), _Half(self, conn)
-        return self._out_half, self._in_half
+        self._halves = (_Half(self, conn, inbound=False), _Half(self, conn, inbound=True))
+        return self._halves
 
     def on_frame(self, f: F.Frame) -> None:
         t = f.type
@@ -92,19 +93,18 @@ class ChannelStream:
         if error is not None:
             self.inbound.fail(error)
 
-    def _inbound_sent_error(self) -> None:
-        err = ProtocolError(
-            f"{self.inbound._where}: the channel failed on our side; its other direction was cancelled",
-            None,
-            self.inbound._where,
-        )
-        self.outbound._end(err)
-        self.outbound._cancel_upstream()
+    def inbound_sent_error(self) -> None:
+        """Our inbound direction failed (and told the peer with ERROR, which ends the whole channel):
+        end the outbound direction too and cancel its publisher."""
+        where = self.inbound.where
+        err = ProtocolError(f"{where}: the channel failed on our side; its other direction was cancelled", None, where)
+        self.outbound.cancel_with(err)
 
-    def _half_closed(self, half: _Half) -> None:
+    def half_closed(self, half: _Half) -> None:
+        """One direction ended; the stream is unregistered once both have."""
         with self._lock:
             half.closed = True
-            both = self._out_half is not None and self._out_half.closed and self._in_half.closed  # type: ignore[union-attr]
+            both = self._halves is not None and all(h.closed for h in self._halves)
         if both:
             self._conn.remove_stream(self._sid)
 
@@ -133,7 +133,7 @@ class RemoteProcessor:
 
     @property
     def address(self) -> str:
-        return self._client._addr.with_name(self._name).format()
+        return self._client.address_of(self._name)
 
     def close(self) -> None:
         """Close the connection (ends the channel if it is still open)."""
@@ -152,7 +152,7 @@ class RemoteProcessor:
                     requester=True,
                     address=self.address,
                     on_end=self._in_ended,
-                    batch_rows=self._client._opts.batch_rows,
+                    batch_rows=self._client.batch_rows,
                 )
                 self._channel = ChannelStream(self._out, self._inbound)
         if dup:
@@ -272,9 +272,12 @@ def serve_channel(
     """Server side of a channel to a served Processor: its Subscriber side reads the client's
     elements, its Publisher side answers."""
     inb = InboundSubscription(processor, codec, where, requester=False, address=address)
-    out = OutboundStream(codec, where, address=address)
+
+    def outbound_ended(error: BaseException | None) -> None:
+        ch.outbound_ended(error)  # ch is bound below, before the stream can end
+
+    out = OutboundStream(codec, where, address=address, on_end=outbound_ended)
     ch = ChannelStream(out, inb)
-    out._on_end = ch.outbound_ended
     register(conn, ch, sid)
     out_half, in_half = ch.bind(conn, sid)
     inb.attach(in_half, sid)
