@@ -357,7 +357,7 @@ class OutboundStream:
         address: str | None = None,
     ) -> None:
         self._codec = codec
-        self._arrow = isinstance(codec, ArrowCodec)
+        self._arrow = codec if isinstance(codec, ArrowCodec) else None  # batches are split to fit credit
         self._where = where
         self._address = address
         self._on_end = on_end
@@ -448,11 +448,11 @@ class OutboundStream:
 
     def _send_element_locked(self, item: Any) -> bool:
         """Encode and send ``item`` as far as credit allows; True if the publisher should be asked for more."""
-        if self._arrow:
-            pieces = self._codec.pieces(item)  # type: ignore[attr-defined]
+        if self._arrow is not None:
+            pieces = self._arrow.pieces(item)
             self._el_rows = sum(p.num_rows for p in pieces)
             self._pending.extend(pieces)
-            self._send_pending_locked()
+            self._send_pending_locked(self._arrow)
             return not self._closed and not self._pending and self._credit > 0 and self._asked == 0
         self._conn.send(self._payload_frame(self._codec.encode(item)))
         self.sent += 1
@@ -519,8 +519,8 @@ class OutboundStream:
             if self._closed:
                 return
             try:
-                if self._pending:
-                    self._send_pending_locked()
+                if self._pending and self._arrow is not None:  # only Arrow batches wait in _pending
+                    self._send_pending_locked(self._arrow)
                     if self._pending or self._closed:
                         return  # more credit is needed first, or the stream just ended
             except (TypeError, ValueError, F.FrameError) as exc:
@@ -529,15 +529,15 @@ class OutboundStream:
             s = self._sub
         if failure is not None:
             self._fail_both(failure)
-        elif k > 0:
-            s.request(k)  # type: ignore[union-attr]  # only here, on the signal thread: serial (rule 2.7)
+        elif k > 0 and s is not None:  # k > 0 only with a subscription
+            s.request(k)  # only here, on the signal thread: serial (rule 2.7)
 
     def _next_ask_locked(self) -> int:
         """How many elements to request from the local publisher now (0: none)."""
         if self._sub is None or self._terminal is not None:
             return 0
         k = 0
-        if self._arrow:
+        if self._arrow is not None:
             # Ask for as many elements as the peer's credit (in rows) covers at the last element's
             # size, 1..16: one request, and one pump hand-off, per several batches. What arrives
             # beyond the credit waits in _pending: at most that many.
@@ -551,8 +551,7 @@ class OutboundStream:
             self._asked += k
         return max(k, 0)
 
-    def _send_pending_locked(self) -> None:
-        codec: ArrowCodec = self._codec  # type: ignore[assignment]
+    def _send_pending_locked(self, codec: ArrowCodec) -> None:
         pending = self._pending
         max_bytes = self._conn.limits.max_frame_bytes - 1024
         while pending and self._credit > 0:

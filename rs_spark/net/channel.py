@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..streams.drain import check_subscriber, subscribe_with
+from ..streams.drain import TerminalSubscription, check_subscriber, subscribe_with
 from ..streams.types import Subscriber, Subscription
 from . import frames as F
 from .bridge import InboundSubscription, OutboundStream
 from .codecs import make_codec
 from .errors import NetError, ProtocolError
+from .metadata import request_metadata
+from .worker import in_background
+
+if TYPE_CHECKING:  # client imports this module
+    from .client import Client
 
 ProcessorFactory = Callable[[], Any]
 
@@ -117,7 +122,7 @@ class RemoteProcessor:
     Single use on both sides (rules 1.10 and 2.12).
     """
 
-    def __init__(self, client: Any, name: str | None, own: bool) -> None:
+    def __init__(self, client: Client, name: str | None, own: bool) -> None:
         self._client = client
         self._name = name
         self._own = own
@@ -142,10 +147,10 @@ class RemoteProcessor:
     # -- Publisher side: the server's responses -----------------------------------------
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9
+        inbound: InboundSubscription | None = None
         with self._lock:
-            dup = self._inbound is not None
-            if not dup:
-                self._inbound = InboundSubscription(
+            if self._inbound is None:  # the first response subscriber: the channel's
+                self._inbound = inbound = InboundSubscription(
                     subscriber,
                     self._codec,
                     self._where,
@@ -155,9 +160,7 @@ class RemoteProcessor:
                     batch_rows=self._client.batch_rows,
                 )
                 self._channel = ChannelStream(self._out, self._inbound)
-        if dup:
-            from ..streams.drain import TerminalSubscription
-
+        if inbound is None:
             subscribe_with(
                 subscriber,
                 TerminalSubscription(
@@ -172,7 +175,7 @@ class RemoteProcessor:
                 start=True,
             )
             return
-        subscribe_with(subscriber, self._inbound)  # type: ignore[arg-type]
+        subscribe_with(subscriber, inbound)
         self._maybe_open()
 
     # -- Subscriber side: elements to the server ----------------------------------------
@@ -217,8 +220,6 @@ class RemoteProcessor:
                     )
                 )
                 return
-            from .metadata import request_metadata
-
             try:
                 conn = self._client.connection()
                 sid = conn.add_stream(ch)
@@ -232,8 +233,6 @@ class RemoteProcessor:
                 in_half, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_CHANNEL, sid, n, metadata=meta))
             )
             out.attach(out_half, sid)
-
-        from .client import in_background  # at call time: client imports this module
 
         in_background(open_stream, f"rs-net-connect {self._where}")
 

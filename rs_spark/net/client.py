@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import ssl as _ssl
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from ..streams.drain import check_subscriber, subscribe_with
@@ -15,12 +14,14 @@ from . import frames as F
 from .address import Address, parse
 from .auth import setup_metadata
 from .bridge import InboundSubscription, OutboundStream
+from .channel import RemoteProcessor
 from .codecs import MIMES, make_codec
 from .connection import Connection, Limits
 from .conventions import ChannelOpen
 from .errors import ConnectionLost, NetError, Refused
 from .metadata import COMPOSITE, request_metadata
 from .transport import dial
+from .worker import in_background
 
 log = logging.getLogger(__name__)
 
@@ -192,12 +193,6 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def in_background(target: Callable[[], None], name: str) -> None:
-    """Run ``target`` on a daemon thread named ``name``."""
-    # Opening a connection blocks; subscribe()/on_subscribe() must not (rules 1.9, 2.2).
-    threading.Thread(target=target, name=name, daemon=True).start()
 
 
 class RemotePublisher(PublisherBase[Any]):
@@ -383,8 +378,6 @@ def connect_processor(address: str, **options: Any) -> RemoteProcessor:
     addr = parse(address)
     return RemoteProcessor(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
-
-from .channel import RemoteProcessor  # noqa: E402  (channel imports client lazily)
 
 __all__ = [
     "connect",

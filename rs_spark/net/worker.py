@@ -62,4 +62,10 @@ class SerialExecutor:
             self._thread.join(timeout)
 
 
-__all__ = ["SerialExecutor"]
+def in_background(target: Callable[[], None], name: str) -> None:
+    """Run ``target`` on a daemon thread named ``name``."""
+    # Opening a connection blocks; subscribe()/on_subscribe() must not (rules 1.9, 2.2).
+    threading.Thread(target=target, name=name, daemon=True).start()
+
+
+__all__ = ["SerialExecutor", "in_background"]
