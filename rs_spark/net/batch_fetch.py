@@ -255,7 +255,7 @@ def fetch(
             except (OSError, ValueError) as exc:
                 raise FetchError(
                     f"fetching rows [{lo}, {hi}) of {key} from {where} failed: {type(exc).__name__}: {exc}"
-                ) from None
+                ) from exc
         return read_stream(pa.py_buffer(body), f"the batch server at {where} (rows [{lo}, {hi}) of {key})")
     raise FetchError(f"cannot connect to {address!r} from {socket.gethostname()}: {errors}")
 

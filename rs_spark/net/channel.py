@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..streams.drain import TerminalSubscription, check_subscriber, subscribe_with
+from ..streams.errors import throw_if_fatal
 from ..streams.types import Subscriber, Subscription
 from . import frames as F
 from .bridge import InboundSubscription, OutboundStream
@@ -287,6 +288,10 @@ def serve_channel(
         try:
             processor.subscribe(out)
         except BaseException as exc:  # rule 1.9 broken by the processor: end the responses
+            # A fatal error is not the processor's error to send to the peer: it ends the signal thread
+            # (SerialExecutor starts another), and the stream stays open until the peer cancels it or
+            # the connection closes.
+            throw_if_fatal(exc)
             out.on_error(exc)
 
     conn.worker.submit(start)

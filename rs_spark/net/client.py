@@ -147,13 +147,13 @@ class Client:
                 f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
                 "address and that the server is running",
                 a.base,
-            ) from None
+            ) from exc
         except _ssl.SSLError as exc:
-            raise Refused(f"TLS with {a.base} failed: {exc}; check ssl= and the server certificate", a.base) from None
+            raise Refused(f"TLS with {a.base} failed: {exc}; check ssl= and the server certificate", a.base) from exc
         except OSError as exc:
             raise ConnectionLost(
                 f"could not connect to {a.base}: {exc}; check the address and that the server is running", a.base
-            ) from None
+            ) from exc
         conn = Connection(sock, client=True, label=a.base, limits=o.limits, keepalive=o.keepalive, lifetime=o.lifetime)
         conn.metadata_mime, conn.data_mime = COMPOSITE, MIMES[make_codec(self._codec).name]
         conn.send(

@@ -399,8 +399,9 @@ class Server:
             try:
                 pub.subscribe(out)
             except BaseException as exc:  # rule 1.9 broken by the publisher: end the stream
-                # A fatal error is not the publisher's error to send to the peer: it goes on to the
-                # signal thread, which stops (see SerialExecutor); the connection still ends the stream.
+                # A fatal error is not the publisher's error to send to the peer: it ends the signal thread
+                # (SerialExecutor starts another), and the stream stays open until the peer cancels it or
+                # the connection closes.
                 throw_if_fatal(exc)
                 out.on_error(exc)
 

@@ -119,6 +119,15 @@ def test_address_errors_never_show_the_token():
         assert secret not in str(ei.value) and "token=%2A%2A%2A" in str(ei.value), address
 
 
+def test_connection_failure_says_where_and_keeps_the_os_error_as_its_cause():
+    with socket.socket() as probe:  # a port nobody listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(net.ConnectionLost, match=rf"could not connect to tcp://127\.0\.0\.1:{port}") as ei:
+        rs.to_list(net.connect(f"tcp://127.0.0.1:{port}/x", connect_timeout=5), timeout=10)
+    assert isinstance(ei.value.__cause__, ConnectionRefusedError)
+
+
 # -- servers -----------------------------------------------------------------------------
 @pytest.fixture
 def server():
