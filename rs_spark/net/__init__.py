@@ -10,9 +10,22 @@ with a plain address string::
 
 Publishers are read with RSocket request-stream, Subscribers fed with request-channel;
 ``request(n)`` travels as REQUEST_N, ``cancel()`` as CANCEL, ``on_error`` as ERROR with the
-error's type name and message. Layers: :mod:`.frames` (codec), :mod:`.metadata` (routing,
-auth), :mod:`.transport` (sockets), :mod:`.connection` (multiplexing, keepalive, limits),
-:mod:`.bridge` (the two stream directions), :mod:`.server`, :mod:`.client`, :mod:`.codecs`.
+error's type name and message.
+
+Layers, bottom up:
+
+* :mod:`.frames` (the RSocket frame codec), :mod:`.metadata` (routing, authentication) and
+  :mod:`.auth` (the SETUP token check);
+* :mod:`.transport` (dialing and listening: TCP, Unix sockets), :mod:`.tls` (TLS on a thread
+  of its own), :mod:`.websocket` (``ws://``, ``wss://``), :mod:`.framing` (length-prefixed
+  frames in and out of a socket), :mod:`.refuser` (closing refused connections without a reset);
+* :mod:`.connection` (multiplexing, keepalive, limits) with :mod:`.worker` (its signal thread);
+* :mod:`.bridge` (the two directions of a stream), :mod:`.channel` (both at once: a Processor),
+  :mod:`.codecs` (elements <-> payloads), :mod:`.conventions` (what a channel's first frame carries);
+* :mod:`.server` and :mod:`.client`, the API; :mod:`.errors`, what it raises; :mod:`.address`,
+  the address strings.
+
+:mod:`.batch_fetch` (Arrow batches fetched by Spark executors) is a separate, smaller protocol.
 Never imports pyspark.
 """
 

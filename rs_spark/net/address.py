@@ -74,43 +74,53 @@ class Address:
             return False
 
 
+_HINT = (
+    "expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME', 'ws://HOST:PORT/NAME', "
+    "'wss://HOST:PORT/NAME' or 'unix:///PATH/TO.sock/NAME', "
+    "optionally followed by '?token=...&codec=json|text|bytes|arrow'"
+)
+
+
 def parse(address: str, *, need_name: bool = True) -> Address:
     """Parse an address string; ``ValueError`` says what is wrong and shows the expected forms."""
     if not isinstance(address, str):
         raise TypeError(f"an address is a str such as 'tcp://127.0.0.1:7878/name', got {type(address).__name__}")
-    hint = (
-        "expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME', 'ws://HOST:PORT/NAME', "
-        "'wss://HOST:PORT/NAME' or 'unix:///PATH/TO.sock/NAME', "
-        "optionally followed by '?token=...&codec=json|text|bytes|arrow'"
-    )
+    shown = redact(address)  # errors never show the token
     scheme, sep, rest = address.partition("://")
     if not sep or scheme not in SCHEMES:
-        raise ValueError(f"address {address!r} has no known scheme ({', '.join(SCHEMES)}): {hint}")
+        raise ValueError(f"address {shown!r} has no known scheme ({', '.join(SCHEMES)}): {_HINT}")
     rest, _, query = rest.partition("?")
     params = dict(parse_qsl(query, keep_blank_values=True))
     unknown = sorted(set(params) - set(_KNOWN_QUERY))
     if unknown:
-        raise ValueError(f"address {redact(address)!r} has unknown query parameter(s) {unknown}: {hint}")
-    token = params.get("token") or None
-    codec = params.get("codec") or None
+        raise ValueError(f"address {shown!r} has unknown query parameter(s) {unknown}: {_HINT}")
     if scheme == "unix":
-        if not rest.startswith("/"):
-            raise ValueError(f"address {redact(address)!r}: a unix socket path must be absolute: {hint}")
-        path, name = rest, None
-        if need_name:
-            path, _, raw = rest.rpartition("/")
-            if not raw or not path:
-                raise ValueError(f"address {redact(address)!r} names no endpoint after the socket path: {hint}")
-            name = unquote(raw)
-        return Address("unix", path=path, name=name, token=token, codec=codec)
+        addr = _parse_unix(rest, shown, need_name)
+    else:
+        addr = _parse_network(scheme, rest, shown, need_name)
+    return replace(addr, token=params.get("token") or None, codec=params.get("codec") or None)
+
+
+def _parse_unix(rest: str, shown: str, need_name: bool) -> Address:
+    """``/path/to.sock/name`` (the name last) or, without ``need_name``, ``/path/to.sock``."""
+    if not rest.startswith("/"):
+        raise ValueError(f"address {shown!r}: a unix socket path must be absolute: {_HINT}")
+    if not need_name:
+        return Address("unix", path=rest)
+    path, _, raw = rest.rpartition("/")
+    if not raw or not path:
+        raise ValueError(f"address {shown!r} names no endpoint after the socket path: {_HINT}")
+    return Address("unix", path=path, name=unquote(raw))
+
+
+def _parse_network(scheme: str, rest: str, shown: str, need_name: bool) -> Address:
+    """``host:port/name`` or ``[v6 host]:port/name``; the name is optional without ``need_name``."""
     hostport, slash, raw = rest.partition("/")
     name = unquote(raw) if slash and raw else None
     if need_name and not name:
-        raise ValueError(f"address {redact(address)!r} names no endpoint: {hint}")
+        raise ValueError(f"address {shown!r} names no endpoint: {_HINT}")
     if name and "/" in raw:
-        raise ValueError(
-            f"address {redact(address)!r}: the endpoint name must be one path segment (quote '/' as %2F): {hint}"
-        )
+        raise ValueError(f"address {shown!r}: the endpoint name must be one path segment (quote '/' as %2F): {_HINT}")
     if hostport.startswith("["):
         host, _, port_s = hostport[1:].partition("]:")
     else:
@@ -119,11 +129,11 @@ def parse(address: str, *, need_name: bool = True) -> Address:
         port = int(port_s)
         if not 0 <= port <= 65535:
             raise ValueError
-    except ValueError:
-        raise ValueError(f"address {redact(address)!r} has no valid port: {hint}") from None
+    except ValueError:  # int()'s own message would only repeat the port
+        raise ValueError(f"address {shown!r} has no valid port: {_HINT}") from None
     if not host:
-        raise ValueError(f"address {redact(address)!r} has no host: {hint}")
-    return Address(scheme, host=host, port=port, name=name, token=token, codec=codec)
+        raise ValueError(f"address {shown!r} has no host: {_HINT}")
+    return Address(scheme, host=host, port=port, name=name)
 
 
 def redact(address: str) -> str:

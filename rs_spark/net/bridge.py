@@ -31,7 +31,7 @@ from . import frames as F
 from .codecs import ArrowCodec, Codec
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, error_text, parse_error_text
 
-_COMPLETE = QueueSubscription._COMPLETE
+_COMPLETED = object()  # OutboundStream._terminal once the local publisher completed
 _UNDECODABLE = object()  # _decoded's answer for data that failed to decode (already reported)
 _CHUNK = 1024  # most elements requested from a local publisher per request() call
 _ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
@@ -126,8 +126,7 @@ class InboundSubscription(QueueSubscription):
 
     def fail(self, error: BaseException) -> None:
         """End the stream locally with ``error`` (e.g. the connection could not be opened)."""
-        if self._terminal is None:
-            self._terminal = error
+        self.enqueue_terminal(error)
         self._kick()
 
     # -- Subscription -------------------------------------------------------------------
@@ -190,13 +189,11 @@ class InboundSubscription(QueueSubscription):
                     return
             if f.flags & F.FLAG_COMPLETE:
                 self._wire_closed()
-                if self._terminal is None:
-                    self._terminal = _COMPLETE
+                self.enqueue_terminal(None)
             self._kick()
         elif t == F.ERROR:
             self._wire_closed()
-            if self._terminal is None:
-                self._terminal = remote_error(f, self._address, self._where, self._received, self._unit)
+            self.enqueue_terminal(remote_error(f, self._address, self._where, self._received, self._unit))
             self._kick()
         # REQUEST_N / CANCEL from a channel's requester concern the direction we do not use.
 
@@ -255,14 +252,20 @@ class InboundSubscription(QueueSubscription):
     def on_connection_closed(self, error: BaseException) -> None:
         with self._wlock:
             self._wire_open = False
-        if self._terminal is None:
-            cls = type(error) if type(error) in (ConnectionLost, Refused, ProtocolError) else ConnectionLost
-            self._terminal = cls(
+        cls = type(error) if type(error) in (ConnectionLost, Refused, ProtocolError) else ConnectionLost
+        self.enqueue_terminal(
+            cls(
                 f"{self._where} ended after {self._received} {self._unit}: {error}",
                 getattr(error, "address", None),
                 self._where,
             )
+        )
         self._kick()
+
+    @property
+    def where(self) -> str:
+        """Names the stream in errors (endpoint, address)."""
+        return self._where
 
     @property
     def _unit(self) -> str:
@@ -276,9 +279,8 @@ class InboundSubscription(QueueSubscription):
             conn = self._conn
             conn.remove_stream(self._sid)
             conn.send(F.encode_cancel(self._sid) if self._requester else F.encode_error(self._sid, F.INVALID, message))
-        if self._terminal is None:
-            self._terminal = err
-        self._queue.clear()
+        self.enqueue_terminal(err)
+        self._queue.clear()  # what came before the broken frame is not delivered either
         self._kick()
 
     def _wire_closed(self) -> None:
@@ -355,7 +357,7 @@ class OutboundStream:
         address: str | None = None,
     ) -> None:
         self._codec = codec
-        self._arrow = isinstance(codec, ArrowCodec)
+        self._arrow = codec if isinstance(codec, ArrowCodec) else None  # batches are split to fit credit
         self._where = where
         self._address = address
         self._on_end = on_end
@@ -446,11 +448,11 @@ class OutboundStream:
 
     def _send_element_locked(self, item: Any) -> bool:
         """Encode and send ``item`` as far as credit allows; True if the publisher should be asked for more."""
-        if self._arrow:
-            pieces = self._codec.pieces(item)  # type: ignore[attr-defined]
+        if self._arrow is not None:
+            pieces = self._arrow.pieces(item)
             self._el_rows = sum(p.num_rows for p in pieces)
             self._pending.extend(pieces)
-            self._send_pending_locked()
+            self._send_pending_locked(self._arrow)
             return not self._closed and not self._pending and self._credit > 0 and self._asked == 0
         self._conn.send(self._payload_frame(self._codec.encode(item)))
         self.sent += 1
@@ -470,7 +472,7 @@ class OutboundStream:
         with self._lock:
             if self._closed:
                 return
-            self._terminal = _COMPLETE
+            self._terminal = _COMPLETED
             if not self._pending and self._conn is not None:
                 self._send_terminal_locked()
 
@@ -482,17 +484,25 @@ class OutboundStream:
                 self._credit = add_cap(self._credit, f.request_n)
             self._schedule_pump()
         elif t == F.CANCEL:
-            self._end(None, cancelled=True)
-            self._cancel_upstream()
+            self.cancel_with(None)
         elif t == F.ERROR:
-            err = remote_error(f, self._address, self._where, self.sent, self._unit)
-            self._end(err)
-            self._cancel_upstream()
+            self.cancel_with(remote_error(f, self._address, self._where, self.sent, self._unit))
         # PAYLOAD: a channel responder's own direction; ours does not carry elements.
 
     def on_connection_closed(self, error: BaseException) -> None:
+        self.cancel_with(error)
+
+    def cancel_with(self, error: BaseException | None) -> None:
+        """End the stream with ``error`` (None: cancelled by the peer) and cancel the local
+        publisher; the peer is not told (it ended the stream, or cannot be reached)."""
         self._end(error)
         self._cancel_upstream()
+
+    @property
+    def upstream_error(self) -> BaseException | None:
+        """The error the local publisher signalled (forwarded to the peer), if it did."""
+        t = self._terminal
+        return t if isinstance(t, BaseException) else None
 
     # -- demand (signal thread) ---------------------------------------------------------
     def _schedule_pump(self) -> None:
@@ -509,8 +519,8 @@ class OutboundStream:
             if self._closed:
                 return
             try:
-                if self._pending:
-                    self._send_pending_locked()
+                if self._pending and self._arrow is not None:  # only Arrow batches wait in _pending
+                    self._send_pending_locked(self._arrow)
                     if self._pending or self._closed:
                         return  # more credit is needed first, or the stream just ended
             except (TypeError, ValueError, F.FrameError) as exc:
@@ -519,15 +529,15 @@ class OutboundStream:
             s = self._sub
         if failure is not None:
             self._fail_both(failure)
-        elif k > 0:
-            s.request(k)  # type: ignore[union-attr]  # only here, on the signal thread: serial (rule 2.7)
+        elif k > 0 and s is not None:  # k > 0 only with a subscription
+            s.request(k)  # only here, on the signal thread: serial (rule 2.7)
 
     def _next_ask_locked(self) -> int:
         """How many elements to request from the local publisher now (0: none)."""
         if self._sub is None or self._terminal is not None:
             return 0
         k = 0
-        if self._arrow:
+        if self._arrow is not None:
             # Ask for as many elements as the peer's credit (in rows) covers at the last element's
             # size, 1..16: one request, and one pump hand-off, per several batches. What arrives
             # beyond the credit waits in _pending: at most that many.
@@ -541,8 +551,7 @@ class OutboundStream:
             self._asked += k
         return max(k, 0)
 
-    def _send_pending_locked(self) -> None:
-        codec: ArrowCodec = self._codec  # type: ignore[assignment]
+    def _send_pending_locked(self, codec: ArrowCodec) -> None:
         pending = self._pending
         max_bytes = self._conn.limits.max_frame_bytes - 1024
         while pending and self._credit > 0:
@@ -579,7 +588,7 @@ class OutboundStream:
     def _send_terminal_locked(self) -> None:
         t = self._terminal
         conn = self._conn
-        if t is _COMPLETE:
+        if t is _COMPLETED:
             conn.send(self._payload_frame(None, complete=True))
             err = None
         else:
@@ -595,7 +604,7 @@ class OutboundStream:
             conn.worker.submit(lambda: cb(err))
 
     # -- end ----------------------------------------------------------------------------
-    def _end(self, error: BaseException | None, cancelled: bool = False) -> None:
+    def _end(self, error: BaseException | None) -> None:
         with self._lock:
             if self._closed:
                 return

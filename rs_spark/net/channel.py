@@ -18,14 +18,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..streams.drain import check_subscriber, subscribe_with
+from ..streams.drain import TerminalSubscription, check_subscriber, subscribe_with
+from ..streams.errors import throw_if_fatal
 from ..streams.types import Subscriber, Subscription
 from . import frames as F
 from .bridge import InboundSubscription, OutboundStream
 from .codecs import make_codec
 from .errors import NetError, ProtocolError
+from .metadata import request_metadata
+from .worker import in_background
+
+if TYPE_CHECKING:  # client imports this module
+    from .client import Client
 
 ProcessorFactory = Callable[[], Any]
 
@@ -33,22 +39,23 @@ ProcessorFactory = Callable[[], Any]
 class _Half:
     """The connection as one direction sees it: ``remove_stream`` ends only this direction."""
 
-    __slots__ = ("_ch", "_conn", "closed")
+    __slots__ = ("_ch", "_conn", "_inbound", "closed")
 
-    def __init__(self, channel: ChannelStream, conn: Any) -> None:
+    def __init__(self, channel: ChannelStream, conn: Any, inbound: bool) -> None:
         self._ch = channel
         self._conn = conn
+        self._inbound = inbound
         self.closed = False
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._conn, name)
 
     def remove_stream(self, stream_id: int) -> None:
-        self._ch._half_closed(self)
+        self._ch.half_closed(self)
 
     def send(self, frame: Any) -> bool:
-        if self is self._ch._in_half and _frame_type(frame) == F.ERROR:
-            self._ch._inbound_sent_error()
+        if self._inbound and _frame_type(frame) == F.ERROR:
+            self._ch.inbound_sent_error()
         return self._conn.send(frame)
 
 
@@ -66,13 +73,13 @@ class ChannelStream:
         self._lock = threading.Lock()
         self._conn: Any = None
         self._sid = 0
-        self._out_half: _Half | None = None
-        self._in_half: _Half | None = None
+        self._halves: tuple[_Half, _Half] | None = None  # (outbound, inbound), once bound
 
     def bind(self, conn: Any, stream_id: int) -> tuple[_Half, _Half]:
+        """The connection each direction is to use: (outbound's, inbound's)."""
         self._conn, self._sid = conn, stream_id
-        self._out_half, self._in_half = _Half(self, conn), _Half(self, conn)
-        return self._out_half, self._in_half
+        self._halves = (_Half(self, conn, inbound=False), _Half(self, conn, inbound=True))
+        return self._halves
 
     def on_frame(self, f: F.Frame) -> None:
         t = f.type
@@ -92,19 +99,18 @@ class ChannelStream:
         if error is not None:
             self.inbound.fail(error)
 
-    def _inbound_sent_error(self) -> None:
-        err = ProtocolError(
-            f"{self.inbound._where}: the channel failed on our side; its other direction was cancelled",
-            None,
-            self.inbound._where,
-        )
-        self.outbound._end(err)
-        self.outbound._cancel_upstream()
+    def inbound_sent_error(self) -> None:
+        """Our inbound direction failed (and told the peer with ERROR, which ends the whole channel):
+        end the outbound direction too and cancel its publisher."""
+        where = self.inbound.where
+        err = ProtocolError(f"{where}: the channel failed on our side; its other direction was cancelled", None, where)
+        self.outbound.cancel_with(err)
 
-    def _half_closed(self, half: _Half) -> None:
+    def half_closed(self, half: _Half) -> None:
+        """One direction ended; the stream is unregistered once both have."""
         with self._lock:
             half.closed = True
-            both = self._out_half is not None and self._out_half.closed and self._in_half.closed  # type: ignore[union-attr]
+            both = self._halves is not None and all(h.closed for h in self._halves)
         if both:
             self._conn.remove_stream(self._sid)
 
@@ -117,7 +123,7 @@ class RemoteProcessor:
     Single use on both sides (rules 1.10 and 2.12).
     """
 
-    def __init__(self, client: Any, name: str | None, own: bool) -> None:
+    def __init__(self, client: Client, name: str | None, own: bool) -> None:
         self._client = client
         self._name = name
         self._own = own
@@ -133,7 +139,7 @@ class RemoteProcessor:
 
     @property
     def address(self) -> str:
-        return self._client._addr.with_name(self._name).format()
+        return self._client.address_of(self._name)
 
     def close(self) -> None:
         """Close the connection (ends the channel if it is still open)."""
@@ -142,22 +148,20 @@ class RemoteProcessor:
     # -- Publisher side: the server's responses -----------------------------------------
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9
+        inbound: InboundSubscription | None = None
         with self._lock:
-            dup = self._inbound is not None
-            if not dup:
-                self._inbound = InboundSubscription(
+            if self._inbound is None:  # the first response subscriber: the channel's
+                self._inbound = inbound = InboundSubscription(
                     subscriber,
                     self._codec,
                     self._where,
                     requester=True,
                     address=self.address,
                     on_end=self._in_ended,
-                    batch_rows=self._client._opts.batch_rows,
+                    batch_rows=self._client.batch_rows,
                 )
                 self._channel = ChannelStream(self._out, self._inbound)
-        if dup:
-            from ..streams.drain import TerminalSubscription
-
+        if inbound is None:
             subscribe_with(
                 subscriber,
                 TerminalSubscription(
@@ -172,7 +176,7 @@ class RemoteProcessor:
                 start=True,
             )
             return
-        subscribe_with(subscriber, self._inbound)  # type: ignore[arg-type]
+        subscribe_with(subscriber, inbound)
         self._maybe_open()
 
     # -- Subscriber side: elements to the server ----------------------------------------
@@ -217,8 +221,6 @@ class RemoteProcessor:
                     )
                 )
                 return
-            from .metadata import request_metadata
-
             try:
                 conn = self._client.connection()
                 sid = conn.add_stream(ch)
@@ -232,8 +234,6 @@ class RemoteProcessor:
                 in_half, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_CHANNEL, sid, n, metadata=meta))
             )
             out.attach(out_half, sid)
-
-        from .client import in_background  # at call time: client imports this module
 
         in_background(open_stream, f"rs-net-connect {self._where}")
 
@@ -272,9 +272,12 @@ def serve_channel(
     """Server side of a channel to a served Processor: its Subscriber side reads the client's
     elements, its Publisher side answers."""
     inb = InboundSubscription(processor, codec, where, requester=False, address=address)
-    out = OutboundStream(codec, where, address=address)
+
+    def outbound_ended(error: BaseException | None) -> None:
+        ch.outbound_ended(error)  # ch is bound below, before the stream can end
+
+    out = OutboundStream(codec, where, address=address, on_end=outbound_ended)
     ch = ChannelStream(out, inb)
-    out._on_end = ch.outbound_ended
     register(conn, ch, sid)
     out_half, in_half = ch.bind(conn, sid)
     inb.attach(in_half, sid)
@@ -285,6 +288,10 @@ def serve_channel(
         try:
             processor.subscribe(out)
         except BaseException as exc:  # rule 1.9 broken by the processor: end the responses
+            # A fatal error is not the processor's error to send to the peer: it ends the signal thread
+            # (SerialExecutor starts another), and the stream stays open until the peer cancels it or
+            # the connection closes.
+            throw_if_fatal(exc)
             out.on_error(exc)
 
     conn.worker.submit(start)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import ssl as _ssl
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from ..streams.drain import check_subscriber, subscribe_with
@@ -15,12 +14,14 @@ from . import frames as F
 from .address import Address, parse
 from .auth import setup_metadata
 from .bridge import InboundSubscription, OutboundStream
+from .channel import RemoteProcessor
 from .codecs import MIMES, make_codec
 from .connection import Connection, Limits
 from .conventions import ChannelOpen
 from .errors import ConnectionLost, NetError, Refused
 from .metadata import COMPOSITE, request_metadata
 from .transport import dial
+from .worker import in_background
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,31 @@ class Client:
     def codec_name(self) -> str:
         return self._codec
 
+    @property
+    def batch_rows(self) -> int:
+        """Arrow: the most rows per delivered batch (``batch_rows=`` of :func:`connect`)."""
+        return self._opts.batch_rows
+
+    def address_of(self, name: str | None) -> str:
+        """The address of endpoint ``name`` on this client's server (without the token)."""
+        return self._addr.with_name(name).format()
+
+    def options(self, picklable: bool = False) -> dict[str, Any]:
+        """Keyword arguments that make a Client like this one (``picklable``: without ``ssl``)."""
+        o = self._opts
+        d: dict[str, Any] = dict(
+            token=self._token,
+            codec=self._codec,
+            keepalive=o.keepalive,
+            lifetime=o.lifetime,
+            connect_timeout=o.connect_timeout,
+            limits=o.limits,
+            batch_rows=o.batch_rows,
+        )
+        if not picklable:
+            d["ssl"] = o.ssl
+        return d
+
     def where(self, kind: str, name: str | None) -> str:
         shown = self._addr.with_name(name).format() if name else self._addr.base
         return f"remote {kind} {shown}"
@@ -121,13 +147,13 @@ class Client:
                 f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
                 "address and that the server is running",
                 a.base,
-            ) from None
+            ) from exc
         except _ssl.SSLError as exc:
-            raise Refused(f"TLS with {a.base} failed: {exc}; check ssl= and the server certificate", a.base) from None
+            raise Refused(f"TLS with {a.base} failed: {exc}; check ssl= and the server certificate", a.base) from exc
         except OSError as exc:
             raise ConnectionLost(
                 f"could not connect to {a.base}: {exc}; check the address and that the server is running", a.base
-            ) from None
+            ) from exc
         conn = Connection(sock, client=True, label=a.base, limits=o.limits, keepalive=o.keepalive, lifetime=o.lifetime)
         conn.metadata_mime, conn.data_mime = COMPOSITE, MIMES[make_codec(self._codec).name]
         conn.send(
@@ -151,7 +177,7 @@ class Client:
 
     def fresh(self) -> Client:
         """A new, unopened Client with the same address and options."""
-        return Client(self._addr.base + self._addr.query(with_token=True), **_copy_opts(self))
+        return Client(self._addr.base + self._addr.query(with_token=True), **self.options())
 
     def publisher(self, name: str | None = None) -> RemotePublisher:
         return RemotePublisher(self, name, own=False)
@@ -167,12 +193,6 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def in_background(target: Callable[[], None], name: str) -> None:
-    """Run ``target`` on a daemon thread named ``name``."""
-    # Opening a connection blocks; subscribe()/on_subscribe() must not (rules 1.9, 2.2).
-    threading.Thread(target=target, name=name, daemon=True).start()
 
 
 class RemotePublisher(PublisherBase[Any]):
@@ -192,7 +212,7 @@ class RemotePublisher(PublisherBase[Any]):
 
     @property
     def address(self) -> str:
-        return self._client._addr.with_name(self._name).format()
+        return self._client.address_of(self._name)
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         check_subscriber(subscriber)  # rule 1.9
@@ -206,7 +226,7 @@ class RemotePublisher(PublisherBase[Any]):
             requester=True,
             address=self.address,
             on_end=client.close if self._own else None,
-            batch_rows=client._opts.batch_rows,
+            batch_rows=client.batch_rows,
         )
         subscribe_with(subscriber, sub)
 
@@ -226,7 +246,7 @@ class RemotePublisher(PublisherBase[Any]):
 
     def __reduce__(self) -> Any:
         # Pickles as its address (and picklable options): rebuilt with connect() elsewhere.
-        return (_rebuild_publisher, (self.address, _copy_opts(self._client, picklable=True)))
+        return (_rebuild_publisher, (self.address, self._client.options(picklable=True)))
 
     def __repr__(self) -> str:
         return f"<RemotePublisher {self.address}>"
@@ -256,7 +276,7 @@ class RemoteSubscriber:
 
     @property
     def address(self) -> str:
-        return self._client._addr.with_name(self._name).format()
+        return self._client.address_of(self._name)
 
     def _ended(self, error: BaseException | None) -> None:
         if self._own:
@@ -311,33 +331,12 @@ class RemoteSubscriber:
         if not self._stream.done.wait(timeout):
             raise TimeoutError(f"{self._where}: the stream did not end within {timeout} s")
         err = self._stream.error
-        if err is not None and not isinstance(err, BaseException):  # pragma: no cover
-            return
-        if err is not None and not self._sent_terminal_was(err):
+        # The local publisher's own error was forwarded to the remote subscriber: not a failure of the channel.
+        if err is not None and err is not self._stream.upstream_error:
             raise err
-
-    def _sent_terminal_was(self, err: BaseException) -> bool:
-        # The local publisher's own error was forwarded; it is not a failure of the channel.
-        return self._stream._terminal is err
 
     def __repr__(self) -> str:
         return f"<RemoteSubscriber {self.address}>"
-
-
-def _copy_opts(client: Client, picklable: bool = False) -> dict:
-    o = client._opts
-    d: dict[str, Any] = dict(
-        token=client._token,
-        codec=client._codec,
-        keepalive=o.keepalive,
-        lifetime=o.lifetime,
-        connect_timeout=o.connect_timeout,
-        limits=o.limits,
-        batch_rows=o.batch_rows,
-    )
-    if not picklable:
-        d["ssl"] = o.ssl
-    return d
 
 
 def _rebuild_publisher(address: str, opts: dict) -> RemotePublisher:
@@ -379,8 +378,6 @@ def connect_processor(address: str, **options: Any) -> RemoteProcessor:
     addr = parse(address)
     return RemoteProcessor(Client(addr.base + addr.query(with_token=True), **options), addr.name, own=True)
 
-
-from .channel import RemoteProcessor  # noqa: E402  (channel imports client lazily)
 
 __all__ = [
     "connect",

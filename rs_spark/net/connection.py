@@ -1,7 +1,7 @@
 """One RSocket connection: frame dispatch, stream multiplexing, keepalive, limits, close.
 
 Three threads per connection, each with one job (a TLS connection has a fourth, the
-:class:`~rs_spark.net.transport.TlsPump`, which alone touches the SSL object and hands this
+:class:`~rs_spark.net.tls.TlsPump`, which alone touches the SSL object and hands this
 class a plain socket):
 
 * the *reader* reads and decodes frames and routes them to streams by id; it also runs the
@@ -29,19 +29,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..streams.errors import throw_if_fatal
 from . import frames as F
 from .errors import ConnectionLost, NetError, ProtocolError, Refused
+from .framing import IDLE, FrameReader, send_buffers
 from .metadata import MetadataError
-from .transport import IDLE, FrameReader, send_buffers
 from .worker import SerialExecutor
 
 log = logging.getLogger("rs_spark.net")
 
 
 SETUP_MAX_BYTES = 64 * 1024
+"""Largest frame a server reads before it has accepted a SETUP frame (token checked)."""
 KEEPALIVE_ECHO_MAX = 1024
 """The most KEEPALIVE data echoed back (the spec lets a responder return it; larger data is cut)."""
-"""Largest frame a server reads before it has accepted a SETUP frame (token checked)."""
 
 
 @dataclass(frozen=True)
@@ -193,11 +194,21 @@ class Connection:
             )
             streams = list(self._streams.values())
             self._streams.clear()
+        try:
+            self._end_streams(streams, self._closed)
+        finally:  # even if a fatal error escapes a stream: the socket and the threads still stop
+            self._stop_io(final)
+
+    @staticmethod
+    def _end_streams(streams: list[Stream], error: BaseException) -> None:
         for s in streams:
             try:
-                s.on_connection_closed(self._closed)
+                s.on_connection_closed(error)
             except BaseException as exc:  # pragma: no cover - defensive
+                throw_if_fatal(exc)  # the streams after this one are not told; close() still stops the I/O
                 log.exception("rs_spark.net: closing a stream raised: %s", exc)
+
+    def _stop_io(self, final: list[list[F.Buffer]] | None) -> None:
         self._close_deadline = time.monotonic() + 2.0
         with self._cond:
             if final is not None:
@@ -349,38 +360,7 @@ class Connection:
     # -- reading ------------------------------------------------------------------------
     def _read_loop(self) -> None:
         try:
-            full = self.limits.max_frame_bytes
-            if self._ready:
-                reader = FrameReader(self.sock, full)
-            else:  # an unauthenticated peer may not make us allocate a big buffer: SETUP frames are small
-                reader = FrameReader(
-                    self.sock,
-                    min(full, SETUP_MAX_BYTES),
-                    (
-                        " before a SETUP frame was accepted (a SETUP frame is small; is this an RSocket client, and "
-                        "not a TLS client on a tcp:// server?)"
-                    ),
-                )
-            next_check = 0.0
-            seen = 0
-            for buf in reader.frames(self._tick):
-                now = time.monotonic()
-                if buf is IDLE:
-                    if reader.bytes_read != seen and self._ready:  # a big frame is arriving: the peer is alive
-                        seen = reader.bytes_read
-                        self._last_recv = now
-                    if self._on_tick(now):
-                        return
-                    continue
-                self._last_recv = now
-                if self._closed is None:
-                    self._dispatch(F.decode(buf))  # type: ignore[arg-type]
-                    if self._ready and reader.max_frame != full:
-                        reader.max_frame, reader.what = full, ""
-                if now >= next_check:
-                    if self._on_tick(now):
-                        return
-                    next_check = now + self._tick
+            self._read_frames(self._frame_reader())
             if self._closed is None:
                 self.close(ConnectionLost(f"{self.label} closed the connection", self.label))
         except (F.FrameError, MetadataError) as exc:
@@ -396,10 +376,48 @@ class Connection:
                     )
                 )
         except BaseException as exc:  # a bug: never let it kill the server silently
+            throw_if_fatal(exc)  # a fatal error ends the reader; the finally still closes the connection
             log.exception("rs_spark.net: reader of %s failed", self.label)
             self.close(ProtocolError(f"{self.label}: internal error while reading: {exc!r}", self.label))
         finally:
             self._finish()
+
+    def _frame_reader(self) -> FrameReader:
+        if self._ready:
+            return FrameReader(self.sock, self.limits.max_frame_bytes)
+        # An unauthenticated peer may not make us allocate a big buffer: SETUP frames are small.
+        return FrameReader(
+            self.sock,
+            min(self.limits.max_frame_bytes, SETUP_MAX_BYTES),
+            (
+                " before a SETUP frame was accepted (a SETUP frame is small; is this an RSocket client, and "
+                "not a TLS client on a tcp:// server?)"
+            ),
+        )
+
+    def _read_frames(self, reader: FrameReader) -> None:
+        """Dispatch frames and run the timers until the peer closes or a timer stops the reader."""
+        full = self.limits.max_frame_bytes
+        next_check = 0.0
+        seen = 0
+        for buf in reader.frames(self._tick):
+            now = time.monotonic()
+            if buf is IDLE:
+                if reader.bytes_read != seen and self._ready:  # a big frame is arriving: the peer is alive
+                    seen = reader.bytes_read
+                    self._last_recv = now
+                if self._on_tick(now):
+                    return
+                continue
+            self._last_recv = now
+            if self._closed is None:
+                self._dispatch(F.decode(buf))
+                if self._ready and reader.max_frame != full:  # SETUP accepted: the full limit applies
+                    reader.max_frame, reader.what = full, ""
+            if now >= next_check:
+                if self._on_tick(now):
+                    return
+                next_check = now + self._tick
 
     def _drain_after_close(self) -> None:
         """After sending a connection ERROR, read (and drop) until the peer closes or 2 s pass, so
@@ -475,46 +493,63 @@ class Connection:
         self.close(Refused(f"{self.label}: {message}", self.label), final=[F.encode_error(0, code, message)])
 
     def _dispatch(self, f: F.Frame) -> None:
-        t, sid = f.type, f.stream_id
         if not self._ready:
-            if t != F.SETUP:
-                self.reject(F.INVALID_SETUP, f"the first frame must be SETUP, got {f.type_name}")
-                return
-            try:
-                self.handler.on_setup(self, f)  # type: ignore[union-attr]
-            except Rejected as r:
-                self.reject(r.code, r.message)
-                return
-            self._ready = True
+            self._on_first_frame(f)
+        elif f.stream_id:
+            self._on_stream_frame(f)
+        else:
+            self._on_connection_frame(f)
+
+    def _on_first_frame(self, f: F.Frame) -> None:
+        """A server's first frame must be an acceptable SETUP."""
+        if f.type != F.SETUP:
+            self.reject(F.INVALID_SETUP, f"the first frame must be SETUP, got {f.type_name}")
             return
-        if sid:
-            s = self._streams.get(sid)
-            if s is not None:
-                if t in (F.PAYLOAD, F.REQUEST_N, F.CANCEL, F.ERROR):
-                    s.on_frame(f)
-                return  # a request on an id in use is ignored (Protocol.md, "Handling the Unexpected")
-            if t in (F.REQUEST_STREAM, F.REQUEST_CHANNEL, F.REQUEST_RESPONSE, F.REQUEST_FNF):
-                if self.handler is None:
-                    if t != F.REQUEST_FNF:
-                        self.send(F.encode_error(sid, F.REJECTED, "this rs_spark.net client serves no requests"))
-                    return
-                if len(self._streams) >= self.limits.max_streams:
-                    self.send(
-                        F.encode_error(
-                            sid,
-                            F.REJECTED,
-                            (
-                                f"too many open streams on this connection (server limit {self.limits.max_streams}); "
-                                "close finished streams or open another connection"
-                            ),
-                        )
-                    )
-                    return
-                try:
-                    self.handler.open_stream(self, f)
-                except Rejected as r:
-                    self.send(F.encode_error(sid, r.code, r.message))
+        handler = self.handler
+        assert handler is not None, "only a server waits for SETUP, and a server connection has a handler"
+        try:
+            handler.on_setup(self, f)
+        except Rejected as r:
+            self.reject(r.code, r.message)
             return
+        self._ready = True
+
+    def _on_stream_frame(self, f: F.Frame) -> None:
+        s = self._streams.get(f.stream_id)
+        if s is not None:
+            if f.type in (F.PAYLOAD, F.REQUEST_N, F.CANCEL, F.ERROR):
+                s.on_frame(f)
+            return  # a request on an id in use is ignored (Protocol.md, "Handling the Unexpected")
+        if f.type in (F.REQUEST_STREAM, F.REQUEST_CHANNEL, F.REQUEST_RESPONSE, F.REQUEST_FNF):
+            self._open_stream(f)
+
+    def _open_stream(self, f: F.Frame) -> None:
+        """A request for a new stream: to the handler, within the stream limit."""
+        sid = f.stream_id
+        if self.handler is None:
+            if f.type != F.REQUEST_FNF:
+                self.send(F.encode_error(sid, F.REJECTED, "this rs_spark.net client serves no requests"))
+            return
+        if len(self._streams) >= self.limits.max_streams:
+            self.send(
+                F.encode_error(
+                    sid,
+                    F.REJECTED,
+                    (
+                        f"too many open streams on this connection (server limit {self.limits.max_streams}); "
+                        "close finished streams or open another connection"
+                    ),
+                )
+            )
+            return
+        try:
+            self.handler.open_stream(self, f)
+        except Rejected as r:
+            self.send(F.encode_error(sid, r.code, r.message))
+
+    def _on_connection_frame(self, f: F.Frame) -> None:
+        """Frames on stream 0 once the connection is set up."""
+        t = f.type
         if t == F.KEEPALIVE:
             if f.has(F.FLAG_RESPOND):  # echo at most a little data: a peer may not grow our queue with it
                 self.send(F.encode_keepalive(False, 0, bytes(f.data[:KEEPALIVE_ECHO_MAX])))
@@ -524,9 +559,7 @@ class Connection:
             refused = f.error_code in (F.INVALID_SETUP, F.UNSUPPORTED_SETUP, F.REJECTED_SETUP)
             cls = Refused if refused else ConnectionLost
             self.close(cls(f"{self.label} closed the connection with ERROR[{code}]: {text}", self.label))
-        elif t == F.SETUP and not self.client:
-            pass  # a second SETUP is ignored
-        # LEASE, METADATA_PUSH, RESUME*, EXT with IGNORE: nothing to do here.
+        # A second SETUP, LEASE, METADATA_PUSH, RESUME*, EXT with IGNORE: nothing to do here.
 
     def fail_stream(self, stream_id: int, code: int, message: str) -> None:
         """Send ERROR[code] on a stream and forget it."""

@@ -9,7 +9,7 @@ The 3-byte length prefix that TCP needs is added here too (``prefixed=True``).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 Buffer = bytes | bytearray | memoryview
@@ -271,58 +271,82 @@ def decode(buf: Buffer) -> Frame:
     if ftype == PAYLOAD and sid:  # the hot path: checked first, no name looked up
         _split_payload(buf, 6, flags, f)
         return f
-    what = f.type_name
-    # Stream frames need a stream; connection frames must use stream 0 (Protocol.md "Stream Identifiers").
-    if ftype in _STREAM_TYPES and sid == 0:
-        raise FrameError(f"{what} frame on stream 0: requests, REQUEST_N, CANCEL and PAYLOAD need a stream id > 0")
-    if ftype in _CONNECTION_TYPES and sid != 0:
-        raise FrameError(f"{what} frame on stream {sid}: this frame type is only valid on stream 0")
-    if ftype == PAYLOAD:
-        _split_payload(buf, 6, flags, f, what)
-    elif ftype == REQUEST_N:
-        if n < 10:
-            raise FrameError("REQUEST_N frame is shorter than 10 bytes")
-        if n != 10:
-            raise FrameError(f"REQUEST_N frame on stream {sid} is {n} bytes long; it must be exactly 10")
-        f.request_n = _U32.unpack_from(buf, 6)[0] & 0x7FFFFFFF
-        if f.request_n == 0:
-            raise FrameError(f"REQUEST_N frame on stream {sid} asks for 0 elements; n must be > 0 (rule 3.9)")
-    elif ftype in (REQUEST_STREAM, REQUEST_CHANNEL):
-        if n < 10:
-            raise FrameError(f"{what} frame is shorter than 10 bytes")
-        f.request_n = _U32.unpack_from(buf, 6)[0] & 0x7FFFFFFF
-        if f.request_n == 0:
-            raise FrameError(f"{what} frame on stream {sid} has an initial request of 0; it must be > 0 (rule 3.9)")
-        _split_payload(buf, 10, flags, f, what)
-    elif ftype == CANCEL:
-        if n != 6:
-            raise FrameError(f"CANCEL frame on stream {sid} is {n} bytes long; it must be exactly 6")
-    elif ftype in (LEASE, RESUME, RESUME_OK, EXT):
-        pass
-    elif ftype == KEEPALIVE:
-        if n < 14:
-            raise FrameError("KEEPALIVE frame is shorter than 14 bytes")
-        f.data = buf[14:]
-    elif ftype == ERROR:
-        if n < 10:
-            raise FrameError("ERROR frame is shorter than 10 bytes")
-        f.error_code = _U32.unpack_from(buf, 6)[0]
-        f.data = buf[10:]
-        try:
-            bytes(f.data).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise FrameError(
-                f"ERROR frame on stream {sid}: the message is not valid UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
-    elif ftype in (REQUEST_RESPONSE, REQUEST_FNF):
-        _split_payload(buf, 6, flags, f, what)
-    elif ftype == METADATA_PUSH:
-        f.metadata = buf[6:]
-    elif ftype == SETUP:
-        _decode_setup(buf, f)
+    _check_stream_id(f)
+    body = _BODIES.get(ftype)
+    if body is not None:
+        body(buf, f)
     elif not flags & FLAG_IGNORE:
         raise FrameError(f"unknown frame type 0x{ftype:02x} without the IGNORE flag")
     return f
+
+
+def _check_stream_id(f: Frame) -> None:
+    """Stream frames need a stream; connection frames must use stream 0 (Protocol.md "Stream Identifiers")."""
+    if f.type in _STREAM_TYPES and f.stream_id == 0:
+        raise FrameError(
+            f"{f.type_name} frame on stream 0: requests, REQUEST_N, CANCEL and PAYLOAD need a stream id > 0"
+        )
+    if f.type in _CONNECTION_TYPES and f.stream_id != 0:
+        raise FrameError(f"{f.type_name} frame on stream {f.stream_id}: this frame type is only valid on stream 0")
+
+
+def _decode_payload(buf: Buffer, f: Frame) -> None:
+    """PAYLOAD, REQUEST_RESPONSE, REQUEST_FNF: metadata and data right after the header."""
+    _split_payload(buf, 6, f.flags, f, f.type_name)
+
+
+def _decode_request_n(buf: Buffer, f: Frame) -> None:
+    n = len(buf)
+    if n < 10:
+        raise FrameError("REQUEST_N frame is shorter than 10 bytes")
+    if n != 10:
+        raise FrameError(f"REQUEST_N frame on stream {f.stream_id} is {n} bytes long; it must be exactly 10")
+    f.request_n = _U32.unpack_from(buf, 6)[0] & 0x7FFFFFFF
+    if f.request_n == 0:
+        raise FrameError(f"REQUEST_N frame on stream {f.stream_id} asks for 0 elements; n must be > 0 (rule 3.9)")
+
+
+def _decode_request(buf: Buffer, f: Frame) -> None:
+    """REQUEST_STREAM, REQUEST_CHANNEL: the initial request n, then metadata and data."""
+    what = f.type_name
+    if len(buf) < 10:
+        raise FrameError(f"{what} frame is shorter than 10 bytes")
+    f.request_n = _U32.unpack_from(buf, 6)[0] & 0x7FFFFFFF
+    if f.request_n == 0:
+        raise FrameError(f"{what} frame on stream {f.stream_id} has an initial request of 0; it must be > 0 (rule 3.9)")
+    _split_payload(buf, 10, f.flags, f, what)
+
+
+def _decode_cancel(buf: Buffer, f: Frame) -> None:
+    if len(buf) != 6:
+        raise FrameError(f"CANCEL frame on stream {f.stream_id} is {len(buf)} bytes long; it must be exactly 6")
+
+
+def _decode_nothing(buf: Buffer, f: Frame) -> None:
+    """LEASE, RESUME, RESUME_OK, EXT: not used here; their bodies are not read."""
+
+
+def _decode_keepalive(buf: Buffer, f: Frame) -> None:
+    if len(buf) < 14:
+        raise FrameError("KEEPALIVE frame is shorter than 14 bytes")
+    f.data = buf[14:]
+
+
+def _decode_error(buf: Buffer, f: Frame) -> None:
+    if len(buf) < 10:
+        raise FrameError("ERROR frame is shorter than 10 bytes")
+    f.error_code = _U32.unpack_from(buf, 6)[0]
+    f.data = buf[10:]
+    try:
+        bytes(f.data).decode("utf-8")
+    except UnicodeDecodeError as exc:  # the message says where; the decoder's traceback adds nothing
+        raise FrameError(
+            f"ERROR frame on stream {f.stream_id}: the message is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+
+
+def _decode_metadata_push(buf: Buffer, f: Frame) -> None:
+    f.metadata = buf[6:]
 
 
 def _decode_setup(buf: Buffer, f: Frame) -> None:
@@ -350,6 +374,26 @@ def _decode_setup(buf: Buffer, f: Frame) -> None:
             raise FrameError("SETUP: MIME type is not US-ASCII") from None
         pos += ln
     _split_payload(buf, pos, f.flags, f, "SETUP")
+
+
+_BODIES: dict[int, Callable[[Buffer, Frame], None]] = {
+    PAYLOAD: _decode_payload,
+    REQUEST_RESPONSE: _decode_payload,
+    REQUEST_FNF: _decode_payload,
+    REQUEST_N: _decode_request_n,
+    REQUEST_STREAM: _decode_request,
+    REQUEST_CHANNEL: _decode_request,
+    CANCEL: _decode_cancel,
+    LEASE: _decode_nothing,
+    RESUME: _decode_nothing,
+    RESUME_OK: _decode_nothing,
+    EXT: _decode_nothing,
+    KEEPALIVE: _decode_keepalive,
+    ERROR: _decode_error,
+    METADATA_PUSH: _decode_metadata_push,
+    SETUP: _decode_setup,
+}
+"""How each known frame type's body is read (after the 6-byte header)."""
 
 
 __all__ = [name for name in dir() if name.isupper()] + [

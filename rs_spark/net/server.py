@@ -12,18 +12,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..streams.drain import subscribe_with
+from ..streams.errors import throw_if_fatal
 from ..streams.types import Publisher, Subscriber
 from . import frames as F
 from .address import Address, parse
 from .auth import check_token
 from .bridge import InboundSubscription, OutboundStream
 from .channel import serve_channel
-from .codecs import make_codec
+from .codecs import Codec, make_codec
 from .connection import Connection, Limits, Rejected
 from .conventions import ChannelData
 from .errors import NetError
 from .metadata import MetadataError, route_of
-from .transport import listen, refuse, tls_server
+from .refuser import refuse
+from .tls import tls_server
+from .transport import listen
 from .websocket import ws_server
 
 log = logging.getLogger("rs_spark.net")
@@ -38,6 +41,24 @@ class _Endpoint:
         self.kind = kind
         self.target = target
         self.used = False
+
+
+class _Opening:
+    """A request being turned into a stream: what each ``_open_*`` step needs."""
+
+    __slots__ = ("conn", "frame", "sid", "name", "endpoint", "codec", "where", "address")
+
+    def __init__(
+        self, conn: Connection, frame: F.Frame, name: str, endpoint: _Endpoint, codec: Codec, where: str, address: str
+    ) -> None:
+        self.conn = conn
+        self.frame = frame
+        self.sid = frame.stream_id
+        self.name = name
+        self.endpoint = endpoint
+        self.codec = codec
+        self.where = where  # names the stream in errors: endpoint, address, stream id, client
+        self.address = address
 
 
 class Server:
@@ -65,34 +86,7 @@ class Server:
     ) -> None:
         self.allowed_origins = tuple(allowed_origins)
         self.channel_data = ChannelData.of(channel_data, "Server")
-        addr = parse(bind, need_name=False)
-        if addr.name:
-            raise ValueError(
-                f"bind address {bind!r} must not name an endpoint; names are given to add_publisher()/add_subscriber()"
-            )
-        token = token if token is not None else addr.token
-        if token is not None and (not isinstance(token, str) or not token):
-            raise ValueError("token must be a non-empty str")
-        if not addr.is_loopback and token is None:
-            raise ValueError(
-                f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
-                "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
-                "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text"
-            )
-        if addr.scheme in ("tls", "wss") and ssl is None:
-            raise ValueError(
-                f"{addr.base}: a {addr.scheme}:// server needs ssl= (a server ssl.SSLContext with its "
-                "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
-                "ctx.load_cert_chain(certfile, keyfile))"
-            )
-        if ssl is not None and addr.scheme in ("tcp", "ws"):
-            addr = Address("tls" if addr.scheme == "tcp" else "wss", addr.host, addr.port, token=addr.token)
-        if not addr.is_loopback and ssl is None:
-            log.warning(
-                "rs_spark.net: serving %s without TLS: the token and all data cross the network in "
-                "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks",
-                addr.base,
-            )
+        addr, token = _bind_address(bind, token, ssl)
         self._token = token
         self._ssl = ssl
         self.limits = limits or Limits()
@@ -367,58 +361,86 @@ class Server:
         return name, ep
 
     def open_stream(self, conn: Connection, f: F.Frame) -> None:
-        sid = f.stream_id
         try:
             route = route_of(conn.metadata_mime, bytes(f.metadata) if f.metadata is not None else None)
-        except MetadataError as exc:
+        except MetadataError as exc:  # the peer is told; the parser's traceback is of no use to it
             raise Rejected(F.INVALID, f"unreadable routing metadata: {exc}") from None
-        if f.type == F.REQUEST_STREAM:
-            kind = "publisher"
-        elif f.type == F.REQUEST_CHANNEL:
-            kind = "subscriber"
-        else:
-            raise Rejected(
-                F.REJECTED,
-                f"{self._addr.base} serves request-stream (to read a publisher) and "
-                "request-channel (to feed a subscriber) only",
-            )
-        name, ep = self._resolve(route, kind)
-        codec = make_codec(conn.data_mime)
+        name, ep = self._resolve(route, self._kind_of(f))  # ep.kind: the kind asked for, or a processor
         address = self.address_of(name)
-        where = f"{kind} '{name}' at {address} (stream {sid}, client {conn.label.split(' ')[0]})"
-        if kind == "publisher":
-            out = OutboundStream(codec, where, address=address)
-            self._register(conn, out, sid)
-            out.attach(conn, sid, credit=f.request_n)
-            pub = ep.target
+        where = f"{ep.kind} '{name}' at {address} (stream {f.stream_id}, client {conn.label.split(' ')[0]})"
+        stream = _Opening(conn, f, name, ep, make_codec(conn.data_mime), where, address)
+        if ep.kind == "publisher":
+            self._open_publisher_stream(stream)
+        elif ep.kind == "processor":
+            self._open_processor_channel(stream)
+        else:
+            self._open_subscriber_channel(stream)
 
-            def start() -> None:
-                try:
-                    pub.subscribe(out)
-                except BaseException as exc:  # rule 1.9 broken by the publisher: end the stream
-                    out.on_error(exc)
+    def _kind_of(self, f: F.Frame) -> str:
+        """The kind of endpoint a request reads or feeds."""
+        if f.type == F.REQUEST_STREAM:
+            return "publisher"
+        if f.type == F.REQUEST_CHANNEL:
+            return "subscriber"
+        raise Rejected(
+            F.REJECTED,
+            f"{self._addr.base} serves request-stream (to read a publisher) and "
+            "request-channel (to feed a subscriber) only",
+        )
 
-            conn.worker.submit(start)
-            return
-        target = ep.target
-        if ep.kind == "processor":
+    def _open_publisher_stream(self, o: _Opening) -> None:
+        """request-stream: the served Publisher is subscribed once per stream, on the signal thread."""
+        out = OutboundStream(o.codec, o.where, address=o.address)
+        self._register(o.conn, out, o.sid)
+        out.attach(o.conn, o.sid, credit=o.frame.request_n)
+        pub = o.endpoint.target
+
+        def start() -> None:
             try:
-                proc = target()
-                if not (hasattr(proc, "on_subscribe") and hasattr(proc, "subscribe")):
-                    raise TypeError(f"the processor factory returned {type(proc).__name__}, not a Processor")
-            except Exception as exc:
-                raise Rejected(
-                    F.REJECTED, f"processor '{name}': its factory failed: {type(exc).__name__}: {exc}"
-                ) from None
-            where = where.replace("subscriber '", "processor '", 1)
-            ch = serve_channel(conn, sid, proc, codec, where, address, f.request_n, self._register)
-            self._first_element(f, ch.inbound, where)
-            if f.flags & F.FLAG_COMPLETE:  # the client has nothing to send
-                ch.inbound.on_frame(F.Frame(sid, F.PAYLOAD, F.FLAG_COMPLETE))
-            return
+                pub.subscribe(out)
+            except BaseException as exc:  # rule 1.9 broken by the publisher: end the stream
+                # A fatal error is not the publisher's error to send to the peer: it ends the signal thread
+                # (SerialExecutor starts another), and the stream stays open until the peer cancels it or
+                # the connection closes.
+                throw_if_fatal(exc)
+                out.on_error(exc)
+
+        o.conn.worker.submit(start)
+
+    def _open_processor_channel(self, o: _Opening) -> None:
+        """request-channel to a processor: a new Processor per channel reads and answers."""
+        try:
+            proc = o.endpoint.target()
+            if not (hasattr(proc, "on_subscribe") and hasattr(proc, "subscribe")):
+                raise TypeError(f"the processor factory returned {type(proc).__name__}, not a Processor")
+        except Exception as exc:
+            raise Rejected(
+                F.REJECTED, f"processor '{o.name}': its factory failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        ch = serve_channel(o.conn, o.sid, proc, o.codec, o.where, o.address, o.frame.request_n, self._register)
+        self._first_element(o.frame, ch.inbound, o.where)
+        if o.frame.flags & F.FLAG_COMPLETE:  # the client has nothing to send
+            ch.inbound.on_frame(F.Frame(o.sid, F.PAYLOAD, F.FLAG_COMPLETE))
+
+    def _open_subscriber_channel(self, o: _Opening) -> None:
+        """request-channel to a subscriber: the served Subscriber (or a new one from its factory)
+        reads what the client sends; our direction of the channel carries nothing."""
+        sub = self._channel_subscriber(o.endpoint, o.name)
+        inb = InboundSubscription(sub, o.codec, o.where, requester=False, address=o.address)
+        self._register(o.conn, inb, o.sid)
+        inb.attach(o.conn, o.sid)
+        o.conn.send(F.encode_payload(o.sid, next=False, complete=True))  # our direction carries no elements
+        self._first_element(o.frame, inb, o.where)
+        if o.frame.flags & F.FLAG_COMPLETE:
+            inb.on_frame(F.Frame(o.sid, F.PAYLOAD, F.FLAG_COMPLETE))
+        o.conn.worker.submit(lambda: subscribe_with(sub, inb, start=True))
+
+    def _channel_subscriber(self, ep: _Endpoint, name: str) -> Subscriber[Any]:
+        """The served Subscriber, once (rule 2.12), or a new one from the served factory."""
+        target = ep.target
         single = hasattr(target, "on_subscribe") and not isinstance(target, type)  # a class is a factory
-        with self._lock:
-            if single:
+        if single:
+            with self._lock:
                 if ep.used:
                     raise Rejected(
                         F.REJECTED,
@@ -429,22 +451,14 @@ class Server:
                         ),
                     )
                 ep.used = True
+            return target
         try:
-            sub = target if single else target()
+            sub = target()
             if sub is None:
                 raise TypeError("the subscriber factory returned None")
         except Exception as exc:
-            raise Rejected(
-                F.REJECTED, f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}"
-            ) from None
-        inb = InboundSubscription(sub, codec, where, requester=False, address=address)
-        self._register(conn, inb, sid)
-        inb.attach(conn, sid)
-        conn.send(F.encode_payload(sid, next=False, complete=True))  # our direction carries no elements
-        self._first_element(f, inb, where)
-        if f.flags & F.FLAG_COMPLETE:
-            inb.on_frame(F.Frame(sid, F.PAYLOAD, F.FLAG_COMPLETE))
-        conn.worker.submit(lambda: subscribe_with(sub, inb, start=True))
+            raise Rejected(F.REJECTED, f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}") from exc
+        return sub
 
     @staticmethod
     def _register(conn: Connection, stream: Any, sid: int) -> None:
@@ -452,6 +466,40 @@ class Server:
             conn.add_stream(stream, sid)
         except NetError as exc:
             raise Rejected(F.REJECTED, str(exc)) from None
+
+
+def _bind_address(bind: str, token: str | None, ssl: _ssl.SSLContext | None) -> tuple[Address, str | None]:
+    """The address to listen on (``tls``/``wss`` when ``ssl`` is given) and the token, checked:
+    beyond loopback a token is required, and TLS needs a certificate."""
+    addr = parse(bind, need_name=False)
+    if addr.name:
+        raise ValueError(
+            f"bind address {bind!r} must not name an endpoint; names are given to add_publisher()/add_subscriber()"
+        )
+    token = token if token is not None else addr.token
+    if token is not None and (not isinstance(token, str) or not token):
+        raise ValueError("token must be a non-empty str")
+    if not addr.is_loopback and token is None:
+        raise ValueError(
+            f"binding {addr.base} exposes the server beyond this machine, so a token is required: "
+            "serve(..., token=secrets.token_urlsafe(32)) and give the same token to connect(); "
+            "pass ssl= (a server ssl.SSLContext) too, or the token and data cross the network in clear text"
+        )
+    if addr.scheme in ("tls", "wss") and ssl is None:
+        raise ValueError(
+            f"{addr.base}: a {addr.scheme}:// server needs ssl= (a server ssl.SSLContext with its "
+            "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
+            "ctx.load_cert_chain(certfile, keyfile))"
+        )
+    if ssl is not None and addr.scheme in ("tcp", "ws"):
+        addr = Address("tls" if addr.scheme == "tcp" else "wss", addr.host, addr.port, token=addr.token)
+    if not addr.is_loopback and ssl is None:
+        log.warning(
+            "rs_spark.net: serving %s without TLS: the token and all data cross the network in "
+            "clear text; pass ssl= (a server ssl.SSLContext) on untrusted networks",
+            addr.base,
+        )
+    return addr, token
 
 
 def serve(

@@ -1,7 +1,7 @@
 """RSocket over WebSocket (RFC 6455): ``ws://`` and ``wss://`` addresses.
 
 RSocket's WebSocket mapping puts each frame in one binary message, without the 24-bit length
-prefix that TCP needs. As with TLS (:class:`~rs_spark.net.transport.TlsPump`), the connection
+prefix that TCP needs. As with TLS (:class:`~rs_spark.net.tls.TlsPump`), the connection
 never sees the difference: a :class:`WsPump` owns the network socket and hands the Connection
 one end of a local socketpair carrying length-prefixed frames. Two threads per connection
 (one per direction) move whole frames; a message above ``max_message`` bytes closes the
@@ -74,7 +74,7 @@ def _read_head(sock: socket.socket, deadline: float) -> tuple[bytes, bytes]:
     return head, rest
 
 
-def _headers(lines: list) -> dict[str, str]:
+def _headers(lines: list[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in lines:
         k, sep, v = line.partition(":")
@@ -115,32 +115,16 @@ def server_handshake(sock: socket.socket, timeout: float, allowed_origins: Seque
     if origin is not None and origin not in allowed_origins:
         # Browsers send Origin on every WebSocket upgrade and other clients do not: without this any
         # page the user visits could read or feed a ws://127.0.0.1 endpoint (WebSockets ignore CORS).
-        body = (
+        _answer_refusal(
+            sock,
+            "403 Forbidden",
             f"WebSocket upgrades from web pages are refused unless their origin is allowed; {origin!r} is "
-            "not (Server(..., allowed_origins=[...]))"
-        ).encode()
-        sock.sendall(
-            b"HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
+            "not (Server(..., allowed_origins=[...]))",
         )
         raise HandshakeError(f"refused a WebSocket upgrade from origin {origin!r} (not in allowed_origins)")
-    why = ""
-    if not lines[0].startswith("GET "):
-        why = "a WebSocket upgrade starts with GET"
-    elif h.get("upgrade", "").lower() != "websocket" or "upgrade" not in h.get("connection", "").lower():
-        why = "this is an RSocket WebSocket endpoint: send an 'Upgrade: websocket' request"
-    elif h.get("sec-websocket-version") != "13":
-        why = "only WebSocket version 13 is supported"
-    elif not h.get("sec-websocket-key"):
-        why = "Sec-WebSocket-Key is missing"
+    why = _not_an_upgrade(lines[0], h)
     if why:
-        body = why.encode()
-        sock.sendall(
-            b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
+        _answer_refusal(sock, "400 Bad Request", why)
         raise HandshakeError(f"refused a WebSocket upgrade: {why}")
     protos = [p.strip() for p in h.get("sec-websocket-protocol", "").split(",") if p.strip()]
     resp = (
@@ -151,6 +135,28 @@ def server_handshake(sock: socket.socket, timeout: float, allowed_origins: Seque
         resp += "Sec-WebSocket-Protocol: rsocket\r\n"
     sock.sendall((resp + "\r\n").encode("ascii"))
     return rest
+
+
+def _not_an_upgrade(request_line: str, h: dict[str, str]) -> str:
+    """Why a request is not a WebSocket upgrade we accept ('' if it is one)."""
+    if not request_line.startswith("GET "):
+        return "a WebSocket upgrade starts with GET"
+    if h.get("upgrade", "").lower() != "websocket" or "upgrade" not in h.get("connection", "").lower():
+        return "this is an RSocket WebSocket endpoint: send an 'Upgrade: websocket' request"
+    if h.get("sec-websocket-version") != "13":
+        return "only WebSocket version 13 is supported"
+    if not h.get("sec-websocket-key"):
+        return "Sec-WebSocket-Key is missing"
+    return ""
+
+
+def _answer_refusal(sock: socket.socket, status: str, reason: str) -> None:
+    body = reason.encode()
+    sock.sendall(
+        f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nConnection: close\r\n".encode()
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
 
 
 def encode_frame(opcode: int, payload: Any, masked: bool) -> list[Any]:
@@ -201,6 +207,43 @@ class _Closed(Exception):
     def __init__(self, code: int, reason: str) -> None:
         super().__init__(reason)
         self.code = code
+
+
+class _Message:
+    """A binary message being put together from its frames (RFC 6455, 5.4)."""
+
+    __slots__ = ("_data", "_open")
+
+    def __init__(self) -> None:
+        self._data: bytes | bytearray = bytearray()
+        self._open = False  # a first frame came and its last one did not yet
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def add(self, fin: bool, op: int, payload: bytes | bytearray) -> bytes | bytearray | None:
+        """Add one data frame; the whole message once its last frame is in, else None."""
+        if op == _TEXT:
+            raise _Closed(1003, "RSocket frames travel in binary messages, not text")
+        if op == _BINARY:
+            if self._open:
+                raise _Closed(1002, "a new message began before the previous one ended")
+            self._open = True
+        elif op == _CONT:
+            if not self._open:
+                raise _Closed(1002, "a continuation frame outside a message")
+        else:
+            raise _Closed(1002, f"unknown opcode {op}")
+        if fin and not self._data:  # the usual case, one frame per message: no copy
+            whole: bytes | bytearray = payload
+        else:
+            self._data += payload
+            if not fin:
+                return None
+            whole = self._data
+        self._data, self._open = bytearray(), False
+        return whole
 
 
 class WsPump:
@@ -279,63 +322,59 @@ class WsPump:
             self._finish()
 
     def _read_messages(self) -> None:
-        message: bytes | bytearray = bytearray()
-        in_message = False
+        message = _Message()
         while True:
-            b0, b1 = self._recv_exact(2)
-            fin, op, masked, n = b0 & 0x80, b0 & 0x0F, b1 & 0x80, b1 & 0x7F
-            if b0 & 0x70:
-                raise _Closed(1002, "reserved bits set (no extension was negotiated)")
-            if n == 126:
-                n = struct.unpack("!H", self._recv_exact(2))[0]
-            elif n == 127:
-                n = struct.unpack("!Q", self._recv_exact(8))[0]
-            if bool(masked) == self._client:
-                raise _Closed(1002, "clients must mask their frames and servers must not (RFC 6455, 5.1)")
-            control = op >= 0x8
-            if control and (n > 125 or not fin):
+            fin, op, payload = self._read_frame(message.size)
+            if op >= 0x8:
+                self._on_control(op, payload)
+                continue
+            whole = message.add(fin, op, payload)
+            if whole:  # an empty message carries no frame
+                _send_all(self._pair, [len(whole).to_bytes(3, "big"), whole])
+                self._setup_seen = True  # the connection checks the first frame is a valid SETUP
+
+    def _read_frame(self, so_far: int) -> tuple[bool, int, bytes | bytearray]:
+        """One WebSocket frame: (FIN, opcode, unmasked payload). Its length is checked before
+        its payload is read (``so_far``: bytes of the message it continues)."""
+        b0, b1 = self._recv_exact(2)
+        fin, op, masked, n = bool(b0 & 0x80), b0 & 0x0F, bool(b1 & 0x80), b1 & 0x7F
+        if b0 & 0x70:
+            raise _Closed(1002, "reserved bits set (no extension was negotiated)")
+        if n == 126:
+            n = struct.unpack("!H", self._recv_exact(2))[0]
+        elif n == 127:
+            n = struct.unpack("!Q", self._recv_exact(8))[0]
+        if masked == self._client:
+            raise _Closed(1002, "clients must mask their frames and servers must not (RFC 6455, 5.1)")
+        self._check_length(fin, op, n, so_far)
+        key = self._recv_exact(4) if masked else b""
+        payload: bytes | bytearray = self._recv_exact(n)
+        if masked:
+            payload = mask(payload, key)
+        return fin, op, payload
+
+    def _check_length(self, fin: bool, op: int, n: int, so_far: int) -> None:
+        if op >= 0x8:
+            if n > 125 or not fin:
                 raise _Closed(1002, "a control frame above 125 bytes or fragmented")
-            limit = self._max if self._client or self._setup_seen else min(self._max, SETUP_MAX_BYTES)
-            if not control and len(message) + n > limit:
-                # Checked before reading: before its SETUP a peer may not make us allocate more than a SETUP needs.
-                raise _Closed(
-                    1009,
-                    f"a message above {limit} bytes ("
-                    + ("the frame size limit)" if limit == self._max else "before SETUP; a SETUP frame is small)"),
-                )
-            key = self._recv_exact(4) if masked else b""
-            payload: bytes | bytearray = self._recv_exact(n)
-            if masked:
-                payload = mask(payload, key)
-            if op == _PING:
-                self._send(encode_frame(_PONG, payload, self._client))
-                continue
-            if op == _PONG:
-                continue
-            if op == _CLOSE:
-                code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1000
-                raise _Closed(1000 if code == 1000 else code, payload[2:].decode("utf-8", "replace") or "closed")
-            if op == _TEXT:
-                raise _Closed(1003, "RSocket frames travel in binary messages, not text")
-            if op == _BINARY:
-                if in_message:
-                    raise _Closed(1002, "a new message began before the previous one ended")
-                in_message = True
-            elif op == _CONT:
-                if not in_message:
-                    raise _Closed(1002, "a continuation frame outside a message")
-            else:
-                raise _Closed(1002, f"unknown opcode {op}")
-            if fin and not message:  # the usual case, one frame per message: no copy
-                message = payload
-            else:
-                message += payload
-            if fin:
-                if message:  # an empty message carries no frame
-                    _send_all(self._pair, [len(message).to_bytes(3, "big"), message])
-                    self._setup_seen = True  # the connection checks the first frame is a valid SETUP
-                message = bytearray()
-                in_message = False
+            return
+        limit = self._max if self._client or self._setup_seen else min(self._max, SETUP_MAX_BYTES)
+        if so_far + n > limit:
+            # Checked before reading: before its SETUP a peer may not make us allocate more than a SETUP needs.
+            raise _Closed(
+                1009,
+                f"a message above {limit} bytes ("
+                + ("the frame size limit)" if limit == self._max else "before SETUP; a SETUP frame is small)"),
+            )
+
+    def _on_control(self, op: int, payload: bytes | bytearray) -> None:
+        if op == _PING:
+            self._send(encode_frame(_PONG, payload, self._client))
+        elif op == _CLOSE:
+            code = struct.unpack("!H", payload[:2])[0] if len(payload) >= 2 else 1000
+            raise _Closed(code, payload[2:].decode("utf-8", "replace") or "closed")
+        elif op != _PONG:
+            raise _Closed(1002, f"unknown opcode {op}")
 
     # -- app -> network ---------------------------------------------------------------
     def _run_out(self) -> None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from rs_spark import net
 from rs_spark import streams as rs
 
 
-def serve_publishers(bind, conn, produced, cancelled, token=None):
+def serve_publishers(bind, conn, produced, cancelled, three_produced, token=None):
     """Serve several publishers; report the address through ``conn``; run until killed.
 
     ``produced`` (a shared int) counts elements the 'counted' publisher generated;
+    ``three_produced`` (an Event) is set once it has generated three;
     ``cancelled`` (an Event) is set when its generator is closed before its end.
     """
     import pyarrow as pa
@@ -20,6 +22,8 @@ def serve_publishers(bind, conn, produced, cancelled, token=None):
         try:
             for i in range(10**9):
                 produced.value = i + 1
+                if i == 2:
+                    three_produced.set()
                 yield i
         finally:
             cancelled.set()
@@ -40,8 +44,7 @@ def serve_publishers(bind, conn, produced, cancelled, token=None):
     server.add_publisher("arrow", rs.just(*[ints] * 5))
     server.add_publisher("forever", rs.defer(lambda: iter(int, 1)))
     conn.send(server.base_address)
-    while True:
-        time.sleep(3600)
+    threading.Event().wait()  # serve until killed
 
 
 def serve_subscriber(bind, conn, results):
@@ -65,8 +68,7 @@ def serve_subscriber(bind, conn, results):
     server = net.Server(bind)
     server.add_subscriber("sink", Recorder)
     conn.send(server.base_address)
-    while True:
-        time.sleep(3600)
+    threading.Event().wait()  # serve until killed
 
 
 def push_to_subscriber(address, count, delay, keepalive, lifetime):

@@ -47,8 +47,9 @@ def bind(request):
 def publisher_child(bind):
     produced = CTX.Value("q", 0)
     cancelled = CTX.Event()
-    c = Child(_procs.serve_publishers, bind, produced, cancelled)
-    c.produced, c.cancelled = produced, cancelled
+    three_produced = CTX.Event()
+    c = Child(_procs.serve_publishers, bind, produced, cancelled, three_produced)
+    c.produced, c.cancelled, c.three_produced = produced, cancelled, three_produced
     yield c
     c.kill()
 

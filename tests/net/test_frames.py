@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rs_spark.net import frames as F
-from rs_spark.net.transport import IDLE, FrameReader
+from rs_spark.net.framing import IDLE, FrameReader
 
 
 def one(parts, prefixed: bool = True) -> bytes:

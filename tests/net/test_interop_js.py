@@ -59,7 +59,9 @@ class JsPeer:
             return json.loads(self.lines.get(timeout=timeout))
         except queue.Empty:
             self.close()
-            raise AssertionError(f"rsocket-js said nothing in {timeout} s; stderr: {self.proc.stderr.read()}")
+            raise AssertionError(
+                f"rsocket-js said nothing in {timeout} s; stderr: {self.proc.stderr.read()}"
+            ) from None  # queue.Empty says nothing more
 
     def close(self) -> None:
         if self.proc.poll() is None:

@@ -76,6 +76,14 @@ def test_tls_channel_feeds_a_served_subscriber(tls):
         s.stop()
 
 
+def _read(client, name, out, errors, **kw):
+    """``out[name]``: every element of ``client``'s publisher ``name``; what failed goes to ``errors``."""
+    try:
+        out[name] = rs.to_list(client.publisher(name), timeout=20, **kw)
+    except BaseException as exc:  # reported by the test with the run number
+        errors.append(exc)
+
+
 def test_tls_streams_complete_30_runs_in_a_row_without_hanging(server, tls):
     """Both directions busy at once on one TLS connection (payloads one way, REQUEST_N credits
     the other, many small frames): the case that hung about 1 run in 3 before TLS I/O moved to
@@ -86,16 +94,11 @@ def test_tls_streams_complete_30_runs_in_a_row_without_hanging(server, tls):
     for run in range(30):
         with net.Client(server.base_address, token=TOKEN, ssl=cctx) as c:
             out: dict = {}
-            errors = []
-
-            def read(name, **kw):
-                try:
-                    out[name] = rs.to_list(c.publisher(name), timeout=20, **kw)
-                except BaseException as exc:  # reported below with the run number
-                    errors.append(exc)
-
-            ts = [threading.Thread(target=read, args=("small",), kwargs={"request_size": 7})]
-            ts += [threading.Thread(target=read, args=("numbers",), kwargs={"request_size": 1000})]
+            errors: list = []
+            ts = [
+                threading.Thread(target=_read, args=(c, "small", out, errors), kwargs={"request_size": 7}),
+                threading.Thread(target=_read, args=(c, "numbers", out, errors), kwargs={"request_size": 1000}),
+            ]
             for t in ts:
                 t.start()
             sub = c.subscriber("sink")

@@ -7,7 +7,7 @@ import os
 import socket
 import subprocess
 import sys
-import time
+import threading
 
 from rs_spark import net
 from rs_spark.net import frames as F
@@ -60,6 +60,19 @@ def test_a_client_that_never_reads_and_floods_keepalive_respond_grows_no_queue(t
     assert peak - rss0 < 64, f"the server grew {peak - rss0:.0f} MB echoing KEEPALIVE data to a peer that never reads"
 
 
+class _ClosedWatch:
+    """A stream on the connection that only learns when the connection closes."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def on_frame(self, frame) -> None:
+        pass
+
+    def on_connection_closed(self, error) -> None:
+        self.closed.set()
+
+
 def test_the_backlog_cap_closes_a_connection_whose_peer_stopped_reading():
     from rs_spark.net.connection import Connection
 
@@ -67,15 +80,15 @@ def test_the_backlog_cap_closes_a_connection_whose_peer_stopped_reading():
     a, b = socket.socketpair()
     b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     conn = Connection(a, client=True, label="a peer that never reads", limits=limits)
+    watch = _ClosedWatch()
+    conn.add_stream(watch)
     conn.start()
     try:
         frame = F.encode_payload(1, [b"y" * (2**20)])
         for _ in range(64):
             if not conn.send(frame):
                 break
-        end = time.monotonic() + 30
-        while conn.closed is None and time.monotonic() < end:
-            time.sleep(0.02)
+        assert watch.closed.wait(30), "the connection stayed open with its peer not reading"
         assert conn.closed is not None and "stopped reading" in str(conn.closed)
         assert conn.backlog <= 2 * limits.max_backlog_bytes
     finally:
