@@ -23,6 +23,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The baselines (rsspark.bench: NaiveBridge, Drain) are benchmark code: they ship in the fixtures
+# jar jvm-shim/build makes, not in the product jar.
+FIXTURES = os.path.join(ROOT, "jvm-shim", "target", "rs-spark-jvm-fixtures.jar")
 sys.path.insert(0, ROOT)
 
 
@@ -59,7 +62,7 @@ def bridged(jvm, make, n, transfer, batch_rows, cpu=None):
 
 
 def naive(jvm, make, n):
-    b = jvm.rsspark.jvm.Shim.naive(make(n), 1024)
+    b = jvm.rsspark.bench.NaiveBridge.of(make(n), 1024)
     t = time.perf_counter()
     got = 0
     nxt = b.next
@@ -72,7 +75,7 @@ def naive(jvm, make, n):
 
 def ceiling(jvm, make, n):
     t = time.perf_counter()
-    got = jvm.rsspark.jvm.Sources.drain(make(n))
+    got = jvm.rsspark.bench.Drain.count(make(n))
     dt = time.perf_counter() - t
     assert got == n, (got, n)
     return n / dt
@@ -87,10 +90,10 @@ def main() -> None:
     a = ap.parse_args()
     subprocess.run(
         ["bash", os.path.join(ROOT, "jvm-shim", "build")], check=True, env=dict(os.environ, PYTHON=sys.executable)
-    )  # no-op when built
+    )  # no-op when built; PYTHON: the compile classpath is this interpreter's pyspark jars
     from rs_spark.jvm import launch
 
-    with launch() as g:
+    with launch(extra_jars=[FIXTURES]) as g:
         jvm = g.jvm
         cpu = Cpu(g._proc.pid) if g._proc is not None else None
         S = jvm.rsspark.jvm.Sources
@@ -110,17 +113,20 @@ def main() -> None:
             f"{'arrow, py4j bytes':>18} | {'naive, 1 call/el':>17} | {'speed-up':>8}"
         )
         print("-" * 118)
+
+        def med(measure, *args):
+            return statistics.median(measure(*args) for _ in range(a.repeat))
+
+        def bytes_rate(make):
+            return bridged(jvm, make, a.n, "bytes", a.batch_rows)[0]
+
         for name, make in kinds.items():
-
-            def med(f):
-                return statistics.median(f() for _ in range(a.repeat))
-
-            top = med(lambda: ceiling(jvm, make, a.n))
+            top = med(ceiling, jvm, make, a.n)
             runs = [bridged(jvm, make, a.n, "file", a.batch_rows, cpu) for _ in range(a.repeat)]
             f = statistics.median(r[0] for r in runs)
             ns = statistics.median(r[1] for r in runs)
-            b = med(lambda: bridged(jvm, make, a.n, "bytes", a.batch_rows)[0])
-            nv = med(lambda: naive(jvm, make, a.naive_n))
+            b = med(bytes_rate, make)
+            nv = med(naive, jvm, make, a.naive_n)
             print(
                 f"{name:8} | {top:>14,.0f} el/s | {f:>15,.0f} el/s | {ns:>5,.0f} ns | {b:>13,.0f} el/s | "
                 f"{nv:>12,.0f} el/s | {f / nv:>7,.0f}x"

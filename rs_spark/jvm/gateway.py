@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 import threading
+import tomllib
+import zipfile
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -38,15 +40,94 @@ class ShimNotFound(RuntimeError):
     """The shim's jar (or its classes in a JVM) cannot be found."""
 
 
+class ShimVersionMismatch(ShimNotFound):
+    """The shim's jar was built for another rs_spark version than this Python package."""
+
+
+# A source checkout has the Java sources and their build script beside the package.
+_SOURCE_ROOT = os.path.dirname(os.path.dirname(_HERE))
+_BUILD_SCRIPT = os.path.join(_SOURCE_ROOT, "jvm-shim", "build")
+_checked: dict[tuple[str, int, int], None] = {}  # jars whose version matched: (path, mtime_ns, size)
+
+
 def jar_path() -> str:
-    """The shim jar shipped in this package (built by ``bash jvm-shim/build``)."""
+    """The shim jar shipped in this package (built by ``bash jvm-shim/build``), checked to be the
+    build of this rs_spark version (:class:`ShimVersionMismatch` otherwise)."""
     p = os.path.join(_HERE, "jars", JAR_NAME)
     if not os.path.isfile(p):
+        if os.path.isfile(_BUILD_SCRIPT):
+            raise ShimNotFound(
+                f"{p} is missing: this is a source checkout where the JVM shim was not built yet. "
+                "Run: bash jvm-shim/build   (needs a JDK 17; Debian packages are installed when missing)"
+            )
         raise ShimNotFound(
-            f"{p} is missing: this is a source checkout where the JVM shim was not built yet. "
-            "Run: bash jvm-shim/build   (needs a JDK 17; Debian packages are installed when missing)"
+            f"{p} is missing: this rs_spark was installed without its JVM shim (a wheel built with "
+            "RS_SPARK_SKIP_JVM=1). Reinstall it from a wheel built with the shim (pip wheel . in a checkout, "
+            "with a JDK 17 and pyspark at hand)"
         )
+    st = os.stat(p)
+    key = (p, st.st_mtime_ns, st.st_size)
+    if key not in _checked:
+        from .. import __version__
+
+        if not __version__.endswith("+unknown"):  # a source tree never installed has no version to compare
+            check_jar_version(p, __version__)
+        _checked[key] = None
     return p
+
+
+def jar_version(path: str) -> str | None:
+    """``Implementation-Version`` of the jar's manifest (jvm-shim/build writes pyproject.toml's
+    version there), or None when the jar has none."""
+    with zipfile.ZipFile(path) as z:
+        try:
+            text = z.read("META-INF/MANIFEST.MF").decode("utf-8")
+        except KeyError:
+            return None
+    main: dict[str, str] = {}
+    last = ""
+    for line in text.splitlines():
+        if not line:  # the main section ends at the first blank line
+            break
+        if line.startswith(" ") and last:  # a continuation line (manifests wrap at 72 bytes)
+            main[last] += line[1:]
+        elif ":" in line:
+            last, _, value = line.partition(":")
+            main[last] = value.strip()
+    return main.get("Implementation-Version")
+
+
+def check_jar_version(path: str, expected: str) -> None:
+    """Raise :class:`ShimVersionMismatch` saying what to do unless the jar at ``path`` was built
+    for rs_spark ``expected``."""
+    found = jar_version(path)
+    if found == expected:
+        return
+    built = f"was built for rs_spark {found}" if found else "has no Implementation-Version (an older build)"
+    what = f"the JVM shim jar {path} {built}, but this rs_spark is {expected}"
+    if not os.path.isfile(_BUILD_SCRIPT):
+        raise ShimVersionMismatch(
+            f"{what}: its jar and Python code come from different builds. Reinstall rs_spark from one wheel: "
+            f"pip install --force-reinstall --no-deps <the rs_spark {expected} wheel>"
+        )
+    declared = _declared_version()
+    if found is not None and found == declared:
+        raise ShimVersionMismatch(
+            f"{what}: pyproject.toml says {declared}, so the installed package metadata is stale, not the jar. "
+            f"Reinstall the checkout: pip install -e {_SOURCE_ROOT}"
+        )
+    raise ShimVersionMismatch(
+        f"{what}: a stale jar from an older build. Rebuild it: PYTHON=<a python with pyspark> bash {_BUILD_SCRIPT} "
+        "(it rebuilds when pyproject.toml's version changes)"
+    )
+
+
+def _declared_version() -> str | None:
+    try:
+        with open(os.path.join(_SOURCE_ROOT, "pyproject.toml"), "rb") as f:
+            return str(tomllib.load(f)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return None
 
 
 def spark_jars_dir() -> str | None:
@@ -165,16 +246,26 @@ def close_shared() -> None:
 
 
 def shim(jvm: Any) -> Any:
-    """The shim's entry class ``rsspark.jvm.Shim`` in ``jvm`` (a py4j JVMView), or a clear error."""
+    """The shim's entry class ``rsspark.jvm.Shim`` in ``jvm`` (a py4j JVMView), or a clear error
+    (also when that JVM loaded a shim jar built for another rs_spark version)."""
     cls = jvm.rsspark.jvm.Shim
     try:
-        cls.version()
+        loaded = cls.version()
     except Exception as exc:
         raise ShimNotFound(
             "the JVM has no class rsspark.jvm.Shim: the rs_spark shim jar is not on its classpath. In Spark, start "
             "the session with rs_spark.spark.jvm.configure(builder) (it adds the jar to spark.jars), or pass "
             f"--jars {os.path.join(_HERE, 'jars', JAR_NAME)}; standalone, use rs_spark.jvm.launch(). ({exc})"
         ) from None
+    from .. import __version__
+
+    # None: classes loaded from a directory, not a versioned jar; "+unknown": an uninstalled source tree.
+    if loaded is not None and loaded != __version__ and not __version__.endswith("+unknown"):
+        raise ShimVersionMismatch(
+            f"this JVM loaded rsspark.jvm.Shim from {cls.location()}, built for rs_spark {loaded}, but this rs_spark "
+            f"is {__version__}: a stale shim jar is on that JVM's classpath (spark.jars, --jars, jvmJars). Start it "
+            f"with this package's jar instead: rs_spark.spark.jvm.configure(builder), or --jars {jar_path()}"
+        )
     return cls
 
 
@@ -183,6 +274,9 @@ __all__ = [
     "JAVA_OPTS",
     "Gateway",
     "ShimNotFound",
+    "ShimVersionMismatch",
+    "check_jar_version",
+    "jar_version",
     "close_shared",
     "jar_path",
     "launch",

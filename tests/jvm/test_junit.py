@@ -5,13 +5,18 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 
 from .conftest import ROOT
 
 
 def test_jvm_side_junit5_suite_passes():
     r = subprocess.run(
-        ["bash", os.path.join(ROOT, "jvm-shim", "build"), "test"], capture_output=True, text=True, timeout=600
+        ["bash", os.path.join(ROOT, "jvm-shim", "build"), "test"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=dict(os.environ, PYTHON=sys.executable),  # this interpreter's pyspark jars, not <root>/.venv's
     )
     out = r.stdout + r.stderr
     ok = re.search(r"\[\s*(\d+) tests successful", out)

@@ -50,6 +50,7 @@ public final class BatchEncoder implements AutoCloseable {
 
     /** Thrown for an element that does not fit the schema; {@code index} is its position in the call. */
     public static final class EncodeException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
         public final int index;
 
         EncodeException(int index, String message, Throwable cause) {
@@ -94,7 +95,7 @@ public final class BatchEncoder implements AutoCloseable {
                     Object value = ex == null ? e : ex[f].apply(e);
                     try {
                         if (value == null) {
-                            ((FieldVector) root.getVector(f)).setNull(row);
+                            root.getVector(f).setNull(row);
                         } else {
                             writers[f].write(row, value);
                         }
@@ -179,7 +180,7 @@ public final class BatchEncoder implements AutoCloseable {
         // elements are never null (rule 2.13): every validity bit is 1
         ArrowBuf valid = v.getValidityBuffer();
         int full = n >>> 3;
-        valid.setOne(0, full);
+        valid.setOne(0L, full); // setOne(int, int) is deprecated
         if ((n & 7) != 0) valid.setByte(full, (1 << (n & 7)) - 1);
         v.setValueCount(n);
         root.setRowCount(n);
@@ -201,7 +202,9 @@ public final class BatchEncoder implements AutoCloseable {
         return s.length() > 120 ? s.substring(0, 120) + "..." : s;
     }
 
-    @SuppressWarnings("unchecked")
+    // Java has no generic array creation (new Function<Object, Object>[n]): the raw array is
+    // unchecked, and every slot is filled with a Function<Object, Object> below.
+    @SuppressWarnings({"unchecked", "rawtypes"})
     private Function<Object, Object>[] extractorsFor(Object e) {
         if (e == null) throw new NullPointerException("null element (rule 2.13)");
         Class<?> c = e.getClass();

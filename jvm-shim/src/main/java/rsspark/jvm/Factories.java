@@ -24,6 +24,7 @@ public final class Factories {
     private Factories() {}
 
     public static final class FactoryException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
         public final String kind;
 
         FactoryException(String kind, String message, Throwable cause) {

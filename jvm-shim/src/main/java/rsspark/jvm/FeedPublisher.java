@@ -21,6 +21,8 @@ import org.apache.arrow.memory.BufferAllocator;
 public final class FeedPublisher implements Flow.Publisher<Object>, AutoCloseable {
     /** A failure of the Python side, as {@code python.type: message}. */
     public static final class PythonException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         public PythonException(String message) {
             super(message);
         }
@@ -54,8 +56,7 @@ public final class FeedPublisher implements Flow.Publisher<Object>, AutoCloseabl
     @Override
     public void subscribe(Flow.Subscriber<? super Object> s) {
         if (s == null) throw new NullPointerException("subscribe(null) (rule 1.9)");
-        @SuppressWarnings("unchecked")
-        Flow.Subscriber<Object> sub = (Flow.Subscriber<Object>) s;
+        Flow.Subscriber<Object> sub = s; // `? super Object` is Object
         if (!subscribed.compareAndSet(false, true)) {
             // Unicast: rule 1.9 still wants onSubscribe first, then the error.
             sub.onSubscribe(new Flow.Subscription() {

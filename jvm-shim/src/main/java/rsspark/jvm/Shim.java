@@ -2,12 +2,21 @@ package rsspark.jvm;
 
 /** Entry points for the Python side (rs_spark.jvm), one static call each. */
 public final class Shim {
-    public static final String VERSION = "0.1.0";
-
     private Shim() {}
 
+    /**
+     * The rs_spark version this jar was built for: its manifest's {@code Implementation-Version}
+     * (jvm-shim/build writes pyproject.toml's version there), or null for classes not loaded from
+     * that jar. rs_spark.jvm.gateway compares it with the Python package's version.
+     */
     public static String version() {
-        return VERSION;
+        return Shim.class.getPackage().getImplementationVersion();
+    }
+
+    /** Where this JVM loaded the shim from (a jar path or a classes directory), for error messages. */
+    public static String location() {
+        java.security.CodeSource src = Shim.class.getProtectionDomain().getCodeSource();
+        return src == null ? "unknown" : String.valueOf(src.getLocation());
     }
 
     /** JVM Publisher (Flow or org.reactivestreams) -> a bridge Python polls for Arrow batches. */
@@ -33,11 +42,6 @@ public final class Shim {
      */
     public static Object publisher(String spec, java.util.Map<String, String> options) {
         return Factories.publisher(spec, options);
-    }
-
-    /** The baseline: a bridge that hands over one element per call. */
-    public static NaiveBridge naive(Object publisher, int prefetch) {
-        return new NaiveBridge(Interop.toFlowPublisher(publisher), prefetch);
     }
 
     /** The schema a class declares, as spec text ("value:int64", "id:int64,name:string", ...). */

@@ -5,7 +5,7 @@ import java.util.concurrent.SubmissionPublisher;
 import java.util.function.LongFunction;
 
 /**
- * Ready-made JVM publishers for demos, tests and benchmarks: the JDK's {@link SubmissionPublisher}
+ * Ready-made JVM publishers for demos, notebooks, tests and benchmarks: the JDK's {@link SubmissionPublisher}
  * fed by a producer thread ({@code submit} blocks while the subscriber's buffer is full, so the
  * producer follows demand).
  */
@@ -58,34 +58,6 @@ public final class Sources {
             t.setDaemon(true);
             t.start();
         };
-    }
-
-    /**
-     * Benchmarks' ceiling: subscribes to {@code publisher} inside the JVM with a subscriber that
-     * requests everything and only counts, and returns the count once it completes (or fails).
-     */
-    public static long drain(Object publisher) throws InterruptedException {
-        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
-        long[] count = {0};
-        Interop.toFlowPublisher(publisher).subscribe(new Flow.Subscriber<Object>() {
-            public void onSubscribe(Flow.Subscription s) {
-                s.request(Long.MAX_VALUE);
-            }
-
-            public void onNext(Object item) {
-                count[0]++;
-            }
-
-            public void onError(Throwable t) {
-                done.countDown();
-            }
-
-            public void onComplete() {
-                done.countDown();
-            }
-        });
-        done.await();
-        return count[0];
     }
 
     /** Never ends: Longs 0, 1, 2, ... as demanded. */

@@ -24,8 +24,7 @@ class RangePublisher implements Flow.Publisher<Object> {
     @Override
     public void subscribe(Flow.Subscriber<? super Object> s) {
         if (s == null) throw new NullPointerException("subscribe(null) (rule 1.9)");
-        @SuppressWarnings("unchecked")
-        Flow.Subscriber<Object> sub = (Flow.Subscriber<Object>) s;
+        Flow.Subscriber<Object> sub = s; // `? super Object` is Object
         Sub subscription = new Sub(sub);
         sub.onSubscribe(subscription);
         subscription.drain();

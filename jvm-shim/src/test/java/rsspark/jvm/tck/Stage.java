@@ -101,6 +101,8 @@ public final class Stage implements Flow.Subscription {
 
     /** The error the stage signals. */
     public static final class TestException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
         public TestException() {
             super("a failure signalled by the test stage");
         }

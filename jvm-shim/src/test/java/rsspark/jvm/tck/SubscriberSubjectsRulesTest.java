@@ -4,9 +4,9 @@ import java.util.concurrent.Flow;
 
 import org.junit.jupiter.api.Nested;
 
+import rsspark.bench.NaiveBridge;
 import rsspark.jvm.CollectingSubscriber;
 import rsspark.jvm.PublisherBridge;
-import rsspark.jvm.Shim;
 
 /** The shim's Flow.Subscribers against the blackbox and whitebox subscriber rules. */
 class SubscriberSubjectsRulesTest {
@@ -73,7 +73,7 @@ class SubscriberSubjectsRulesTest {
     class NaiveBridgeBlackbox extends SubscriberBlackboxRules {
         public Flow.Subscriber<Object> createSubscriber() {
             Flow.Publisher<Object> never = s -> { };
-            return Shim.naive(never, 16); // the benchmark's one-element-per-call baseline, shipped in the jar
+            return NaiveBridge.of(never, 16); // the benchmark's one-element-per-call baseline (fixtures jar)
         }
 
         public Object createElement(int i) {
