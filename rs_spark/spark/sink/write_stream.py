@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 
 from ..session import check_reachable, is_local
 
-log = logging.getLogger("rs_spark.spark.sink")
+log = logging.getLogger("rs_spark.sink")
 
 
 def write_stream(

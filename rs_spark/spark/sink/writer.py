@@ -29,7 +29,7 @@ from .options import SinkOptions
 from .staging import StagedPartition, read_staged, remove_staged, stage
 from .task_delivery import deliver_in_task
 
-log = logging.getLogger("rs_spark.spark.sink")
+log = logging.getLogger("rs_spark.sink")
 
 
 def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
