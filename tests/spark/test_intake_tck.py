@@ -84,3 +84,45 @@ def test_take_rows_splits_a_record_batch_element_and_counts_it_once():
     assert rows == 4 and [e.num_rows for e in elements[:1]] == [3] and elements[1] == "b"
     assert intake.buffered == 0 and intake.buffered_rows == 0
     intake.cancel()
+
+
+def test_take_rows_hands_on_and_counts_empty_record_batches_left_at_the_converted_head():
+    """Empty RecordBatch elements left at the head of the converted elements, then exactly the
+    buffered rows as plain elements: the empty batches are handed on too and counted, so the
+    buffered-element count (which bounds demand) returns to zero. (The fast path for "every
+    buffered row, plain elements" used to drop them and leave the count two too high.)"""
+    import threading
+
+    import pyarrow as pa
+
+    converting = threading.Event()
+
+    def precompute(run):
+        converting.set()  # called by the converter thread, which holds its elements until it lands them
+        return None  # not converted: the reader converts plain elements itself
+
+    intake = Intake(max_buffered=100, base_offset=0, precompute=precompute)
+
+    class Source:
+        def request(self, n):
+            pass
+
+        def cancel(self):
+            pass
+
+    intake.on_subscribe(Source())
+    intake.chunk = 3
+    assert intake.demand_up_to(5) == 5
+    empty = pa.record_batch({"x": pa.array([], pa.int64())})
+    for element in ("a", empty, empty):  # the third wakes the converter: all three move on
+        intake.on_next(element)
+    assert converting.wait(5)
+    intake.chunk = 1_000_000  # what arrives next stays where the publisher put it
+    elements, rows = intake.take_rows(1)  # waits until the converter landed its three
+    assert rows == 1 and elements == ["a"]
+    intake.on_next("b")
+    intake.on_next("c")
+    elements, rows = intake.take_rows(None)
+    assert rows == 2 and elements == [empty, empty, "b", "c"]
+    assert intake.buffered == 0 and intake.buffered_rows == 0
+    intake.cancel()

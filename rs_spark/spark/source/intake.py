@@ -392,7 +392,7 @@ class Intake:
             out: list[Any] = []
             taken, elements = _take_from(self._ready, budget, out)
             buf = self._buffer
-            if taken == 0 and len(buf) == budget == avail and not isinstance(buf[0], _ARROW):
+            if not out and len(buf) == budget == avail and not isinstance(buf[0], _ARROW):
                 out = [buf.popleft() for _ in range(budget)]  # the common case: every row, plain elements
                 taken = elements = budget
             else:
