@@ -2,14 +2,16 @@
 
 The ``reactive`` sink's commits run in short-lived processes; the Subscriber lives here, in a
 long-lived one (a notebook, a service), served on an rs_spark.net endpoint. Modules:
-:mod:`.hub` (the state machine and the Subscription the Subscriber holds), :mod:`.ledger` (what
-was delivered: exactly once across restarts), :mod:`.wire` (the commit channel's record-batch
+:mod:`.hub` (the hub and the Subscription the Subscriber holds), :mod:`.end` (why the hub
+ended: the query's end or the Subscriber's), :mod:`.ledger` (what was delivered: exactly once
+across restarts), :mod:`.wire` (the commit channel's record-batch
 tags and acknowledgement), :mod:`.commit_channel`, :mod:`.control` (abort / end messages),
 :mod:`.endpoint` (:func:`serve_sink`), :mod:`.elements` (what a Subscriber receives per row).
 Never imports pyspark (except to build ``rows`` elements).
 """
 
 from .control import send_control
+from .end import EndReason, HubEnd
 from .endpoint import SinkEndpoint, serve_sink
 from .errors import BatchAborted, QueryFailed, SinkError, SubscriberCancelled
 from .hub import ELEMENTS, DeliveryHub, DeliverySubscription, Offer
@@ -18,6 +20,8 @@ from .ledger import Ledger
 __all__ = [
     "DeliveryHub",
     "DeliverySubscription",
+    "HubEnd",
+    "EndReason",
     "Offer",
     "SinkEndpoint",
     "serve_sink",

@@ -39,10 +39,7 @@ class CommitChannel:
         self._asked = False
         self._piece: tuple[int, int] = (-2, -1)
         self._piece_rows = 0
-        self.complete = False
-        self.assigned: int | None = None
-        self.duplicate = False
-        self.new_rows = False
+        self.complete = False  # the commit sent its last record batch
 
     # Subscriber side (the commit's record batches)
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -92,6 +89,7 @@ class CommitChannel:
         self._hub.channel_done(self, error)
 
     def on_complete(self) -> None:
+        self.complete = True  # before telling the hub: it acknowledges once this is set
         self._hub.channel_done(self, None)
 
     # Publisher side (the answer)

@@ -13,7 +13,7 @@ from .errors import QueryFailed
 if TYPE_CHECKING:
     from .hub import DeliveryHub
 
-log = logging.getLogger("rs_spark.spark.sink")
+log = logging.getLogger("rs_spark.sink")
 
 
 class ControlSubscriber:

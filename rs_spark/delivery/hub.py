@@ -35,23 +35,91 @@ from typing import Any
 import pyarrow as pa
 
 from ..streams.drain import DrainSubscription, subscribe_with
+from ..streams.errors import throw_if_fatal
 from ..streams.types import Subscriber
 from .commit_channel import CommitChannel, Offer
 from .control import ControlSubscriber
 from .elements import batch_elements
-from .errors import BatchAborted, SinkError, SubscriberCancelled
+from .end import EndReason, HubEnd
+from .errors import BatchAborted, SinkError
 from .ledger import Ledger
 from .wire import tag_batch
 
-log = logging.getLogger("rs_spark.spark.sink")
+log = logging.getLogger("rs_spark.sink")
 
 ELEMENTS = ("dicts", "rows", "tuples", "batches")
+
+
+class _Current:
+    """A record batch queued for delivery, with its rows converted once. ``pos``: its rows (or, for
+    ``batches``, the batch) already delivered; ``dropped``: the hub let it go (the query ended, the
+    commit failed or a newer commit superseded it), so delivery stops at the next row."""
+
+    __slots__ = ("batch", "batch_id", "start", "rows", "pos", "dropped")
+
+    def __init__(self, batch: pa.RecordBatch, batch_id: int, start: int, elements: str) -> None:
+        self.batch = batch
+        self.batch_id = batch_id
+        self.start = start
+        self.pos = 0
+        self.dropped = False
+        self.rows: list[Any] | None = None if elements == "batches" else batch_elements(batch, elements)
+
+    @property
+    def done(self) -> bool:
+        return self.pos >= self.batch.num_rows
+
+    @property
+    def left(self) -> int:
+        """Elements not yet delivered (one for a ``batches`` element)."""
+        return 1 if self.rows is None else len(self.rows) - self.pos
+
+
+class _Pending:
+    """The current commit's record batches not yet fully delivered, oldest first (under the hub's lock)."""
+
+    __slots__ = ("_q",)
+
+    def __init__(self) -> None:
+        self._q: deque[_Current] = deque()
+
+    def head(self) -> _Current | None:
+        return self._q[0] if self._q else None
+
+    def __bool__(self) -> bool:
+        return bool(self._q)
+
+    def append(self, cur: _Current) -> None:
+        self._q.append(cur)
+
+    def next_row(self, delivered: int) -> int:
+        """The first row of the micro-batch not yet queued (``delivered`` when nothing is)."""
+        q = self._q
+        return q[-1].start + q[-1].batch.num_rows if q else delivered
+
+    def remove_done(self, cur: _Current) -> None:
+        if cur.done and self._q and self._q[0] is cur:
+            self._q.popleft()
+
+    def drop_all(self) -> None:
+        for cur in self._q:
+            cur.dropped = True
+        self._q.clear()
+
+    @property
+    def elements(self) -> int:
+        return sum(cur.left for cur in self._q)
 
 
 class DeliverySubscription(DrainSubscription):
     """The Subscription the user's Subscriber holds. Demand counts rows (``dicts``/``rows``/
     ``tuples``) or record batches (``batches``). ``batch_id`` is the micro-batch of the element
-    last delivered, ``row`` its index within that micro-batch."""
+    last delivered, ``row`` its index within that micro-batch.
+
+    Its drain loop takes record batches from the hub (:meth:`DeliveryHub.head`), delivers them
+    within demand and reports what was taken (:meth:`DeliveryHub.took`); how the Subscriber ends
+    the stream reaches the hub through :meth:`DeliveryHub.subscriber_raised`,
+    :meth:`DeliveryHub.subscriber_violated` and :meth:`DeliveryHub.subscription_ended`."""
 
     __slots__ = ("_hub", "batch_id", "row")
 
@@ -61,34 +129,87 @@ class DeliverySubscription(DrainSubscription):
         self.batch_id = -1
         self.row = -1
 
+    def drain(self) -> None:
+        """Deliver what the hub holds, within demand (here, or on the thread already draining)."""
+        self._schedule()
+
+    # -- the drain loop (drain owner only) ----------------------------------------------
     def _emit(self) -> None:
-        self._hub._emit(self)
+        s = self._downstream
+        if s is None:  # the stream ended: nothing is delivered any more
+            return
+        hub = self._hub
+        while not self._cancelled:
+            cur = hub.head()
+            if cur is None:  # the Subscriber took everything queued: acknowledge, pull or end
+                end = hub.queue_empty()
+                if end is not None:
+                    self._signal_end(end)
+                return
+            if self._emitted >= self._requested:
+                return
+            self.batch_id = cur.batch_id
+            rows = cur.rows
+            delivered = self._emit_batch(s, cur) if rows is None else self._emit_rows(s, cur, rows)
+            if not delivered:
+                return
 
-    def _release(self) -> None:
-        self._hub._downstream_gone(None)
+    def _emit_batch(self, s: Subscriber[Any], cur: _Current) -> bool:
+        """Deliver ``cur`` as one element (``batches``); False when on_next raised."""
+        self.row = cur.start
+        self._emitted += 1
+        try:
+            s.on_next(cur.batch)
+        except BaseException as exc:
+            throw_if_fatal(exc)  # Ctrl-C / exit stop the drain here; the batch counts as not taken
+            self._on_next_raised(exc, cur.batch_id, cur.start)
+            return False
+        self._hub.took(cur, cur.batch.num_rows)
+        return True
 
+    def _emit_rows(self, s: Subscriber[Any], cur: _Current, rows: list[Any]) -> bool:
+        """Deliver ``cur``'s rows within demand, stopping at a cancel (rule 3.6) or when the hub
+        drops the batch; False when on_next raised."""
+        pos = i = cur.pos
+        stop = min(len(rows), pos + (self._requested - self._emitted))
+        try:
+            while i < stop and not self._cancelled and not cur.dropped:
+                s.on_next(rows[i])
+                i += 1
+        except BaseException as exc:
+            self._took_rows(cur, pos, i)  # rows before i were taken; the row that raised was not
+            throw_if_fatal(exc)  # Ctrl-C / exit stop the drain here, with the ledger up to date
+            self._on_next_raised(exc, cur.batch_id, cur.start + i)
+            return False
+        self._took_rows(cur, pos, i)
+        return True
+
+    def _took_rows(self, cur: _Current, pos: int, i: int) -> None:
+        self._emitted += i - pos
+        self.row = cur.start + i - 1
+        self._hub.took(cur, i)
+
+    def _on_next_raised(self, exc: BaseException, batch_id: int, row: int) -> None:
+        # Rule 2.13: on_next raised -> the subscription is cancelled; the query must fail with it.
+        self._hub.subscriber_raised(exc, batch_id, row)
+        self._subscriber_failed(exc, "on_next")
+
+    def _signal_end(self, end: HubEnd) -> None:
+        """The query's end, owed to the Subscriber now that everything queued was delivered."""
+        if end.error is None:
+            self._complete()
+        else:
+            super()._error(end.error)  # the query's failure, not a rule the Subscriber broke
+
+    # -- DrainSubscription hooks ----------------------------------------------------------
     def _error(self, error: BaseException) -> None:
-        if not self._hub._terminal_wanted:  # not the query's end: the Subscriber broke a rule (3.9)
-            self._hub._violation = error
+        # The drain signals on_error itself only when the Subscriber broke a rule (request(n <= 0),
+        # rule 3.9) or delivery failed: the hub refuses the next commit with it.
+        self._hub.subscriber_violated(error, self.batch_id, self.row)
         super()._error(error)
 
-    def _subscriber_failed(self, exc: BaseException, signal: str) -> None:
-        # Rule 2.13: on_next raised -> the subscription is cancelled; the query must fail with it.
-        self._hub._subscriber_raised = exc
-        super()._subscriber_failed(exc, signal)
-
-
-class _Current:
-    """The record batch being delivered, with its rows converted once."""
-
-    __slots__ = ("batch", "batch_id", "start", "rows", "pos")
-
-    def __init__(self, batch: pa.RecordBatch, batch_id: int, start: int, elements: str) -> None:
-        self.batch = batch
-        self.batch_id = batch_id
-        self.start = start
-        self.pos = 0
-        self.rows: list[Any] | None = None if elements == "batches" else batch_elements(batch, elements)
+    def _release(self) -> None:
+        self._hub.subscription_ended()
 
 
 class DeliveryHub:
@@ -113,18 +234,14 @@ class DeliveryHub:
         self.defer_abort = False  # True when the query's end is watched (rs_spark.write_stream)
         self.name = name or f"sink-{uuid.uuid4().hex[:10]}"
         self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
         self.ledger = Ledger(ledger)
-        self._queue: deque[_Current] = deque()
+        self._pending = _Pending()
         self._active: CommitChannel | None = None
-        self._ended: str | None = None  # why the hub takes no more batches
-        self._cancelled = False  # ended because the Subscriber cancelled
-        self._subscriber_raised: BaseException | None = None
-        self._violation: BaseException | None = None
-        self._pending_terminal: BaseException | None = None
-        self._terminal_wanted = False
+        self._write_batch_id: int | None = None  # the number given to the active commit of a batch write
+        self._end: HubEnd | None = None  # set once: why the hub takes no more batches
         self.delivered = 0  # elements handed to on_next in total
         self.batches_delivered = 0
-        self._idle = threading.Condition(self._lock)
         self._sub = DeliverySubscription(subscriber, self)
         self._server: Any = None
         subscribe_with(subscriber, self._sub)
@@ -160,31 +277,37 @@ class DeliveryHub:
     def buffered(self) -> int:
         """Rows (or batches) received from the current commit and not yet delivered."""
         with self._lock:
-            n = 0
-            for c in self._queue:
-                n += (len(c.rows) - c.pos) if c.rows is not None else 1
-            return n
+            return self._pending.elements
+
+    @property
+    def end(self) -> HubEnd | None:
+        """How the hub ended (None while it takes batches)."""
+        return self._end
 
     @property
     def ended(self) -> str | None:
         """Why the hub takes no more batches (None while it does)."""
-        return self._ended
+        end = self._end
+        return None if end is None else end.text
 
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until no commit is being delivered."""
+        with self._lock:
+            return self._idle.wait_for(lambda: self._active is None, timeout)
+
+    # -- the query's side (control messages, write_stream) --------------------------------
     def finish(self, error: BaseException | None = None) -> None:
         """The query ended: ``on_complete`` (or ``on_error(error)``) after what was delivered.
-        Idempotent; a batch in flight is cut off (its delivered rows stay delivered)."""
+        Idempotent (the first end counts); a batch in flight is cut off (its delivered rows stay
+        delivered)."""
         with self._lock:
-            if self._ended is None:
-                self._ended = "the query ended" if error is None else f"the query failed: {error}"
-            self._terminal_wanted = True
-            if self._pending_terminal is None:
-                self._pending_terminal = error
-            active, self._active = self._active, None
-            self._queue.clear()
-            self._idle.notify_all()
+            if self._end is None:
+                self._end = HubEnd(EndReason.QUERY_ENDED if error is None else EndReason.QUERY_FAILED, error)
+            end = self._end
+            active = self._drop_active()
         if active is not None:
-            active.refuse(SinkError(f"sink '{self.name}': {self._ended}"))
-        self._sub._schedule()
+            active.refuse(SinkError(f"sink '{self.name}': {end.text}"))
+        self._sub.drain()
 
     def abort(self, batch_id: int, reason: str) -> None:
         """Spark aborted ``batch_id``: nothing of it is delivered; the Subscriber gets ``on_error``
@@ -192,9 +315,7 @@ class DeliveryHub:
         stopped mid-batch completes, a failed one errors with the cause)."""
         if self.defer_abort:
             with self._lock:
-                active, self._active = self._active, None
-                self._queue.clear()
-                self._idle.notify_all()
+                active = self._drop_active()
             if active is not None:
                 active.refuse(SinkError(f"sink '{self.name}': Spark aborted micro-batch {batch_id}"))
             return
@@ -206,18 +327,15 @@ class DeliveryHub:
             )
         )
 
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until no commit is being delivered."""
-        with self._lock:
-            return self._idle.wait_for(lambda: self._active is None, timeout)
-
     # -- commits (connection signal threads) --------------------------------------------
     def attach(self, ch: CommitChannel) -> BaseException | None:
+        """A commit opened ``ch``: it becomes the active commit, or gets the refusal returned."""
         with self._lock:
-            if self._ended is not None:
-                return self._refusal()
-            old, self._active = self._active, ch
-            self._queue.clear()
+            if self._end is not None:
+                return self._end.refusal(self.name)
+            old = self._drop_active()
+            self._active = ch
+            self._write_batch_id = None
         if old is not None:
             log.warning(
                 "sink '%s': a new commit arrived while an older one was still open; the older one "
@@ -228,190 +346,170 @@ class DeliveryHub:
             old.refuse(SinkError(f"sink '{self.name}': superseded by a newer commit"))
         return None
 
-    def _refusal(self) -> BaseException:
-        raised = self._subscriber_raised
-        if raised is not None:
-            return SinkError(
-                f"sink '{self.name}': the Subscriber raised {type(raised).__name__}: {raised} in "
-                f"on_next at micro-batch {self._sub.batch_id}, row {self._sub.row} (rule 2.13: "
-                "treated as cancellation); the query stops. Fix the Subscriber, then restart "
-                "the query from its checkpoint"
-            )
-        violation = self._violation
-        if violation is not None:
-            return SinkError(
-                f"sink '{self.name}': the Subscriber broke the Reactive Streams spec after micro-batch "
-                f"{self._sub.batch_id}, row {self._sub.row}: {violation} It got on_error and the query "
-                "stops; fix the Subscriber, then restart the query from its checkpoint"
-            )
-        if self._cancelled:
-            return SubscriberCancelled(
-                f"sink '{self.name}': the Subscriber cancelled its subscription after "
-                f"micro-batch {self._sub.batch_id}, row {self._sub.row}; the query stops. "
-                "Restart it with a new Subscriber to continue from the checkpoint"
-            )
-        return SinkError(f"sink '{self.name}' takes no more batches: {self._ended}")
-
     def offer(self, ch: CommitChannel, batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> Offer:
         """A record batch from ``ch``: queued for delivery, skipped, or a duplicate (see :class:`Offer`)."""
-        led = self.ledger
         with self._lock:
             if ch is not self._active:
                 return Offer.SKIP
             if batch_id == -1:  # a batch write: new data, numbered after what was delivered
-                if ch.assigned is None:
-                    ch.assigned = max(led.batch_id + 1, 0)
-                batch_id = ch.assigned
-                batch = tag_batch(batch, batch_id, start, total)
-            if batch_id < led.batch_id or (batch_id == led.batch_id and led.complete and not self._queue):
-                if batch_id < led.batch_id:
-                    # A restart re-runs only the last batch; an older one is a late task attempt or a
-                    # query whose checkpoint is behind this sink's ledger: say so, its rows are dropped.
-                    log.warning(
-                        "sink '%s': micro-batch %d is older than micro-batch %d, the last this sink "
-                        "delivered; not delivering it. If this query started from a new or different "
-                        "checkpointLocation than the one that wrote this sink's ledger, its first %d "
-                        "micro-batches are skipped: use that checkpoint, or a new ledger/endpoint",
-                        self.name,
-                        batch_id,
-                        led.batch_id,
-                        led.batch_id + 1,
-                    )
+                batch_id, batch = self._number_write(batch, start, total)
+            if self._delivered_before(batch_id):
                 self._active = None
                 self._idle.notify_all()
                 return Offer.DUPLICATE
-            if batch_id > led.batch_id:
-                if not led.complete:
-                    log.warning(
-                        "sink '%s': micro-batch %d was cut off after %d of %d rows and Spark moved on to "
-                        "%d without retrying it",
-                        self.name,
-                        led.batch_id,
-                        led.rows,
-                        led.total,
-                        batch_id,
-                    )
-                led.batch_id, led.rows, led.total = batch_id, 0, total
-            q = self._queue
-            expect = (q[-1].start + q[-1].batch.num_rows) if q else led.rows  # the next row not yet taken
-            end = start + batch.num_rows
-            if end <= expect:
+            self._start_batch(batch_id, total)
+            cur = self._new_rows(batch, batch_id, start)
+            if cur is None:
                 return Offer.SKIP  # delivered before the commit was cut off and retried
-            if start > expect:
-                raise SinkError(
-                    f"sink '{self.name}': micro-batch {batch_id} arrived with a gap (rows {expect}.."
-                    f"{start - 1} missing); the commit sent its record batches out of order"
-                )
-            if start < expect:
-                batch, start = batch.slice(expect - start), expect
-            ch.new_rows = True
-            q.append(_Current(batch, batch_id, start, self.elements))
-        self._sub._schedule()
+            self._pending.append(cur)
+        self._sub.drain()
         return Offer.QUEUED
 
+    def _number_write(self, batch: pa.RecordBatch, start: int, total: int) -> tuple[int, pa.RecordBatch]:
+        if self._write_batch_id is None:
+            self._write_batch_id = max(self.ledger.batch_id + 1, 0)
+        return self._write_batch_id, tag_batch(batch, self._write_batch_id, start, total)
+
+    def _delivered_before(self, batch_id: int) -> bool:
+        """Whether micro-batch ``batch_id`` reached the Subscriber before (the commit gets ``duplicate``)."""
+        led = self.ledger
+        if batch_id == led.batch_id:
+            return led.complete and not self._pending
+        if batch_id > led.batch_id:
+            return False
+        # A restart re-runs only the last batch; an older one is a late task attempt or a query
+        # whose checkpoint is behind this sink's ledger: say so, its rows are dropped.
+        log.warning(
+            "sink '%s': micro-batch %d is older than micro-batch %d, the last this sink delivered; not "
+            "delivering it. If this query started from a new or different checkpointLocation than the one "
+            "that wrote this sink's ledger, its first %d micro-batches are skipped: use that checkpoint, "
+            "or a new ledger/endpoint",
+            self.name,
+            batch_id,
+            led.batch_id,
+            led.batch_id + 1,
+        )
+        return True
+
+    def _start_batch(self, batch_id: int, total: int) -> None:
+        """A micro-batch after the ledger's: the ledger moves on to it (saying so if the last was cut off)."""
+        led = self.ledger
+        if batch_id <= led.batch_id:
+            return
+        if not led.complete:
+            log.warning(
+                "sink '%s': micro-batch %d was cut off after %d of %d rows and Spark moved on to %d "
+                "without retrying it",
+                self.name,
+                led.batch_id,
+                led.rows,
+                led.total,
+                batch_id,
+            )
+        led.batch_id, led.rows, led.total = batch_id, 0, total
+
+    def _new_rows(self, batch: pa.RecordBatch, batch_id: int, start: int) -> _Current | None:
+        """The rows of ``batch`` not yet delivered or queued (None: all were); a gap is refused."""
+        expect = self._pending.next_row(self.ledger.rows)
+        if start + batch.num_rows <= expect:
+            return None
+        if start > expect:
+            raise SinkError(
+                f"sink '{self.name}': micro-batch {batch_id} arrived with a gap (rows {expect}..{start - 1} "
+                "missing); the commit sent its record batches out of order"
+            )
+        if start < expect:
+            batch, start = batch.slice(expect - start), expect
+        return _Current(batch, batch_id, start, self.elements)
+
     def channel_done(self, ch: CommitChannel, error: BaseException | None) -> None:
+        """``ch`` sent everything (``error`` None: acknowledge once delivered) or failed."""
         with self._lock:
             if ch is not self._active:
                 return
             if error is not None:  # the commit process failed or vanished: drop what it sent
-                self._queue.clear()
-                self._active = None
-                self._idle.notify_all()
+                self._drop_active()
                 self.ledger.save()
                 return
-            ch.complete = True
-        self._sub._schedule()
+        self._sub.drain()
 
-    # -- delivery (drain owner only) ----------------------------------------------------
-    def _emit(self, sub: DeliverySubscription) -> None:
-        s = sub._downstream
-        q = self._queue
-        led = self.ledger
-        batches = self.elements == "batches"
-        while not sub.is_cancelled:
-            e, r = sub._emitted, sub._requested
-            if not q:
-                self._queue_empty(sub)
-                return
-            if e >= r:
-                return
-            cur = q[0]
-            sub.batch_id = cur.batch_id
-            if batches:
-                sub.row = cur.start
-                sub._emitted = e + 1
-                q.popleft()
-                try:
-                    s.on_next(cur.batch)  # type: ignore[union-attr]
-                except BaseException as exc:
-                    sub._subscriber_failed(exc, "on_next")  # rule 2.13; the batch counts as not taken
-                    return
-                led.rows = cur.start + cur.batch.num_rows
-                self.delivered += 1
-                continue
-            rows = cur.rows
-            assert rows is not None
-            pos = cur.pos
-            stop = min(len(rows), pos + (r - e))
-            i = pos
-            try:
-                while i < stop and not sub.is_cancelled:  # cancel (rule 3.6) stops within the batch
-                    s.on_next(rows[i])  # type: ignore[union-attr]
-                    i += 1
-            except BaseException as exc:
-                self._took(sub, cur, i)  # rows before i were taken; the row that raised was not
-                sub._subscriber_failed(exc, "on_next")  # rule 2.13
-                return
-            self._took(sub, cur, i)
-            sub._emitted = e + (i - pos)
-            if i == len(rows):
-                q.popleft()
+    def _drop_active(self) -> CommitChannel | None:
+        """Let go of the active commit and what it queued (under the lock); return it."""
+        active, self._active = self._active, None
+        self._pending.drop_all()
+        self._idle.notify_all()
+        return active
 
-    def _took(self, sub: DeliverySubscription, cur: _Current, i: int) -> None:
-        self.delivered += i - cur.pos
-        cur.pos = i
-        sub.row = cur.start + i - 1
-        self.ledger.rows = cur.start + i
+    # -- delivery (the subscription's drain owner) ----------------------------------------
+    def head(self) -> _Current | None:
+        """The record batch to deliver next, if any."""
+        with self._lock:
+            return self._pending.head()
 
-    def _queue_empty(self, sub: DeliverySubscription) -> None:
-        """Nothing queued: acknowledge a finished commit, end the stream, or pull the next batch."""
-        ack = None
-        terminal = False
+    def took(self, cur: _Current, upto: int) -> None:
+        """The rows of ``cur`` before ``upto`` (all of it for a ``batches`` element) reached ``on_next``."""
+        with self._lock:
+            self.delivered += 1 if cur.rows is None else upto - cur.pos
+            cur.pos = upto
+            if self.ledger.batch_id == cur.batch_id:  # not when a newer commit moved the ledger on
+                self.ledger.rows = cur.start + upto
+            self._pending.remove_done(cur)
+
+    def queue_empty(self) -> HubEnd | None:
+        """The Subscriber took everything queued: acknowledge a commit that sent everything, or
+        pull the active commit's next record batch. Returns the query's end when the Subscriber
+        is owed it now (no commit in flight)."""
         with self._lock:
             ch = self._active
-            if ch is not None and ch.complete:
-                self._active = None
-                led = self.ledger
-                self.batches_delivered += 1
-                status = "delivered" if led.complete else "incomplete"
-                ack = (ch, status, led.batch_id, led.total, led.rows)
-                led.save()
-                self._idle.notify_all()
-            elif ch is None and self._terminal_wanted and not sub.is_done:
-                terminal = True
-        if ack is not None:
-            ack[0].answer(*ack[1:])
-        elif terminal:
-            err = self._pending_terminal
-            if err is None:
-                sub._complete()
-            else:
-                sub._error(err)
-        elif ch is not None:
+            if ch is None:
+                end = self._end
+                return end if end is not None and end.owes_terminal else None
+            ack = self._acknowledgement(ch)
+        if ack is None:
             ch.pull()
+        else:
+            ch.answer(*ack)
+        return None
 
-    def _downstream_gone(self, exc: BaseException | None) -> None:
-        """The Subscriber cancelled, raised, or was terminated: refuse the commit in flight."""
+    def _acknowledgement(self, ch: CommitChannel) -> tuple[str, int, int, int] | None:
+        """(status, batch_id, rows, delivered) for ``ch`` once it sent everything (under the lock);
+        the ledger is saved and the commit is no longer active."""
+        if not ch.complete:
+            return None
+        self._active = None
+        led = self.ledger
+        self.batches_delivered += 1
+        led.save()
+        self._idle.notify_all()
+        return ("delivered" if led.complete else "incomplete", led.batch_id, led.total, led.rows)
+
+    # -- how the Subscriber ended the stream (from its subscription) ------------------------
+    def subscriber_raised(self, error: BaseException, batch_id: int, row: int) -> None:
+        """``on_next`` raised at ``row`` of ``batch_id`` (rule 2.13): the query must fail with it."""
+        self._ended_by(HubEnd(EndReason.SUBSCRIBER_RAISED, error, batch_id, row))
+
+    def subscriber_violated(self, error: BaseException, batch_id: int, row: int) -> None:
+        """The Subscriber got ``on_error(error)`` for breaking a rule after ``row`` of ``batch_id``
+        (ignored once the query ended: then the stream is ending anyway)."""
+        self._ended_by(HubEnd(EndReason.SUBSCRIBER_VIOLATED, error, batch_id, row))
+
+    def subscription_ended(self) -> None:
+        """The subscription ended (the Subscriber cancelled, raised, broke a rule, or got its
+        terminal signal): refuse the commit in flight, saying why."""
+        sub = self._sub
         with self._lock:
-            if self._ended is None:
-                self._ended, self._cancelled = "the Subscriber cancelled its subscription", True
-            active, self._active = self._active, None
-            self._queue.clear()
-            refusal = self._refusal()
-            self._idle.notify_all()
+            if self._end is None:
+                self._end = HubEnd(EndReason.SUBSCRIBER_CANCELLED, None, sub.batch_id, sub.row)
+            refusal = self._end.refusal(self.name)
+            active = self._drop_active()
             self.ledger.save()
         if active is not None:
             active.refuse(refusal)
+
+    def _ended_by(self, end: HubEnd) -> None:
+        with self._lock:
+            if self._end is None:
+                self._end = end
 
 
 __all__ = ["DeliveryHub", "DeliverySubscription", "Offer", "ELEMENTS"]

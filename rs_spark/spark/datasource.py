@@ -51,7 +51,7 @@ class ReactiveDataSource(DataSource):
             except Exception as exc:
                 raise OptionError(
                     f"the publisher's schema {declared!r} is not DDL, a StructType or a pyarrow.Schema: {exc}"
-                ) from None
+                ) from exc
         if opts.mode is Mode.PERMISSIVE:
             declared = _with_corrupt_column(declared, opts.corrupt_column)
         return declared

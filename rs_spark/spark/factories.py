@@ -19,7 +19,7 @@ def load_factory(spec: str, option: str = "publisher") -> Callable[..., Any]:
             f"option {option}={spec!r}: cannot import module '{module_name}' ({exc}). It must be importable "
             "in Spark's Python workers: install it in the environment PYSPARK_PYTHON points at, or ship it "
             "with spark.submit.pyFiles / SparkContext.addPyFile"
-        ) from None
+        ) from exc  # its traceback shows which import inside the module failed
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)

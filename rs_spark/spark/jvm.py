@@ -10,6 +10,7 @@ Or put the jar on ``spark.jars`` when building the session: ``configure(SparkSes
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -58,12 +59,16 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
     return j
 
 
-def _loaded_jars(spark: SparkSession) -> set:
-    s = getattr(spark, "_rs_spark_jars", None)
+_JARS: weakref.WeakKeyDictionary[SparkSession, set[str]] = weakref.WeakKeyDictionary()
+"""Per session: the jars on its driver's classpath (from spark.jars, then the ones added here)."""
+
+
+def _loaded_jars(spark: SparkSession) -> set[str]:
+    s = _JARS.get(spark)
     if s is None:
         conf = spark.sparkContext.getConf().get("spark.jars", "") or ""
         s = {os.path.abspath(p.split(":", 1)[1] if p.startswith("file:") else p) for p in conf.split(",") if p}
-        spark._rs_spark_jars = s  # type: ignore[attr-defined]
+        _JARS[spark] = s
     return s
 
 

@@ -5,13 +5,14 @@ by rs_spark.tck."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pyarrow as pa
 import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.delivery import DeliveryHub, SinkError, serve_sink
+from rs_spark.delivery import DeliveryHub, EndReason, HubEnd, SinkError, serve_sink
 from rs_spark.delivery.wire import tag_batch
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.spark.subscribers import Recorder
@@ -49,7 +50,7 @@ def test_a_batch_cut_off_mid_way_resumes_at_the_first_row_not_delivered():
     rec = Recorder()
     ep = serve_sink(rec)
     try:
-        with pytest.raises(Exception, match="commit process killed"):
+        with pytest.raises(ConnectionAbortedError, match="commit process killed"):
             commit(ep.address, 0, [rows(0, 100), rows(100, 200), rows(200, 300)], cut_after=2)
         assert ep.hub.wait_idle(10)
         assert ids(rec) == list(range(200)) and ep.hub.ledger.rows == 200
@@ -66,11 +67,11 @@ def test_a_delivered_batch_is_acknowledged_as_duplicate_and_not_delivered_again(
     try:
         commit(ep.address, 0, [rows(0, 10)])
         commit(ep.address, 1, [rows(10, 20)])
-        with caplog.at_level("WARNING", logger="rs_spark.spark.sink"):
+        with caplog.at_level("WARNING", logger="rs_spark.sink"):
             ack = commit(ep.address, 1, [rows(10, 20)])  # the restart case: the last batch again
         assert ack[0].to_pylist()[0]["status"] == "duplicate"
         assert "older than" not in caplog.text
-        with caplog.at_level("WARNING", logger="rs_spark.spark.sink"):
+        with caplog.at_level("WARNING", logger="rs_spark.sink"):
             ack = commit(ep.address, 0, [rows(0, 10)])  # behind the ledger: dropped, but said loudly
         assert ack[0].to_pylist()[0]["status"] == "duplicate"
         assert "micro-batch 0 is older than micro-batch 1" in caplog.text and "checkpointLocation" in caplog.text
@@ -96,33 +97,44 @@ def test_ledger_file_keeps_exactly_once_across_a_hub_restart(tmp_path):
         ep.stop()
 
 
+def _until(cond, timeout=10.0):
+    """Wait until ``cond()`` holds (polled: the hub's state changes on its delivery thread)."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def test_demand_bounds_what_the_hub_holds():
     """A Subscriber that requested 5 and stopped: the hub holds at most one record batch of the
     commit (the channel is asked for the next only when the Subscriber took the previous)."""
     rec = Recorder(batch=5)
-    wait = threading.Event()
 
     def on_next(x):
         rec.items.append(x)  # never requests more
 
     rec.on_next = on_next
     ep = serve_sink(rec)
+    outcome = []
+
+    def run():
+        try:
+            commit(ep.address, 0, [rows(i * 1000, (i + 1) * 1000) for i in range(50)])
+        except net.RemoteError as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
     try:
-        t = threading.Thread(
-            target=lambda: pytest.raises(
-                Exception, commit, ep.address, 0, [rows(i * 1000, (i + 1) * 1000) for i in range(50)]
-            ),
-            daemon=True,
-        )
         t.start()
-        for _ in range(100):
-            if len(rec.items) == 5:
-                break
-            wait.wait(0.05)
-        wait.wait(0.3)
-        assert len(rec.items) == 5
-        assert ep.hub.buffered <= 1000  # the rest of one record batch, never the 50 000 rows
-        ep.hub.finish()
+        # The drain is done once the hub has counted the 5 rows as taken from the first record batch.
+        assert _until(lambda: len(rec.items) == 5 and ep.hub.buffered == 995), (len(rec.items), ep.hub.buffered)
+        assert ep.hub.outstanding == 0 and ep.hub.delivered == 5
+        ep.hub.finish()  # the query ends: the commit still waiting for demand is refused
+        t.join(20)
+        assert not t.is_alive() and len(outcome) == 1 and "the query ended" in str(outcome[0])
+        assert len(rec.items) == 5 and rec.completed
     finally:
         ep.stop()
 
@@ -136,6 +148,72 @@ def test_finish_completes_after_delivered_rows_and_refuses_later_commits():
         assert rec.done.wait(5) and rec.completed and ids(rec) == list(range(5))
         with pytest.raises(net.RemoteError, match="takes no more batches"):
             commit(ep.address, 1, [rows(5, 6)])
+    finally:
+        ep.stop()
+
+
+def test_finish_during_on_next_cuts_the_batch_off_and_completes():
+    """The query ends while a record batch is being delivered (here: from inside on_next): the
+    rest of that batch is not delivered and the Subscriber gets on_complete, not an error from
+    the hub's own queue (it used to deliver on and then fail with IndexError)."""
+    rec = Recorder()
+    original = rec.on_next
+
+    def on_next(x):
+        original(x)
+        if len(rec.items) == 3:
+            ep.finish()
+
+    rec.on_next = on_next
+    ep = serve_sink(rec)
+    try:
+        with pytest.raises(net.RemoteError, match="the query ended"):
+            commit(ep.address, 0, [rows(0, 10)])
+        assert rec.done.wait(5) and rec.completed and rec.error is None
+        assert ids(rec) == [0, 1, 2] and ep.hub.ledger.rows == 3 and ep.hub.delivered == 3
+        assert ep.hub.end == HubEnd(EndReason.QUERY_ENDED)
+    finally:
+        ep.stop()
+
+
+def test_the_first_end_decides_and_later_ends_change_nothing():
+    rec = Recorder()
+    ep = serve_sink(rec)
+    try:
+        ep.finish(SinkError("the query failed"))
+        ep.finish()  # a later stop (or a second end message) neither completes nor changes the reason
+        assert rec.done.wait(5) and isinstance(rec.error, SinkError) and not rec.completed
+        assert ep.hub.end.reason is EndReason.QUERY_FAILED and ep.hub.ended == "the query failed: the query failed"
+    finally:
+        ep.stop()
+
+
+def test_spec_2_13_on_next_raising_refuses_the_commit_naming_the_row_that_raised():
+    rec = Recorder(raise_at=14)
+    ep = serve_sink(rec)
+    try:
+        commit(ep.address, 0, [rows(0, 10)])
+        with pytest.raises(
+            net.RemoteError,
+            match=r"raised RuntimeError: subscriber refuses element 14 in on_next at "
+            r"micro-batch 1, row 4 \(rule 2.13",
+        ):
+            commit(ep.address, 1, [rows(10, 20)])
+        assert ep.hub.end.reason is EndReason.SUBSCRIBER_RAISED and ep.hub.ledger.rows == 4
+        with pytest.raises(net.RemoteError, match="rule 2.13"):  # and every later commit
+            commit(ep.address, 1, [rows(10, 20)])
+    finally:
+        ep.stop()
+
+
+def test_spec_3_9_a_bad_request_refuses_the_commit_naming_where_the_subscriber_was():
+    rec = Recorder(batch=2, bad_request_after=4)
+    ep = serve_sink(rec)
+    try:
+        with pytest.raises(net.RemoteError, match="broke the Reactive Streams spec after micro-batch 0, row 3"):
+            commit(ep.address, 0, [rows(0, 10)])
+        assert rec.done.wait(5) and "rule 3.9" in str(rec.error)
+        assert ep.hub.end.reason is EndReason.SUBSCRIBER_VIOLATED and ids(rec) == [0, 1, 2, 3]
     finally:
         ep.stop()
 

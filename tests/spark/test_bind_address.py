@@ -111,8 +111,8 @@ def test_driver_conf_is_read_from_the_submit_process_above_the_reader(tmp_path):
     # A real process tree: a stand-in for the driver JVM (its command line is what counts) starts
     # a child, as the JVM starts the reader process; the child reads the conf from its ancestor.
     child = (
-        "import json, sys; sys.path.insert(0, %r); from rs_spark.spark.source.bind_address import driver_conf; "
-        "print(json.dumps(driver_conf()))" % ROOT
+        f"import json, sys; sys.path.insert(0, {ROOT!r}); from rs_spark.spark.source.bind_address import driver_conf; "
+        "print(json.dumps(driver_conf()))"
     )
     parent = "import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-c', sys.argv[1]]))"
     conf_dir = tmp_path / "conf"

@@ -6,6 +6,7 @@ import uuid
 
 import pyarrow as pa
 import pytest
+from pyspark.errors import StreamingQueryException
 
 import rs_spark
 from rs_spark import streams as rs
@@ -75,7 +76,7 @@ def test_endpoint_with_a_wrong_token_fails_the_query_saying_why(spark):
             .load()
         )
         q = df.writeStream.format("memory").queryName("q_" + uuid.uuid4().hex[:8]).start()
-        with pytest.raises(Exception) as ei:
+        with pytest.raises(StreamingQueryException) as ei:
             q.awaitTermination(120)
         assert "token" in str(ei.value).lower() or "auth" in str(ei.value).lower()
     finally:

@@ -55,10 +55,10 @@ def _burst(proc, signals):
             break
     try:
         out, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as exc:
         proc.kill()
         out, err = proc.communicate()
-        raise AssertionError(f"the process did not exit within 30 s of {signals} SIGTERMs (deadlock?)\n{err}")
+        raise AssertionError(f"the process did not exit within 30 s of {signals} SIGTERMs (deadlock?)\n{err}") from exc
     return out, err
 
 

@@ -11,6 +11,7 @@ import os
 
 import pyarrow as pa
 import pytest
+from pyspark.errors import StreamingQueryException
 
 import rs_spark
 from rs_spark.delivery import BatchAborted, QueryFailed
@@ -41,7 +42,7 @@ AVAILABLE_NOW = {"availableNow": True}
 def test_rows_arrive_in_order_exactly_once_then_on_complete(spark, tmp_path):
     rec = Recorder()
     q = rs_spark.write_stream(source(spark), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert q.exception() is None
     assert rec.done.wait(30) and rec.completed and rec.error is None
     assert [r["id"] for r in rec.items] == list(range(3000))
@@ -61,7 +62,7 @@ def test_a_named_query_delivers_too(spark, tmp_path):
         trigger=AVAILABLE_NOW,
         query_name="named_sink_query",
     )
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert q.exception() is None and q.name == "named_sink_query"
     assert rec.done.wait(30) and [r["id"] for r in rec.items] == list(range(20))
 
@@ -69,7 +70,7 @@ def test_a_named_query_delivers_too(spark, tmp_path):
 def test_demand_paces_the_query_subscriber_requesting_10_sees_at_most_10_outstanding(spark, tmp_path):
     rec = Recorder(batch=10)
     q = rs_spark.write_stream(source(spark, count=2000), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert rec.done.wait(30) and rec.completed
     assert len(rec.items) == 2000 and rec.max_outstanding == 10
     hub = q.rs_sink
@@ -81,7 +82,7 @@ def test_record_batch_subscriber_gets_arrow_with_batch_id_metadata(spark, tmp_pa
     q = rs_spark.write_stream(
         source(spark, count=2500), rec, elements="batches", checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW
     )
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert rec.done.wait(30) and rec.completed
     assert all(isinstance(b, pa.RecordBatch) for b in rec.items)
     table = pa.Table.from_batches(rec.items)
@@ -99,7 +100,7 @@ def test_tuples_elements(spark, tmp_path):
         checkpoint=str(tmp_path / "ck"),
         trigger=AVAILABLE_NOW,
     )
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert rec.done.wait(30)
     assert rec.items == [(i, f"r-{i}", i * 0.5) for i in range(5)]
 
@@ -122,7 +123,7 @@ def test_restart_from_checkpoint_does_not_deliver_a_committed_batch_again(spark,
                 .trigger(availableNow=True)
                 .start()
             )
-            q.awaitTermination(120)
+            assert q.awaitTermination(120), "the query did not end within 120 s"
             assert q.exception() is None
 
         run()
@@ -150,7 +151,7 @@ def test_query_failure_reaches_the_subscriber_as_on_error_with_the_cause(spark, 
         checkpoint=str(tmp_path / "ck"),
         trigger={"processingTime": "100 milliseconds"},
     )
-    with pytest.raises(Exception):
+    with pytest.raises(StreamingQueryException, match="went offline"):
         q.awaitTermination(120)
     assert rec.done.wait(30)
     assert isinstance(rec.error, QueryFailed) and "went offline" in str(rec.error)
@@ -179,7 +180,7 @@ def test_query_stop_reaches_the_subscriber_as_on_complete(spark, tmp_path):
 def test_subscriber_cancel_stops_the_query_with_a_message_saying_so(spark, tmp_path):
     rec = Recorder(cancel_after=1500)
     q = rs_spark.write_stream(source(spark), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
-    with pytest.raises(Exception, match="cancelled its subscription after micro-batch 1, row 499"):
+    with pytest.raises(StreamingQueryException, match="cancelled its subscription after micro-batch 1, row 499"):
         q.awaitTermination(120)
     assert len(rec.items) == 1500 and rec.signals_after_end == 0
 
@@ -187,7 +188,7 @@ def test_subscriber_cancel_stops_the_query_with_a_message_saying_so(spark, tmp_p
 def test_spec_2_13_subscriber_raising_in_on_next_fails_the_query_with_that_error(spark, tmp_path):
     rec = Recorder(raise_at=1234)
     q = rs_spark.write_stream(source(spark), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
-    with pytest.raises(Exception, match="subscriber refuses element 1234") as info:
+    with pytest.raises(StreamingQueryException, match="subscriber refuses element 1234") as info:
         q.awaitTermination(120)
     assert "rule 2.13" in str(info.value)
     assert len(rec.items) == 1234 and not rec.completed
@@ -197,7 +198,7 @@ def test_spec_2_13_subscriber_raising_in_on_next_fails_the_query_with_that_error
 def test_spec_3_9_subscriber_requesting_zero_gets_on_error_and_the_query_fails_naming_the_rule(spark, tmp_path):
     rec = Recorder(batch=100, bad_request_after=1100)
     q = rs_spark.write_stream(source(spark), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
-    with pytest.raises(Exception, match="rule 3.9"):
+    with pytest.raises(StreamingQueryException, match="rule 3.9"):
         q.awaitTermination(120)
     assert isinstance(rec.error, ValueError) and "rule 3.9" in str(rec.error)
     assert len(rec.items) == 1100
@@ -213,7 +214,7 @@ def test_subscriber_that_never_requests_fails_the_commit_after_commit_timeout(sp
         trigger=AVAILABLE_NOW,
         commitTimeout="2s",
     )
-    with pytest.raises(Exception, match="did not take the rows within commitTimeout=2.0 s"):
+    with pytest.raises(StreamingQueryException, match="did not take the rows within commitTimeout=2.0 s"):
         q.awaitTermination(120)
     assert rec.items == []
 
@@ -231,7 +232,7 @@ def test_abort_delivers_nothing_of_the_batch_and_signals_on_error(spark, tmp_pat
     df = source(spark).select(explode_at_1500("id").alias("id"), "name")
     rec = Recorder()
     q = rs_spark.write_stream(df, rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
-    with pytest.raises(Exception, match="bad record 1500"):
+    with pytest.raises(StreamingQueryException, match="bad record 1500"):
         q.awaitTermination(120)
     assert rec.done.wait(30)
     assert [r["id"] for r in rec.items] == list(range(1000))  # batch 0 only: nothing of batch 1
@@ -251,7 +252,7 @@ def test_subscriber_factory_runs_per_task_on_executors(spark, tmp_path):
         .trigger(availableNow=True)
         .start()
     )
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert q.exception() is None
     lines = [json.loads(line) for f in sorted(out.iterdir()) for line in f.read_text().splitlines()]
     rows = [x for x in lines if "id" in x]
@@ -268,7 +269,7 @@ def test_subscriber_factory_raising_fails_the_query_naming_rule_2_13(spark, tmp_
         .trigger(availableNow=True)
         .start()
     )
-    with pytest.raises(Exception, match="refuses rows"):
+    with pytest.raises(StreamingQueryException, match="refuses rows"):
         q.awaitTermination(120)
 
 
@@ -282,7 +283,7 @@ def test_subscriber_factory_cancelling_fails_the_query_saying_after_how_many(spa
         .trigger(availableNow=True)
         .start()
     )
-    with pytest.raises(Exception, match="cancelled its subscription after 3 elements of this task"):
+    with pytest.raises(StreamingQueryException, match="cancelled its subscription after 3 elements of this task"):
         q.awaitTermination(120)
 
 
@@ -309,7 +310,7 @@ def test_big_partitions_are_staged_at_staging_location(spark, tmp_path):
         inlineMaxBytes="1k",
         stagingLocation=str(staging),
     )
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert q.exception() is None and rec.done.wait(30)
     assert [r["id"] for r in rec.items] == list(range(2000))
     assert staging.exists() and list(staging.iterdir()) == []  # staged files removed after commit
@@ -328,7 +329,7 @@ def test_big_partition_without_staging_location_fails_saying_what_to_set(spark, 
             .trigger(availableNow=True)
             .start()
         )
-        with pytest.raises(Exception, match="set option stagingLocation"):
+        with pytest.raises(StreamingQueryException, match="set option stagingLocation"):
             q.awaitTermination(120)
         assert rec.items == []
     finally:
@@ -338,7 +339,7 @@ def test_big_partition_without_staging_location_fails_saying_what_to_set(spark, 
 def test_write_stream_in_local_mode_stages_on_local_disk_and_cleans_up(spark, tmp_path):
     rec = Recorder()
     q = rs_spark.write_stream(source(spark, count=1000), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
-    q.awaitTermination(120)
+    assert q.awaitTermination(120), "the query did not end within 120 s"
     assert rec.done.wait(30) and len(rec.items) == 1000
     staging = [v for k, v in q.rs_sink_options.items() if k == "stagingLocation"]
     assert staging and not os.path.exists(staging[0])
@@ -353,7 +354,7 @@ def test_unreachable_endpoint_fails_the_commit_with_the_address(spark, tmp_path)
         .trigger(availableNow=True)
         .start()
     )
-    with pytest.raises(Exception, match="127.0.0.1:9"):
+    with pytest.raises(StreamingQueryException, match="127.0.0.1:9"):
         q.awaitTermination(120)
 
 
@@ -372,6 +373,6 @@ def test_bad_sink_options_are_refused_with_the_fix(spark, tmp_path, options, mes
     w = source(spark, count=1).writeStream.format("reactive").option("checkpointLocation", str(tmp_path / "ck"))
     for k, v in options.items():
         w = w.option(k, v)
-    with pytest.raises(Exception, match=message):
+    with pytest.raises(StreamingQueryException, match=message):  # the options are parsed as the query starts
         q = w.trigger(availableNow=True).start()
         q.awaitTermination(60)

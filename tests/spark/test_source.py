@@ -7,6 +7,7 @@ import time
 import uuid
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.source.options import SourceOptions
@@ -112,7 +113,7 @@ def test_record_batch_publisher_is_split_by_rows(spark):
 def test_publisher_error_fails_the_query_with_its_type_and_message(spark):
     df = _stream(spark, "failing", **{"publisher.count": 5})
     q, name = _run_to_memory(df, spark)
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(StreamingQueryException) as ei:
         q.awaitTermination(120)
     text = _error_text(ei.value)
     assert "KeyError" in text and "sensor 5 went offline" in text
@@ -123,7 +124,7 @@ def test_publisher_error_fails_the_query_with_its_type_and_message(spark):
 def test_spec_1_1_publisher_sending_more_than_requested_fails_the_query_naming_rule_and_offset(spark):
     df = _stream(spark, "overshoot", **{"maxRecordsPerTrigger": 10})
     q, _ = _run_to_memory(df, spark)
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(StreamingQueryException) as ei:
         q.awaitTermination(120)
     text = _error_text(ei.value)
     assert "rule 1.1" in text and "offset" in text
@@ -132,7 +133,7 @@ def test_spec_1_1_publisher_sending_more_than_requested_fails_the_query_naming_r
 def test_failfast_names_offset_and_field(spark):
     df = _stream(spark, "malformed")
     q, _ = _run_to_memory(df, spark)
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(StreamingQueryException) as ei:
         q.awaitTermination(120)
     text = _error_text(ei.value)
     assert "offset 3" in text and "'price'" in text and "DROPMALFORMED" in text
@@ -218,7 +219,7 @@ def test_restart_from_checkpoint_replays_the_uncommitted_batch_identically(spark
         return q
 
     q1 = run("first", fail_on=2)
-    with pytest.raises(Exception):
+    with pytest.raises(StreamingQueryException, match="sink failure in batch 2"):
         q1.awaitTermination(120)
     q2 = run("second", fail_on=-1)
     try:
@@ -247,10 +248,10 @@ def test_restart_without_log_fails_on_data_loss_with_advice(spark, tmp_path):
         return df.writeStream.foreachBatch(each).option("checkpointLocation", ckpt).start()
 
     q1 = run(fail_on=1)
-    with pytest.raises(Exception):
+    with pytest.raises(StreamingQueryException, match="sink failure"):
         q1.awaitTermination(120)
     q2 = run(fail_on=-1)
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(StreamingQueryException) as ei:
         q2.awaitTermination(120)
     text = _error_text(ei.value)
     assert "cannot be replayed" in text and "logPath" in text and "failOnDataLoss" in text
@@ -276,7 +277,7 @@ def test_unknown_option_is_refused_with_a_suggestion():
 
 
 def test_bad_factory_is_a_clear_error_at_load_time(spark):
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(StreamingQueryException) as ei:
         (
             spark.readStream.format("reactive")
             .schema(SCHEMA)

@@ -8,6 +8,7 @@ import json
 import uuid
 
 import pytest
+from pyspark.errors import StreamingQueryException
 
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.source.options import SourceOptions
@@ -62,7 +63,7 @@ def test_failfast_names_the_offset_of_a_malformed_record_deep_in_a_pre_converted
     q, name = _run(
         spark, "many_malformed", maxRecordsPerTrigger=6000, **{"publisher.count": 20000, "publisher.bad": "13579"}
     )
-    with pytest.raises(Exception) as ei:
+    with pytest.raises(StreamingQueryException) as ei:
         q.awaitTermination(120)
     text = f"{ei.value}\n{getattr(ei.value, 'desc', '')}"
     assert "offset 13579" in text and "'price'" in text

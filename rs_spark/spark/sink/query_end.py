@@ -9,6 +9,7 @@ SparkSession, holding the callbacks of the queries this process started with
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -46,16 +47,17 @@ class QueryEndListener(StreamingQueryListener):
 
 
 _attach_lock = threading.Lock()
+_listeners: weakref.WeakKeyDictionary[Any, QueryEndListener] = weakref.WeakKeyDictionary()  # per SparkSession
 
 
 def on_query_end(spark: Any, query: Any, callback: Callback) -> None:
     """Call ``callback(None)`` when ``query`` stops, ``callback(error_text)`` when it fails."""
     with _attach_lock:
-        listener = getattr(spark, "_rs_spark_query_end", None)
+        listener = _listeners.get(spark)
         if listener is None:
             listener = QueryEndListener()
             spark.streams.addListener(listener)
-            spark._rs_spark_query_end = listener
+            _listeners[spark] = listener
     qid = str(query.id)
     listener.watch(qid, callback)
     if not query.isActive:  # ended before the callback was registered

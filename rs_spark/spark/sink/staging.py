@@ -72,7 +72,7 @@ def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatc
             raise SinkError(
                 f"staged partition {m.path} ({m.rows} rows) cannot be read at commit: {exc}; the "
                 "driver must reach option stagingLocation"
-            ) from None
+            ) from exc
         with f:
             data = f.read_buffer()
         yield from iter_stream(data, f"the staged partition {m.path} ({m.rows} rows)")

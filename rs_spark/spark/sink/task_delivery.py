@@ -13,6 +13,7 @@ import pyarrow as pa
 from ...delivery import SinkError
 from ...delivery.elements import batch_elements
 from ...streams import from_iterable
+from ...streams.errors import throw_if_fatal
 from ..factories import load_factory
 from ..options import OptionError
 from .options import SinkOptions
@@ -75,6 +76,7 @@ class _TaskDelivery:
         """Raise what ended the stream abnormally, if anything, saying where."""
         if self.raised is not None:
             exc = self.raised
+            throw_if_fatal(exc)
             raise SinkError(
                 f"the Subscriber from {factory!r} raised {type(exc).__name__}: {exc} in on_next after "
                 f"{self.taken - 1} elements of this task (rule 2.13: treated as cancellation)"
@@ -99,6 +101,9 @@ class _TaskDelivery:
             self.raised = exc
             self.cancel_upstream()
             self.done.set()
+            # Ctrl-C / exit also go on up (the source's drain reports them); the waiting task
+            # re-raises them as they are (raise_failure).
+            throw_if_fatal(exc)
 
     def on_error(self, e: BaseException) -> None:
         self.error = e

@@ -11,9 +11,10 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
+from ...delivery import DeliveryHub, QueryFailed, send_control
 from ..session import check_reachable, is_local
 
-log = logging.getLogger("rs_spark.spark.sink")
+log = logging.getLogger("rs_spark.sink")
 
 
 def write_stream(
@@ -43,37 +44,70 @@ def write_stream(
     ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`).
     Other keyword arguments become sink options.
     """
-    from ...delivery import DeliveryHub, QueryFailed, send_control
     from ..session import register
     from .query_end import on_query_end
 
-    register(df.sparkSession)
-    hub: DeliveryHub | None = None
+    spark = df.sparkSession
+    register(spark)
+    hub, endpoint = _serve(spark, subscriber, elements, ledger, bind)
+    options, staging = _with_local_staging(spark, options)
+    checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint)
+    w = _writer(df, endpoint, options, checkpoint, trigger, query_name, output_mode)
+    query = _start(w, hub)
+    on_query_end(spark, query, _QueryEnd(hub, endpoint, end_on_stop, [staging, temporary]))
+    setattr(query, "rs_sink_options", dict(options))  # noqa: B010 - attributes pyspark's class does not declare
+    setattr(query, "rs_sink", hub)  # noqa: B010 - the hub (None for a remote Subscriber): outstanding, buffered, delivered, ledger
+    return query
+
+
+def _serve(spark: Any, subscriber: Any, elements: str, ledger: str | None, bind: str) -> tuple[DeliveryHub | None, str]:
+    """The hub serving ``subscriber`` in this process (None for the address of one served elsewhere)
+    and the endpoint the sink's commits deliver to."""
     if isinstance(subscriber, str):
-        endpoint = subscriber
-    else:
-        hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
-        hub.defer_abort = True  # the query's end (watched below) decides: stop -> complete, failure -> error
-        check_reachable(df.sparkSession, bind, "write_stream")
-        endpoint = hub.serve(bind)
-    staging: str | None = None
-    temporary: str | None = None  # a throw-away checkpoint of ours, removed when the query ends
-    if not any(k.lower() == "staginglocation" for k in options) and is_local(df.sparkSession):
-        # Executors share this machine's disk in local mode: staging files beat carrying the
-        # batch inside commit messages through the driver JVM (measured: benchmarks/sink.py).
-        staging = tempfile.mkdtemp(prefix="rs-sink-staging-")
-        options = {"stagingLocation": staging, "inlineMaxBytes": "1m", **options}
+        return None, subscriber
+    hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
+    hub.defer_abort = True  # the query's end (watched) decides: stop -> complete, failure -> error
+    check_reachable(spark, bind, "write_stream")
+    return hub, hub.serve(bind)
+
+
+def _with_local_staging(spark: Any, options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """In local mode (and no stagingLocation given) stage in a temporary folder of ours, returned."""
+    if any(k.lower() == "staginglocation" for k in options) or not is_local(spark):
+        return options, None
+    # Executors share this machine's disk in local mode: staging files beat carrying the batch
+    # inside commit messages through the driver JVM (measured: benchmarks/sink.py).
+    staging = tempfile.mkdtemp(prefix="rs-sink-staging-")
+    return {"stagingLocation": staging, "inlineMaxBytes": "1m", **options}, staging
+
+
+def _checkpoint_or_temporary(spark: Any, checkpoint: str | None) -> tuple[str | None, str | None]:
+    """``(checkpoint, temporary)``: without a checkpoint (here or in the session's conf), a
+    throw-away one of ours, removed when the query ends (like Spark's memory sink)."""
+    if checkpoint or spark.conf.get("spark.sql.streaming.checkpointLocation", None):
+        return checkpoint, None
+    temporary = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
+    log.warning(
+        "write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
+        "over. Pass checkpoint= for exactly-once delivery across restarts",
+        temporary,
+    )
+    return temporary, temporary
+
+
+def _writer(
+    df: DataFrame,
+    endpoint: str,
+    options: dict[str, Any],
+    checkpoint: str | None,
+    trigger: dict | None,
+    query_name: str | None,
+    output_mode: str | None,
+) -> Any:
+    """The ``DataStreamWriter`` for ``format("reactive")`` with every option set."""
     w = df.writeStream.format("reactive").option("endpoint", endpoint)
     for k, v in options.items():
         w = w.option(k, str(v))
-    if not checkpoint and not df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None):
-        # Like Spark's memory sink: a throw-away checkpoint, so a quick notebook query just runs.
-        checkpoint = temporary = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
-        log.warning(
-            "write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
-            "over. Pass checkpoint= for exactly-once delivery across restarts",
-            checkpoint,
-        )
     if checkpoint:
         w = w.option("checkpointLocation", checkpoint)
     if trigger:
@@ -82,29 +116,47 @@ def write_stream(
         w = w.queryName(query_name)
     if output_mode:
         w = w.outputMode(output_mode)
+    return w
+
+
+def _start(w: Any, hub: DeliveryHub | None) -> Any:
+    """Start the query; if it does not start, the Subscriber served here gets on_error with why."""
     try:
-        query = w.start()
+        return w.start()
     except BaseException as exc:
         if hub is not None:
-            hub.finish(exc)
+            # Ctrl-C / exit while starting is not the query's failure: the Subscriber is told the
+            # query never started, with the interruption as the cause.
+            hub.finish(exc if isinstance(exc, Exception) else _not_started(exc))
             hub.stop()
         raise
 
-    def ended(error: str | None) -> None:
-        for folder in (staging, temporary):
-            if folder:
-                shutil.rmtree(folder, ignore_errors=True)
-        err = QueryFailed(f"the query failed: {_cause(error)}") if error else None
-        if hub is not None:
-            hub.finish(err)
-            hub.stop()
-        elif end_on_stop:
-            send_control(endpoint, {"op": "end", "error": None if err is None else str(err)})
 
-    on_query_end(df.sparkSession, query, ended)
-    setattr(query, "rs_sink_options", dict(options))  # noqa: B010 - attributes pyspark's class does not declare
-    setattr(query, "rs_sink", hub)  # noqa: B010 - the hub (None for a remote Subscriber): outstanding, buffered, delivered, ledger
-    return query
+def _not_started(exc: BaseException) -> QueryFailed:
+    failure = QueryFailed(f"the query did not start: write_stream was interrupted ({type(exc).__name__})")
+    failure.__cause__ = exc
+    return failure
+
+
+class _QueryEnd:
+    """Called once when the query ends (``error``: its failure text): removes our temporary folders
+    and ends the Subscriber (served here: through the hub; elsewhere: an ``end`` control message)."""
+
+    def __init__(self, hub: DeliveryHub | None, endpoint: str, end_on_stop: bool, folders: list[str | None]) -> None:
+        self._hub = hub
+        self._endpoint = endpoint
+        self._end_on_stop = end_on_stop
+        self._folders = [f for f in folders if f]
+
+    def __call__(self, error: str | None) -> None:
+        for folder in self._folders:
+            shutil.rmtree(folder, ignore_errors=True)
+        err = QueryFailed(f"the query failed: {_cause(error)}") if error else None
+        if self._hub is not None:
+            self._hub.finish(err)
+            self._hub.stop()
+        elif self._end_on_stop:
+            send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)})
 
 
 _EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failed|Cancelled|Aborted|Interrupt)\w*): (.+)$")

@@ -29,50 +29,61 @@ from .options import SinkOptions
 from .staging import StagedPartition, read_staged, remove_staged, stage
 from .task_delivery import deliver_in_task
 
-log = logging.getLogger("rs_spark.spark.sink")
+log = logging.getLogger("rs_spark.sink")
 
 
 def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
     """Send the staged micro-batch to the hub; return when every row reached the Subscriber."""
-    from ...net import connect_processor
-    from ...net.errors import NetError, RemoteError
-    from ...streams import from_iterable, to_list
-
     parts = [m for m in messages if isinstance(m, StagedPartition) and m.rows]
     total = sum(m.rows for m in parts)
     if total == 0:
         return
+    where = f"micro-batch {batch_id} ({total} rows) to {opts.endpoint.split('?')[0] if opts.endpoint else '?'}"
+    acks = _send(_tagged(parts, batch_id, total, opts), where, opts)
+    _check_ack(acks, where)
 
-    def tagged() -> Iterator[pa.RecordBatch]:
-        start = 0
-        for m in parts:
-            for b in read_staged(m, opts):
-                if b.num_rows:
-                    yield tag_batch(b, batch_id, start, total)
-                    start += b.num_rows
+
+def _tagged(parts: list[StagedPartition], batch_id: int, total: int, opts: SinkOptions) -> Iterator[pa.RecordBatch]:
+    """The staged record batches, in order, tagged with the micro-batch and their first row."""
+    start = 0
+    for m in parts:
+        for b in read_staged(m, opts):
+            if b.num_rows:
+                yield tag_batch(b, batch_id, start, total)
+                start += b.num_rows
+
+
+def _send(batches: Iterator[pa.RecordBatch], where: str, opts: SinkOptions) -> list[pa.RecordBatch]:
+    """Send ``batches`` over one commit channel; the hub's answers (one acknowledgement)."""
+    from ...net import connect_processor
+    from ...net.errors import NetError, RemoteError
+    from ...streams import from_iterable, to_list
 
     kwargs = {"token": opts.token} if opts.token else {}
-    where = f"micro-batch {batch_id} ({total} rows) to {opts.endpoint.split('?')[0] if opts.endpoint else '?'}"
     proc = None
     try:
         proc = connect_processor(opts.endpoint or "", codec="arrow", **kwargs)
-        from_iterable(tagged()).subscribe(proc)
-        acks = to_list(proc, timeout=opts.commit_timeout)
-    except TimeoutError:
+        from_iterable(batches).subscribe(proc)
+        return to_list(proc, timeout=opts.commit_timeout)
+    except TimeoutError as exc:
         raise SinkError(
             f"delivering {where}: the Subscriber did not take the rows within commitTimeout="
             f"{opts.commit_timeout} s; it requests too slowly, or raise commitTimeout"
-        ) from None
+        ) from exc
     except RemoteError as exc:
-        raise SinkError(f"delivering {where}: {exc.type_name}: {exc.remote_message}") from None
+        raise SinkError(f"delivering {where}: {exc.type_name}: {exc.remote_message}") from exc
     except NetError as exc:
         raise SinkError(
             f"delivering {where}: {exc}; is the process serving the Subscriber running? Restart the "
             "query from its checkpoint once it is: no row is delivered twice"
-        ) from None
+        ) from exc
     finally:
         if proc is not None:
             proc.close()  # Python workers may be reused: leave no channel open behind
+
+
+def _check_ack(acks: list[pa.RecordBatch], where: str) -> None:
+    """Raise unless the hub acknowledged every row as delivered (now, or before: a duplicate)."""
     if len(acks) != 1 or acks[0].num_rows != 1:
         raise SinkError(f"delivering {where}: the sink endpoint answered {acks!r}; it is not an rs_spark sink hub")
     ack = acks[0].to_pylist()[0]
@@ -85,6 +96,8 @@ def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
 
 
 class _WriterBase:
+    """What the stream and batch writers share: ``write`` on executors, commit and abort on the driver."""
+
     def __init__(self, opts: SinkOptions) -> None:
         self.opts = opts
 
@@ -93,33 +106,30 @@ class _WriterBase:
             return deliver_in_task(iterator, self.opts)
         return stage(iterator, self.opts)
 
-
-class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
-    """``writeStream.format("reactive")``."""
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+    def _commit(self, messages: list[WriterCommitMessage | None], batch_id: int) -> None:
         if self.opts.subscriber:
-            return
+            return  # factory mode: the tasks delivered already
         try:
-            deliver(list(messages), batchId, self.opts)
+            deliver(list(messages), batch_id, self.opts)
         finally:
             remove_staged(list(messages), self.opts)
 
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+    def _abort(self, messages: list[WriterCommitMessage | None], batch_id: int) -> None:
         remove_staged(list(messages), self.opts)
-        if self.opts.endpoint:
-            try:
-                send_control(
-                    self._control_address(),
-                    {"op": "abort", "batch_id": batchId, "reason": "a task of the batch failed"},
-                )
-            except Exception as exc:  # the query fails anyway; the hub learns at query end
-                log.warning(
-                    "sink: could not tell %s that micro-batch %d was aborted: %s",
-                    redact(self.opts.endpoint),
-                    batchId,
-                    _without_token(str(exc), self.opts.token),
-                )
+        if not self.opts.endpoint:
+            return
+        try:
+            send_control(
+                self._control_address(),
+                {"op": "abort", "batch_id": batch_id, "reason": "a task of the batch failed"},
+            )
+        except Exception as exc:  # the query fails anyway; the hub learns at query end
+            log.warning(
+                "sink: could not tell %s that micro-batch %d was aborted: %s",
+                redact(self.opts.endpoint),
+                batch_id,
+                _without_token(str(exc), self.opts.token),
+            )
 
     def _control_address(self) -> str:
         a = parse_address(self.opts.endpoint or "")
@@ -133,22 +143,25 @@ def _without_token(text: str, token: str | None) -> str:
     return text.replace(token, "***") if token else text
 
 
-class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):
-    _control_address = ReactiveStreamWriter._control_address
+class ReactiveStreamWriter(_WriterBase, DataSourceStreamArrowWriter):
+    """``writeStream.format("reactive")``."""
 
-    """``write.format("reactive")``: the whole DataFrame as one delivery (batch id from the hub's
-    ledger is not used: each write is new data)."""
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._commit(messages, batchId)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self._abort(messages, batchId)
+
+
+class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):
+    """``write.format("reactive")``: the whole DataFrame as one delivery (the hub numbers it after
+    the last micro-batch in its ledger: each write is new data)."""
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        if self.opts.subscriber:
-            return
-        try:
-            deliver(list(messages), -1, self.opts)
-        finally:
-            remove_staged(list(messages), self.opts)
+        self._commit(messages, -1)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        ReactiveStreamWriter.abort(self, messages, -1)  # type: ignore[arg-type]
+        self._abort(messages, -1)
 
 
 __all__ = ["ReactiveStreamWriter", "ReactiveBatchWriter", "deliver"]

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from ...streams.demand import add_cap
-from ...streams.errors import SpecViolation
+from ...streams.errors import SpecViolation, throw_if_fatal
 from ...streams.types import Subscription
 
 log = logging.getLogger("rs_spark.source")
@@ -43,6 +43,40 @@ class Chunk:
 
     def __init__(self, batch: pa.RecordBatch) -> None:
         self.batch = batch
+
+
+def _rows_in(e: Any) -> int:
+    """Rows an element holds: a Chunk or Arrow element its rows, a plain element one."""
+    if isinstance(e, Chunk):
+        return int(e.batch.num_rows)
+    if isinstance(e, _ARROW):
+        return int(e.num_rows)
+    return 1
+
+
+def _take_from(src: collections.deque[Any], budget: int, out: list[Any]) -> tuple[int, int]:
+    """Move elements holding up to ``budget`` rows from the head of ``src`` to ``out``, splitting
+    the element that holds more. Returns (rows, elements) moved: a Chunk counts the elements it
+    holds; a split Arrow element stays one element, counted when its last row is taken."""
+    taken = elements = 0
+    while taken < budget and src:
+        e = src[0]
+        n = _rows_in(e)
+        if taken + n <= budget:
+            out.append(src.popleft())
+            taken += n
+            elements += n if isinstance(e, Chunk) else 1
+            continue
+        cut = budget - taken
+        if isinstance(e, Chunk):
+            out.append(Chunk(e.batch.slice(0, cut)))
+            src[0] = Chunk(e.batch.slice(cut))
+            elements += cut
+        else:
+            out.append(e.slice(0, cut))
+            src[0] = e.slice(cut)
+        taken += cut
+    return taken, elements
 
 
 Precompute = Callable[[list[Any]], pa.RecordBatch | None]
@@ -295,21 +329,31 @@ class Intake:
         while True:
             n = calls.get()
             if n == _CANCEL:
-                try:
-                    s.cancel()
-                except BaseException as exc:  # rule 3.15: cancel must return normally
-                    log.warning(
-                        "format('reactive'): the publisher's Subscription.cancel() raised %s: %s "
-                        "(Reactive Streams rule 3.15 says it must return normally); the subscription is "
-                        "abandoned",
-                        type(exc).__name__,
-                        exc,
-                    )
+                self._cancel_upstream(s)
                 return
             try:
                 s.request(n)
             except BaseException as exc:  # rule 3.16 says request returns normally; this one did not
+                # Recorded even when fatal (SystemExit, CancelledError...): the query then fails
+                # saying so instead of waiting for demand this thread would never signal again.
                 self._violate("3.16", f"the publisher's Subscription.request({n}) raised {type(exc).__name__}: {exc}")
+                if not isinstance(exc, Exception):  # fatal: cancel, as the violation says, and end this thread
+                    self._cancel_upstream(s)
+                    raise
+
+    @staticmethod
+    def _cancel_upstream(s: Subscription) -> None:
+        try:
+            s.cancel()
+        except BaseException as exc:  # rule 3.15: cancel must return normally
+            throw_if_fatal(exc)  # the demand thread ends here either way
+            log.warning(
+                "format('reactive'): the publisher's Subscription.cancel() raised %s: %s "
+                "(Reactive Streams rule 3.15 says it must return normally); the subscription is "
+                "abandoned",
+                type(exc).__name__,
+                exc,
+            )
 
     def wait(self, rows: int, timeout: float) -> bool:
         """Wait until ``rows`` rows are buffered, a terminal/violation arrives, or ``timeout``."""
@@ -344,42 +388,17 @@ class Intake:
         with self._head:
             while self._converting:  # it holds elements that come before the rest: let it land them
                 self._head.wait()
+            # Only the reader (under _head) removes elements; the publisher appends at the tail.
             out: list[Any] = []
-            taken = elements = 0
-            for src in (self._ready, self._buffer):
-                # Only the reader (under _head) removes elements; the publisher appends at the tail.
-                if (
-                    src is self._buffer
-                    and taken == 0
-                    and len(src) == budget == avail
-                    and not isinstance(src[0], _ARROW)
-                ):
-                    out = [src.popleft() for _ in range(budget)]  # the common case: every row, plain elements
-                    taken = elements = budget
-                    break
-                pop = src.popleft
-                while taken < budget and src:
-                    e = src[0]
-                    if isinstance(e, Chunk):
-                        n = e.batch.num_rows
-                    elif isinstance(e, _ARROW):
-                        n = e.num_rows
-                    else:
-                        n = 1
-                    if taken + n <= budget:
-                        out.append(pop())
-                        taken += n
-                        elements += n if isinstance(e, Chunk) else 1
-                        continue
-                    cut = budget - taken
-                    if isinstance(e, Chunk):
-                        out.append(Chunk(e.batch.slice(0, cut)))
-                        src[0] = Chunk(e.batch.slice(cut))
-                        elements += cut
-                    else:
-                        out.append(e.slice(0, cut))
-                        src[0] = e.slice(cut)  # still one element (it counts when its last row is taken)
-                    taken += cut
+            taken, elements = _take_from(self._ready, budget, out)
+            buf = self._buffer
+            if not out and len(buf) == budget == avail and not isinstance(buf[0], _ARROW):
+                out = [buf.popleft() for _ in range(budget)]  # the common case: every row, plain elements
+                taken = elements = budget
+            else:
+                more, more_elements = _take_from(buf, budget - taken, out)
+                taken += more
+                elements += more_elements
             self._taken_rows += taken
             self._taken_elements += elements
         return out, taken
@@ -388,44 +407,54 @@ class Intake:
     def _convert_loop(self) -> None:
         """Move elements from ``_buffer`` to ``_ready``, converting plain runs to Chunks, while
         Spark runs the previous micro-batch (so the next ``latestOffset`` finds them converted)."""
-        assert self._precompute is not None
         while not self._closed:
             self._convert_wake.wait()
             self._convert_wake.clear()
             while not self._closed and len(self._buffer) >= self.chunk:
-                with self._head:
-                    buf = self._buffer
-                    items = [buf.popleft() for _ in range(min(len(buf), self.chunk))]
-                    self._converting = True
-                moved: list[Any] = []
-                try:
-                    run: list[Any] = []
-                    items_left: list[Any]
-                    if not _has_arrow(items):
-                        run, items_left = items, []
-                    else:
-                        items_left = items
-                    for e in items_left:
-                        if isinstance(e, _ARROW):
-                            moved.extend(self._convert_run(run))
-                            run = []
-                            moved.append(e)
-                        else:
-                            run.append(e)
-                    moved.extend(self._convert_run(run))
-                except BaseException:  # never lose elements: hand them on unconverted
-                    moved = items
-                finally:
-                    with self._head:
-                        self._ready.extend(moved)
-                        self._converting = False
-                        self._head.notify_all()
+                self._convert_next()
+
+    def _convert_next(self) -> None:
+        """Move the oldest ``chunk`` elements of ``_buffer`` to ``_ready``, plain runs converted."""
+        with self._head:
+            buf = self._buffer
+            items = [buf.popleft() for _ in range(min(len(buf), self.chunk))]
+            self._converting = True
+        moved = items
+        try:
+            moved = self._converted(items)
+        except BaseException as exc:  # never lose elements: hand them on unconverted (the reader converts them)
+            # A fatal error ends the converter thread after the finally below: the reader then
+            # converts everything that arrives itself.
+            throw_if_fatal(exc)
+            log.debug("format('reactive'): converting ahead failed: %s: %s", type(exc).__name__, exc)
+        finally:
+            with self._head:
+                self._ready.extend(moved)
+                self._converting = False
+                self._head.notify_all()
+
+    def _converted(self, items: list[Any]) -> list[Any]:
+        """``items`` with each run of plain elements converted to a Chunk (Arrow elements stay as they are)."""
+        if not _has_arrow(items):
+            return self._convert_run(items)
+        moved: list[Any] = []
+        run: list[Any] = []
+        for e in items:
+            if isinstance(e, _ARROW):
+                moved.extend(self._convert_run(run))
+                run = []
+                moved.append(e)
+            else:
+                run.append(e)
+        moved.extend(self._convert_run(run))
+        return moved
 
     def _convert_run(self, run: list[Any]) -> list[Any]:
-        if not run:
-            return []
+        precompute = self._precompute
+        if not run or precompute is None:
+            return run
         try:
-            batch = self._precompute(run)  # type: ignore[misc]
+            batch = precompute(run)
         except Exception:
             batch = None
         if batch is None or batch.num_rows != len(run):

@@ -63,45 +63,12 @@ class SourceOptions:
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
         check_known(options, SOURCE_OPTIONS, "format('reactive') (source)")
         o = lookup(options)
-        publisher = o.get("publisher")
-        endpoint = o.get("endpoint")
-        jvm_publisher = o.get("jvmpublisher")
-        if sum(map(bool, (publisher, endpoint, jvm_publisher))) != 1:
-            raise OptionError(
-                "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
-                "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
-                "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
-                f"got publisher={publisher!r}, endpoint={endpoint!r}, jvmPublisher={jvm_publisher!r}. From a "
-                "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
-            )
-        if o.get("jvmjars") and not jvm_publisher:
-            raise OptionError(
-                f"option jvmJars={o.get('jvmjars')!r} is only used with option jvmPublisher; set "
-                "jvmPublisher to the JVM Publisher factory (com.example.Feeds#method) or drop jvmJars"
-            )
-        if jvm_publisher and (":" in str(jvm_publisher).split("#")[0] or " " in str(jvm_publisher).strip()):
-            raise OptionError(
-                f"option jvmPublisher={jvm_publisher!r} must look like 'com.example.Feeds#method' "
-                "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)"
-            )
-        if publisher and ":" not in str(publisher):
-            raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
-        max_r = parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
-        min_r = parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o else None
-        if max_r is not None and min_r is not None and min_r > max_r:
-            raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
-        max_buffered = parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
-        if max_r is not None and max_r > max_buffered:
-            raise OptionError(
-                f"option maxRecordsPerTrigger={max_r} exceeds maxBufferedRecords={max_buffered}: a micro-batch "
-                "cannot hold more elements than rs_spark may buffer; raise maxBufferedRecords or lower the limit"
-            )
-        if min_r is not None and min_r > max_buffered:
-            raise OptionError(f"option minRecordsPerTrigger={min_r} exceeds maxBufferedRecords={max_buffered}")
+        publisher, endpoint, jvm_publisher = _the_publisher(o)
+        max_r, min_r, max_buffered = _record_bounds(o)
         mode = Mode.parse(o.get("mode", "FAILFAST"))
         return cls(
-            publisher=str(publisher) if publisher else None,
-            endpoint=str(endpoint) if endpoint else None,
+            publisher=publisher,
+            endpoint=endpoint,
             token=o.get("token"),
             schema=o.get("schema"),
             max_records_per_trigger=max_r,
@@ -119,9 +86,56 @@ class SourceOptions:
             mode=mode,
             corrupt_column=str(o.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN)),
             raw=o,
-            jvm_publisher=str(jvm_publisher).strip() if jvm_publisher else None,
+            jvm_publisher=jvm_publisher,
             jvm_jars=str(o["jvmjars"]) if o.get("jvmjars") else None,
         )
+
+
+def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """``(publisher, endpoint, jvmPublisher)``: exactly one is set, in its form."""
+    publisher, endpoint, jvm_publisher = o.get("publisher"), o.get("endpoint"), o.get("jvmpublisher")
+    if sum(map(bool, (publisher, endpoint, jvm_publisher))) != 1:
+        raise OptionError(
+            "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
+            "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
+            "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
+            f"got publisher={publisher!r}, endpoint={endpoint!r}, jvmPublisher={jvm_publisher!r}. From a "
+            "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
+        )
+    if o.get("jvmjars") and not jvm_publisher:
+        raise OptionError(
+            f"option jvmJars={o.get('jvmjars')!r} is only used with option jvmPublisher; set "
+            "jvmPublisher to the JVM Publisher factory (com.example.Feeds#method) or drop jvmJars"
+        )
+    if jvm_publisher and (":" in str(jvm_publisher).split("#")[0] or " " in str(jvm_publisher).strip()):
+        raise OptionError(
+            f"option jvmPublisher={jvm_publisher!r} must look like 'com.example.Feeds#method' "
+            "or 'com.example.FeedPublisher' (a Python factory goes in option publisher)"
+        )
+    if publisher and ":" not in str(publisher):
+        raise OptionError(f"option publisher={publisher!r} must look like 'package.module:factory'")
+    return (
+        str(publisher) if publisher else None,
+        str(endpoint) if endpoint else None,
+        str(jvm_publisher).strip() if jvm_publisher else None,
+    )
+
+
+def _record_bounds(o: dict[str, Any]) -> tuple[int | None, int | None, int]:
+    """``(maxRecordsPerTrigger, minRecordsPerTrigger, maxBufferedRecords)``, consistent with each other."""
+    max_r = parse_int("maxRecordsPerTrigger", o["maxrecordspertrigger"], 1) if "maxrecordspertrigger" in o else None
+    min_r = parse_int("minRecordsPerTrigger", o["minrecordspertrigger"], 1) if "minrecordspertrigger" in o else None
+    if max_r is not None and min_r is not None and min_r > max_r:
+        raise OptionError(f"option minRecordsPerTrigger={min_r} is larger than maxRecordsPerTrigger={max_r}")
+    max_buffered = parse_int("maxBufferedRecords", o.get("maxbufferedrecords", 100_000), 1)
+    if max_r is not None and max_r > max_buffered:
+        raise OptionError(
+            f"option maxRecordsPerTrigger={max_r} exceeds maxBufferedRecords={max_buffered}: a micro-batch "
+            "cannot hold more elements than rs_spark may buffer; raise maxBufferedRecords or lower the limit"
+        )
+    if min_r is not None and min_r > max_buffered:
+        raise OptionError(f"option minRecordsPerTrigger={min_r} exceeds maxBufferedRecords={max_buffered}")
+    return max_r, min_r, max_buffered
 
 
 __all__ = ["SourceOptions", "SOURCE_OPTIONS"]

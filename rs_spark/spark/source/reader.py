@@ -36,7 +36,7 @@ from pyspark.sql.types import StructType
 from ...arrow.convert import ElementConverter
 from ...arrow.ipc import from_ipc, to_ipc
 from ...net.batch_fetch import Address, BatchServer, FetchError, fetch
-from ...streams.errors import SpecViolation
+from ...streams.errors import SpecViolation, throw_if_fatal
 from .bind_address import batch_server_binds
 from .intake import Chunk, Intake, PublisherFailed
 from .options import SourceOptions
@@ -147,6 +147,9 @@ class _Live:
             try:
                 publisher.subscribe(self.intake)
             except BaseException as exc:
+                # Recorded even when fatal (SystemExit, CancelledError...), so the query fails
+                # saying what subscribe() did rather than waiting for on_subscribe; a fatal error
+                # then ends this thread (re-raised below).
                 self.subscribe_error = SpecViolation(
                     "1.9",
                     (
@@ -156,6 +159,7 @@ class _Live:
                     ),
                 )
                 self.subscribe_error.__cause__ = exc
+                throw_if_fatal(exc)
             finally:
                 done.set()
 
@@ -521,7 +525,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     f"reader process: {exc}. Executors must reach the driver host on that port; otherwise set "
                     "option logPath to a location executors can read (also gives replay after a restart), or "
                     "batchTransport=inline (rows travel inside Spark's tasks, slower for large batches)"
-                ) from None
+                ) from exc
         elif isinstance(partition, LogPartition):
             for name, lo, hi in partition.pieces:
                 yield from read_segment_slice(partition.uri, name, lo, hi)
@@ -543,6 +547,9 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._live.stop()
 
 
+_ARROW = (pa.RecordBatch, pa.Table)
+
+
 def _convert(
     converter: ElementConverter, elements: list[Any], first_offset: int
 ) -> tuple[list[pa.RecordBatch], int, int]:
@@ -552,30 +559,35 @@ def _convert(
     out: list[pa.RecordBatch] = []
     malformed = dropped = 0
     offset = first_offset
-    i, n = 0, len(elements)
-    while i < n:
-        e = elements[i]
-        if isinstance(e, Chunk):
-            out.append(e.batch)
-            offset += e.batch.num_rows
-            i += 1
+    for run in _runs(elements):
+        if isinstance(run, Chunk):
+            out.append(run.batch)
+            offset += run.batch.num_rows
             continue
-        arrow = isinstance(e, (pa.RecordBatch, pa.Table))
-        j = i + 1
-        while (
-            j < n
-            and not isinstance(elements[j], Chunk)
-            and isinstance(elements[j], (pa.RecordBatch, pa.Table)) == arrow
-        ):
-            j += 1
-        run = elements[i:j]
         c = converter.convert(run, offset)
         out.append(c.batch)
         malformed += c.malformed
         dropped += c.dropped
-        offset += sum(x.num_rows for x in run) if arrow else len(run)
-        i = j
+        offset += sum(x.num_rows for x in run) if isinstance(run[0], _ARROW) else len(run)
     return out, malformed, dropped
+
+
+def _runs(elements: list[Any]) -> Iterator[Chunk | list[Any]]:
+    """``elements`` in order as each Chunk alone and the longest runs of plain elements or of
+    Arrow elements between them (the converter takes one kind at a time)."""
+    i, n = 0, len(elements)
+    while i < n:
+        e = elements[i]
+        if isinstance(e, Chunk):
+            yield e
+            i += 1
+            continue
+        arrow = isinstance(e, _ARROW)
+        j = i + 1
+        while j < n and not isinstance(elements[j], Chunk) and isinstance(elements[j], _ARROW) == arrow:
+            j += 1
+        yield elements[i:j]
+        i = j
 
 
 def _split_log(uri: str, segs: list[tuple[str, int]], n: int) -> list[InputPartition]:

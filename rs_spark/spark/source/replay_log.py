@@ -21,7 +21,7 @@ import pyarrow.ipc as ipc
 from ...arrow.validate import MalformedArrow, checked, refuse_compressed
 from ..files import make_dirs, open_fs, open_new
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("rs_spark.source")
 
 _WIDTH = 20
 _SUFFIX = ".arrow"

@@ -75,7 +75,7 @@ def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
             batch_rows=max(1, min(65_536, opts.max_buffered)),
         )
     except JvmFactoryError as exc:
-        raise PublisherFactoryError(str(exc)) from None
+        raise PublisherFactoryError(str(exc)) from exc
 
 
 __all__ = ["make_publisher", "PublisherFactoryError"]

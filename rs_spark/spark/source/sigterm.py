@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
-log = logging.getLogger("rs_spark.spark.reader")
+log = logging.getLogger("rs_spark.source")
 
 EXIT_STATUS = 128 + signal.SIGTERM
 """The status a shell reports for a process that SIGTERM ended."""
