@@ -52,4 +52,32 @@ class Processor(Subscriber[T_contra], Publisher[R_co], Protocol[T_contra, R_co])
     """A stage that is both a Subscriber and a Publisher (spec section 4)."""
 
 
-__all__ = ["Publisher", "Subscriber", "Subscription", "Processor"]
+@runtime_checkable
+class Replayable(Protocol[R_co]):
+    """A Publisher that can start at a position: rows (elements) since its beginning.
+
+    ``subscribe_at(subscriber, position)`` subscribes like ``subscribe`` but the first element
+    signalled is the one at ``position`` (0 is the first one ever). A rs_spark extension, not
+    part of the Reactive Streams specification: the ``reactive`` source uses it to resume where
+    Spark last committed after a restart, so a replayable publisher needs no replay log.
+    """
+
+    def subscribe_at(self, subscriber: Subscriber[R_co], position: int) -> None: ...
+
+
+@runtime_checkable
+class Committable(Protocol):
+    """Told when the rows before ``position`` are safe downstream (a rs_spark extension).
+
+    The ``reactive`` source calls ``on_commit(position)`` on the Subscription it holds, or else on
+    the Publisher, after Spark committed the micro-batch ending at ``position`` (rows since the
+    subscription, or since the publisher's beginning for a :class:`Replayable` one): never before
+    that commit, once per committed micro-batch, positions increasing. A publisher reading a
+    broker acknowledges its upstream there. After a restart a position already seen may come
+    again once: compare with the last one.
+    """
+
+    def on_commit(self, position: int) -> None: ...
+
+
+__all__ = ["Publisher", "Subscriber", "Subscription", "Processor", "Replayable", "Committable"]
