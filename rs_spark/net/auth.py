@@ -9,11 +9,13 @@ from .connection import Rejected
 from .metadata import AUTHENTICATION, COMPOSITE, MetadataError, bearer, composite, token_of
 
 
-def setup_metadata(token: str | None) -> bytes | None:
-    """Composite SETUP metadata carrying ``token`` as a bearer credential (None: no metadata)."""
-    if not token:
+def setup_metadata(token: str | None, entries: list[tuple[str, bytes]] | None = None) -> bytes | None:
+    """Composite SETUP metadata carrying ``token`` as a bearer credential and ``entries``
+    (None when there is nothing to carry)."""
+    all_entries = ([(AUTHENTICATION, bearer(token))] if token else []) + list(entries or [])
+    if not all_entries:
         return None
-    return composite([(AUTHENTICATION, bearer(token))])
+    return composite(all_entries)
 
 
 def check_token(

@@ -6,7 +6,7 @@ server, paced by the server's REQUEST_N) and subscribe a local Subscriber to it 
 responses, paced by ours). :meth:`rs_spark.net.Server.add_processor` serves a factory of
 Processors, one per channel.
 
-A stream id carries two directions, each an existing half (:class:`~.bridge.OutboundStream`,
+A stream id carries two directions, each an existing half (:class:`~.outbound.OutboundStream`,
 :class:`~.bridge.InboundSubscription`). :class:`ChannelStream` routes frames to them and keeps
 the stream registered until both have ended. Frame routing, the same on both ends: PAYLOAD
 goes to the inbound half; REQUEST_N and CANCEL concern what we send (the outbound half); ERROR
@@ -24,10 +24,11 @@ from ..streams.drain import TerminalSubscription, check_subscriber, subscribe_wi
 from ..streams.errors import throw_if_fatal
 from ..streams.types import Subscriber, Subscription
 from . import frames as F
-from .bridge import InboundSubscription, OutboundStream
+from .bridge import InboundSubscription
 from .codecs import make_codec
 from .errors import NetError, ProtocolError
 from .metadata import request_metadata
+from .outbound import OutboundStream
 from .worker import in_background
 
 if TYPE_CHECKING:  # client imports this module

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import ssl as _ssl
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
@@ -13,14 +13,19 @@ from ..streams.types import Subscriber, Subscription
 from . import frames as F
 from .address import Address, parse
 from .auth import setup_metadata
-from .bridge import InboundSubscription, OutboundStream
+from .bridge import InboundSubscription
 from .channel import RemoteProcessor
 from .codecs import MIMES, make_codec
 from .connection import Connection, Limits
 from .conventions import ChannelOpen
 from .errors import ConnectionLost, NetError, Refused
 from .metadata import COMPOSITE, request_metadata
+from .outbound import OutboundStream
+from .resume import resume_entry
 from .transport import dial
+
+if TYPE_CHECKING:
+    from .resume_client import ResumablePublisher
 from .worker import in_background
 
 log = logging.getLogger(__name__)
@@ -138,6 +143,50 @@ class Client:
             return c
 
     def _open(self) -> Connection:
+        conn = self._dial()
+        conn.send(self._setup_frame(None, None))
+        conn.start()
+        return conn
+
+    def open_resumable(self, token: bytes, window: float | None) -> Connection:
+        """A new connection (not shared) whose SETUP asks for a resumable stream with ``token``
+        (:mod:`.resume`); ``window``: seconds the server should keep it after a drop (None: its own)."""
+        conn = self._dial()
+        conn.send(self._setup_frame(token, window))
+        conn.start()
+        return conn
+
+    def resume(self, token: bytes, position: int) -> Connection:
+        """A new connection continuing the stream of ``token`` from ``position``: blocks until the
+        server's RESUME_OK (up to ``connect_timeout``); raises ResumeRejected when it cannot."""
+        conn = self._dial()
+        answered = threading.Event()
+        conn.on_resumed = lambda _position: answered.set()
+        conn.send(F.encode_resume(token, position))
+        conn.start()
+        timeout = self._opts.connect_timeout
+        if not answered.wait(timeout) or conn.closed is not None:
+            err = conn.closed
+            conn.close(None, final=[])
+            if err is not None:
+                raise err
+            raise ConnectionLost(f"{self._addr.base} did not answer RESUME within {timeout} s", self._addr.base)
+        return conn
+
+    def _setup_frame(self, resume_token: bytes | None, window: float | None) -> list[F.Buffer]:
+        o = self._opts
+        entries = [] if resume_token is None else [resume_entry(window)]
+        return F.encode_setup(
+            int(o.keepalive * 1000),
+            int(o.lifetime * 1000),
+            COMPOSITE,
+            MIMES[make_codec(self._codec).name],
+            metadata=setup_metadata(self._token, entries),
+            resume_token=resume_token,
+        )
+
+    def _dial(self) -> Connection:
+        """A started-to-be connection (not yet started, nothing sent) to this client's server."""
         a, o = self._addr, self._opts
         warn_if_token_in_clear_text(a, self._token)
         try:
@@ -156,17 +205,12 @@ class Client:
             ) from exc
         conn = Connection(sock, client=True, label=a.base, limits=o.limits, keepalive=o.keepalive, lifetime=o.lifetime)
         conn.metadata_mime, conn.data_mime = COMPOSITE, MIMES[make_codec(self._codec).name]
-        conn.send(
-            F.encode_setup(
-                int(o.keepalive * 1000),
-                int(o.lifetime * 1000),
-                conn.metadata_mime,
-                conn.data_mime,
-                metadata=setup_metadata(self._token),
-            )
-        )
-        conn.start()
         return conn
+
+    @property
+    def token(self) -> str | None:
+        """The endpoint token this client authenticates with (never logged)."""
+        return self._token
 
     def close(self) -> None:
         """Close the connection; its open streams end with ``ConnectionLost``."""
@@ -243,6 +287,15 @@ class RemotePublisher(PublisherBase[Any]):
             sub.attach(conn, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
 
         in_background(open_stream, f"rs-net-connect {where}")
+
+    def resumable(
+        self, key: str | None = None, *, window: float | None = None, reconnect_for: float = 60.0
+    ) -> ResumablePublisher:
+        """This publisher read as a resumable stream (:mod:`.resume_client`): the server keeps what
+        it sent until acknowledged; ``key`` resumes an existing stream."""
+        from .resume_client import ResumablePublisher
+
+        return ResumablePublisher(self._client.fresh(), self._name, key, window=window, reconnect_for=reconnect_for)
 
     def __reduce__(self) -> Any:
         # Pickles as its address (and picklable options): rebuilt with connect() elsewhere.

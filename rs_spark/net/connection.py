@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from ..streams.errors import throw_if_fatal
 from . import frames as F
-from .errors import ConnectionLost, NetError, ProtocolError, Refused
+from .errors import ConnectionLost, NetError, ProtocolError, Refused, ResumeRejected
 from .framing import IDLE, FrameReader, send_buffers
 from .metadata import MetadataError
 from .worker import SerialExecutor
@@ -103,6 +103,10 @@ class Handler(Protocol):
 
     def open_stream(self, conn: Connection, frame: F.Frame) -> None: ...
 
+    def on_resume(self, conn: Connection, frame: F.Frame) -> None: ...
+
+    def on_metadata_push(self, conn: Connection, frame: F.Frame) -> None: ...
+
 
 def _rest(frame: list[F.Buffer], sent: int) -> list[F.Buffer]:
     """The part of ``frame`` (a list of buffers) after its first ``sent`` bytes."""
@@ -143,6 +147,8 @@ class Connection:
         self.metadata_mime = ""
         self.data_mime = ""
         self.endpoint: Any = None  # server: per-connection state set by the handler
+        self.on_push: Callable[[F.Frame], None] | None = None  # client: METADATA_PUSH from the server
+        self.on_resumed: Callable[[int], None] | None = None  # client: RESUME_OK (its position)
         self._on_closed = on_closed
         self._lock = threading.Lock()
         self._streams: dict[int, Stream] = {}
@@ -501,14 +507,17 @@ class Connection:
             self._on_connection_frame(f)
 
     def _on_first_frame(self, f: F.Frame) -> None:
-        """A server's first frame must be an acceptable SETUP."""
-        if f.type != F.SETUP:
+        """A server's first frame must be an acceptable SETUP, or a RESUME of a stream it keeps."""
+        if f.type not in (F.SETUP, F.RESUME):
             self.reject(F.INVALID_SETUP, f"the first frame must be SETUP, got {f.type_name}")
             return
         handler = self.handler
         assert handler is not None, "only a server waits for SETUP, and a server connection has a handler"
         try:
-            handler.on_setup(self, f)
+            if f.type == F.SETUP:
+                handler.on_setup(self, f)
+            else:
+                handler.on_resume(self, f)
         except Rejected as r:
             self.reject(r.code, r.message)
             return
@@ -556,15 +565,34 @@ class Connection:
         elif t == F.ERROR:
             text = bytes(f.data).decode("utf-8", "replace")
             code = F.ERROR_NAMES.get(f.error_code, hex(f.error_code))
-            refused = f.error_code in (F.INVALID_SETUP, F.UNSUPPORTED_SETUP, F.REJECTED_SETUP)
-            cls = Refused if refused else ConnectionLost
+            cls = _CONNECTION_ERRORS.get(f.error_code, ConnectionLost)
             self.close(cls(f"{self.label} closed the connection with ERROR[{code}]: {text}", self.label))
-        # A second SETUP, LEASE, METADATA_PUSH, RESUME*, EXT with IGNORE: nothing to do here.
+        elif t == F.METADATA_PUSH:
+            self._on_metadata_push(f)
+        elif t == F.RESUME_OK and self.client:
+            cb, self.on_resumed = self.on_resumed, None
+            if cb is not None:
+                cb(f.client_position)
+        # A second SETUP, LEASE, RESUME, EXT with IGNORE: nothing to do here.
+
+    def _on_metadata_push(self, f: F.Frame) -> None:
+        if self.handler is not None:
+            self.handler.on_metadata_push(self, f)
+        elif self.on_push is not None:
+            self.on_push(f)
 
     def fail_stream(self, stream_id: int, code: int, message: str) -> None:
         """Send ERROR[code] on a stream and forget it."""
         self.remove_stream(stream_id)
         self.send(F.encode_error(stream_id, code, message))
 
+
+_CONNECTION_ERRORS: dict[int, type[NetError]] = {
+    F.INVALID_SETUP: Refused,
+    F.UNSUPPORTED_SETUP: Refused,
+    F.REJECTED_SETUP: Refused,
+    F.REJECTED_RESUME: ResumeRejected,
+}
+"""The error a connection ERROR frame (stream 0) closes the connection with, by code."""
 
 __all__ = ["Connection", "Limits", "Rejected", "Handler", "Stream", "NetError"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from . import frames as F
+
 _TYPE = re.compile(r"^([A-Za-z_][\w.]*): ")
 
 
@@ -22,6 +24,10 @@ class ConnectionLost(NetError):
 
 class Refused(NetError):
     """The server refused the connection or the stream: bad token, unknown name, a limit."""
+
+
+class ResumeRejected(Refused):
+    """The server cannot resume the stream (expired, unknown, or its rows were freed)."""
 
 
 class ProtocolError(NetError):
@@ -65,4 +71,24 @@ def parse_error_text(text: str) -> tuple[str, str]:
     return "", text
 
 
-__all__ = ["NetError", "ConnectionLost", "Refused", "ProtocolError", "RemoteError", "error_text", "parse_error_text"]
+def remote_error(f: F.Frame, address: str | None, where: str, received: int, unit: str) -> BaseException:
+    """The local exception for an ERROR frame on a stream."""
+    text = bytes(f.data).decode("utf-8", "replace")
+    if f.error_code in (F.REJECTED, F.INVALID):
+        code = F.ERROR_NAMES.get(f.error_code, hex(f.error_code))
+        return Refused(f"{where} was refused with ERROR[{code}]: {text}", address, where)
+    type_name, msg = parse_error_text(text)
+    return RemoteError(type_name, msg, address, where, where=f" from {where}, after {received} {unit}")
+
+
+__all__ = [
+    "NetError",
+    "ConnectionLost",
+    "Refused",
+    "ProtocolError",
+    "ResumeRejected",
+    "RemoteError",
+    "error_text",
+    "parse_error_text",
+    "remote_error",
+]

@@ -121,6 +121,12 @@ class Frame:
     lifetime_ms: int = 0
     metadata_mime: str = ""
     data_mime: str = ""
+    # SETUP with the resume flag, RESUME
+    resume_token: bytes = b""
+    # RESUME: last received server position, first available client position; RESUME_OK: last received
+    # client position. rs_spark counts a stream's rows here, not RSocket's frame bytes (see net/resume.py).
+    position: int = 0
+    client_position: int = 0
 
     @property
     def type_name(self) -> str:
@@ -172,12 +178,20 @@ def encode_setup(
     metadata: Buffer | None = None,
     data: Buffer = b"",
     prefixed: bool = True,
+    resume_token: bytes | None = None,
 ) -> list[Buffer]:
+    """SETUP; with ``resume_token`` the resume flag is set and the token sent (at most 65535 bytes)."""
     mm = metadata_mime.encode("ascii")
     dm = data_mime.encode("ascii")
+    resume = b""
+    if resume_token is not None:
+        if not 1 <= len(resume_token) <= 0xFFFF:
+            raise FrameError(f"SETUP: a resume token is 1..65535 bytes, got {len(resume_token)}")
+        resume = len(resume_token).to_bytes(2, "big") + resume_token
     head = (
-        _HDR.pack(0, _type_flags(SETUP, 0, metadata))
+        _HDR.pack(0, _type_flags(SETUP, FLAG_RESUME if resume else 0, metadata))
         + struct.pack(">HHII", 1, 0, keepalive_ms, lifetime_ms)
+        + resume
         + bytes([len(mm)])
         + mm
         + bytes([len(dm)])
@@ -241,6 +255,28 @@ def encode_error(stream_id: int, code: int, message: str, prefixed: bool = True)
 
 def encode_metadata_push(metadata: Buffer, prefixed: bool = True) -> list[Buffer]:
     return _prefix([_HDR.pack(0, (METADATA_PUSH << 10) | FLAG_METADATA), metadata], prefixed)
+
+
+_POSITIONS = struct.Struct(">QQ")
+
+
+def encode_resume(token: bytes, position: int, client_position: int = 0, prefixed: bool = True) -> list[Buffer]:
+    """RESUME: version 1.0, the resume token, the last received server position and the first
+    available client position (both 63-bit)."""
+    if not 1 <= len(token) <= 0xFFFF:
+        raise FrameError(f"RESUME: a resume token is 1..65535 bytes, got {len(token)}")
+    for v in (position, client_position):
+        if not 0 <= v < 2**63:
+            raise FrameError(f"RESUME: a position is 0..2^63-1, got {v}")
+    head = _HDR.pack(0, RESUME << 10) + struct.pack(">HHH", 1, 0, len(token))
+    return _prefix([head, token, _POSITIONS.pack(position, client_position)], prefixed)
+
+
+def encode_resume_ok(client_position: int, prefixed: bool = True) -> list[Buffer]:
+    """RESUME_OK: the last received client position (63-bit)."""
+    if not 0 <= client_position < 2**63:
+        raise FrameError(f"RESUME_OK: a position is 0..2^63-1, got {client_position}")
+    return _prefix([_HDR.pack(0, RESUME_OK << 10) + struct.pack(">Q", client_position)], prefixed)
 
 
 def _split_payload(buf: Buffer, pos: int, flags: int, f: Frame, what: str = "") -> None:
@@ -322,8 +358,32 @@ def _decode_cancel(buf: Buffer, f: Frame) -> None:
         raise FrameError(f"CANCEL frame on stream {f.stream_id} is {len(buf)} bytes long; it must be exactly 6")
 
 
+def _decode_resume(buf: Buffer, f: Frame) -> None:
+    n = len(buf)
+    if n < 12:
+        raise FrameError("RESUME frame is shorter than its version and token length")
+    major, minor, ln = struct.unpack_from(">HHH", buf, 6)
+    f.version = (major, minor)
+    if n != 12 + ln + 16:
+        raise FrameError(f"RESUME frame is {n} bytes; a {ln}-byte token and two positions make {12 + ln + 16}")
+    if ln == 0:
+        raise FrameError("RESUME frame has an empty resume token")
+    f.resume_token = bytes(buf[12 : 12 + ln])
+    f.position, f.client_position = _POSITIONS.unpack_from(buf, 12 + ln)
+    if f.position >= 2**63 or f.client_position >= 2**63:
+        raise FrameError("RESUME frame has a position with its reserved top bit set")
+
+
+def _decode_resume_ok(buf: Buffer, f: Frame) -> None:
+    if len(buf) != 14:
+        raise FrameError(f"RESUME_OK frame is {len(buf)} bytes long; it must be exactly 14")
+    f.client_position = struct.unpack_from(">Q", buf, 6)[0]
+    if f.client_position >= 2**63:
+        raise FrameError("RESUME_OK frame has a position with its reserved top bit set")
+
+
 def _decode_nothing(buf: Buffer, f: Frame) -> None:
-    """LEASE, RESUME, RESUME_OK, EXT: not used here; their bodies are not read."""
+    """LEASE, EXT: not used here; their bodies are not read."""
 
 
 def _decode_keepalive(buf: Buffer, f: Frame) -> None:
@@ -360,7 +420,11 @@ def _decode_setup(buf: Buffer, f: Frame) -> None:
     if f.flags & FLAG_RESUME:
         if pos + 2 > n:
             raise FrameError("SETUP: resume flag set but no resume token length")
-        pos += 2 + int.from_bytes(buf[pos : pos + 2], "big")
+        ln = int.from_bytes(buf[pos : pos + 2], "big")
+        if pos + 2 + ln > n:
+            raise FrameError("SETUP: the resume token runs past the end of the frame")
+        f.resume_token = bytes(buf[pos + 2 : pos + 2 + ln])
+        pos += 2 + ln
     for attr in ("metadata_mime", "data_mime"):
         if pos >= n:
             raise FrameError("SETUP: truncated before a MIME type")
@@ -385,8 +449,8 @@ _BODIES: dict[int, Callable[[Buffer, Frame], None]] = {
     REQUEST_CHANNEL: _decode_request,
     CANCEL: _decode_cancel,
     LEASE: _decode_nothing,
-    RESUME: _decode_nothing,
-    RESUME_OK: _decode_nothing,
+    RESUME: _decode_resume,
+    RESUME_OK: _decode_resume_ok,
     EXT: _decode_nothing,
     KEEPALIVE: _decode_keepalive,
     ERROR: _decode_error,
@@ -408,4 +472,6 @@ __all__ = [name for name in dir() if name.isupper()] + [
     "encode_payload",
     "encode_error",
     "encode_metadata_push",
+    "encode_resume",
+    "encode_resume_ok",
 ]

@@ -73,8 +73,10 @@ class _Entry:
         return self.pos + self.rows
 
 
-Splitter = Callable[[Any, int], tuple[Any, Any, int, int]]
-"""``split(item, rows)`` -> (head of ``rows`` rows, rest, head bytes, rest bytes): cuts a record batch."""
+Splitter = Callable[[Any, int], tuple[Any, Any]]
+"""``split(item, rows)`` -> (its first ``rows`` rows, the rest): cuts a record batch. The bytes
+counted for the two parts are the whole's, shared in proportion to their rows (a slice of a record
+batch shares the whole's buffers, so its own size would count them twice)."""
 
 
 class RetainedLog:
@@ -118,10 +120,13 @@ class RetainedLog:
         """Rows appended and not yet sent."""
         return self._end - self._cursor
 
-    def room(self, rows_asked: int = 0) -> bool:
-        """Whether the stream may ask its publisher for more (``rows_asked`` already on their way)."""
+    def room(self, rows_asked: int = 0) -> int:
+        """How many more rows the stream may ask its publisher for, ``rows_asked`` being on their
+        way already: 0 once the rows or the bytes kept reach their bound."""
         r = self.retention
-        return self.records + rows_asked < r.max_records and self.bytes < r.max_bytes
+        if self.bytes >= r.max_bytes:
+            return 0
+        return max(0, r.max_records - self.records - rows_asked)
 
     # -- writing ----------------------------------------------------------------------------
     def append(self, item: Any, rows: int, nbytes: int) -> int:
@@ -133,7 +138,20 @@ class RetainedLog:
         self.bytes += nbytes
         return pos
 
+    def pass_through(self, rows: int) -> None:
+        """Count ``rows`` appended and sent at once, without keeping them (a stream that retains
+        nothing sends straight through when nothing waits)."""
+        assert not self.retain and self._cursor == self._end, "only an empty log that keeps nothing"
+        self._end += rows
+        self._cursor = self._first = self._end
+
     # -- sending ----------------------------------------------------------------------------
+    def peek(self) -> Any:
+        """The item at the cursor (None when nothing is unsent)."""
+        if self._cursor >= self._end:
+            return None
+        return self._entries[self._sent_entries].item
+
     def next_to_send(self, max_rows: int) -> tuple[Any, int] | None:
         """The entry at the cursor, cut to at most ``max_rows`` rows (record batches only),
         and its rows; the cursor moves past it. None when nothing is unsent or ``max_rows`` < 1."""
@@ -154,8 +172,9 @@ class RetainedLog:
         e = self._entries[i]
         if self._split is None:
             raise ValueError(f"an element of {e.rows} rows cannot be cut: this stream's elements are indivisible")
-        head, rest, hb, rb = self._split(e.item, rows)
-        self._entries.insert(i + 1, _Entry(e.pos + rows, e.rows - rows, rest, rb))
+        head, rest = self._split(e.item, rows)
+        hb = e.nbytes * rows // e.rows
+        self._entries.insert(i + 1, _Entry(e.pos + rows, e.rows - rows, rest, e.nbytes - hb))
         e.rows, e.item, e.nbytes = rows, head, hb
 
     def _drop_sent(self) -> None:

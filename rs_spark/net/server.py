@@ -17,14 +17,17 @@ from ..streams.types import Publisher, Subscriber
 from . import frames as F
 from .address import Address, parse
 from .auth import check_token
-from .bridge import InboundSubscription, OutboundStream
+from .bridge import InboundSubscription
 from .channel import serve_channel
 from .codecs import Codec, make_codec
 from .connection import Connection, Limits, Rejected
 from .conventions import ChannelData
 from .errors import NetError
 from .metadata import MetadataError, route_of
+from .outbound import OutboundStream
 from .refuser import refuse
+from .resume_server import ResumeService
+from .retention import Retention
 from .tls import tls_server
 from .transport import listen
 from .websocket import ws_server
@@ -72,6 +75,10 @@ class Server:
     ``wss://`` connection; a browser's upgrade from any other origin is refused with 403.
     ``channel_data``: what a REQUEST_CHANNEL frame's data is (:class:`~rs_spark.net.ChannelData`):
     by default non-empty data is the channel's first element (rsocket-java, rsocket-js).
+    ``retention``: how a stream opened for resumption keeps what it sent until its reader
+    acknowledges it, and how long it waits for a reader after its connection drops
+    (:class:`~rs_spark.net.Retention`; on by default, ``Retention.off()`` turns it off). Streams of
+    readers that do not ask for resumption (other RSocket peers) are not affected.
     """
 
     def __init__(
@@ -83,6 +90,7 @@ class Server:
         limits: Limits | None = None,
         allowed_origins: Sequence[str] = (),
         channel_data: str | ChannelData = "auto",
+        retention: Retention | None = None,
     ) -> None:
         self.allowed_origins = tuple(allowed_origins)
         self.channel_data = ChannelData.of(channel_data, "Server")
@@ -99,6 +107,7 @@ class Server:
         if addr.scheme != "unix":
             addr = Address(addr.scheme, addr.host, self._sock.getsockname()[1])
         self._addr = addr
+        self._resume = ResumeService(addr.base, retention or Retention())
         self._first: str | None = None
         self._thread = threading.Thread(target=self._accept_loop, name=f"rs-net-accept {addr.base}", daemon=True)
         self._thread.start()
@@ -177,6 +186,11 @@ class Server:
     def connection_count(self) -> int:
         return len(self._conns)
 
+    def stats(self) -> dict[str, Any]:
+        """Resumable streams: per stream its endpoint, state and rows kept, sent, acknowledged,
+        sent again and lost; totals of retained rows and bytes, expired streams and lost rows."""
+        return self._resume.stats()
+
     # -- lifecycle ----------------------------------------------------------------------
     def stop(self) -> None:
         """Stop accepting, close every connection (their streams end with an error) and free the socket."""
@@ -192,6 +206,7 @@ class Server:
         self._sock.close()
         for c in conns:
             c.reject(F.CONNECTION_ERROR, f"the server {self._addr.base} was stopped")
+        self._resume.stop()
         self._thread.join(2.0)
         if self._addr.scheme == "unix":
             try:
@@ -317,8 +332,6 @@ class Server:
             raise Rejected(
                 F.UNSUPPORTED_SETUP, f"{where} speaks RSocket 1.x; the client asked for {f.version[0]}.{f.version[1]}"
             )
-        if f.flags & F.FLAG_RESUME:
-            raise Rejected(F.REJECTED_SETUP, f"{where} does not support resumption; connect without resume")
         if f.flags & F.FLAG_LEASE:
             raise Rejected(F.UNSUPPORTED_SETUP, f"{where} does not support leases; connect without honor_lease")
         if f.keepalive_ms <= 0 or f.lifetime_ms <= 0:
@@ -334,6 +347,16 @@ class Server:
         ka = f.keepalive_ms / 1000
         conn.keepalive = ka
         conn.lifetime = min(max(f.lifetime_ms / 1000, 2 * ka), self.limits.max_lifetime)
+        if f.flags & F.FLAG_RESUME:
+            self._resume.accept_setup(conn, f)
+
+    def on_resume(self, conn: Connection, f: F.Frame) -> None:
+        """A connection that starts with RESUME: continue a stream kept for its reader."""
+        self._resume.on_resume(conn, f)
+
+    def on_metadata_push(self, conn: Connection, f: F.Frame) -> None:
+        """METADATA_PUSH: a reader's acknowledgement (resumable streams)."""
+        self._resume.on_metadata_push(conn, f)
 
     def _resolve(self, name: str | None, kind: str) -> tuple[str, _Endpoint]:
         with self._lock:
@@ -390,10 +413,15 @@ class Server:
 
     def _open_publisher_stream(self, o: _Opening) -> None:
         """request-stream: the served Publisher is subscribed once per stream, on the signal thread."""
-        out = OutboundStream(o.codec, o.where, address=o.address)
+        if ResumeService.session_of(o.conn) is not None:
+            out = self._resume.open_stream(o.conn, o.sid, o.codec, o.where, o.address, o.name)
+        else:
+            out = OutboundStream(o.codec, o.where, address=o.address)
         self._register(o.conn, out, o.sid)
         out.attach(o.conn, o.sid, credit=o.frame.request_n)
         pub = o.endpoint.target
+        if callable(getattr(pub, "on_commit", None)):
+            out.committable = pub
 
         def start() -> None:
             try:
@@ -512,6 +540,7 @@ def serve(
     limits: Limits | None = None,
     allowed_origins: Sequence[str] = (),
     channel_data: str | ChannelData = "auto",
+    retention: Retention | None = None,
 ) -> Server:
     """Serve one Publisher (or Subscriber, or factory of Subscribers) as ``name``; returns the
     running :class:`Server`, whose ``address`` is the string to give :func:`connect` and whose
@@ -519,9 +548,19 @@ def serve(
 
     Without ``token`` anyone who can reach ``bind`` may subscribe: on 127.0.0.1 that is every local
     user (the port is listed in /proc/net/tcp). Pass a token (``secrets.token_urlsafe()``) unless
-    every local user may read the stream; ``rs_spark.read_stream`` always does."""
+    every local user may read the stream; ``rs_spark.read_stream`` always does.
+
+    ``retention`` (:class:`~rs_spark.net.Retention`): a reader that asks for resumption (the
+    ``reactive`` source does) gets its rows kept until it acknowledges them, so a restarted reader
+    continues without loss; on by default, within bounds; ``Retention.off()`` turns it off."""
     server = Server(
-        bind, token=token, ssl=ssl, limits=limits, allowed_origins=allowed_origins, channel_data=channel_data
+        bind,
+        token=token,
+        ssl=ssl,
+        limits=limits,
+        allowed_origins=allowed_origins,
+        channel_data=channel_data,
+        retention=retention,
     )
     try:
         if hasattr(target, "subscribe"):

@@ -1,0 +1,147 @@
+"""Resumable streams: the wire conventions and the server's registry of streams waiting for a reader.
+
+Modelled on RSocket resumption (Protocol.md, "Resuming Operation"), with three differences, each
+because a reader here may be a new process after a crash:
+
+* **Positions count one stream's rows** (elements; rows of Arrow payloads), not the bytes of the
+  connection's frames: a restarted reader knows how many rows Spark committed, not how many frame
+  bytes an earlier process received.
+* **Retention follows acknowledgements, not keepalives**: rows are kept until the reader
+  acknowledges a position (``METADATA_PUSH`` with a :data:`COMMIT_MIME` entry; the ``reactive``
+  source does so when Spark commits), because a reader that received rows may still die before
+  they are durable.
+* **Demand restarts at resumption**: the resumed reader grants new credits (REQUEST_N); credits
+  of the connection that dropped are forgotten.
+
+The handshake: the first connection sends ``SETUP`` with the resume flag, a resume token and a
+:data:`RESUME_MIME` entry in its composite metadata (so a peer speaking RSocket's byte-position
+resumption is refused rather than misunderstood), then one ``REQUEST_STREAM`` on stream 1. A later
+connection sends ``RESUME`` (token, position to continue from, 0) as its first frame; the server
+answers ``RESUME_OK`` (the same position) and sends the stream's rows again from there, or
+``ERROR[REJECTED_RESUME]`` saying why (expired, unknown, rows no longer kept). A resumable
+connection carries one stream.
+
+The token is ``HMAC-SHA256(endpoint token, key)``: the key (public: it appears in Spark's offsets)
+names the stream, the token proves the reader knows the endpoint's token, which RESUME frames
+cannot carry (they have no metadata).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import struct
+import uuid
+from typing import Any
+
+from .errors import ResumeRejected
+from .metadata import MetadataError, composite, parse_composite
+
+RESUME_MIME = "message/x.rs-spark.resume.v1"
+"""SETUP metadata entry asking for an rs_spark resumable stream: JSON ``{"window": seconds}``."""
+COMMIT_MIME = "message/x.rs-spark.commit.v1"
+"""METADATA_PUSH entry from the reader: the stream position (8 bytes, big endian) it acknowledges."""
+RETENTION_MIME = "message/x.rs-spark.retention.v1"
+"""METADATA_PUSH entry from the server after an acknowledgement: the stream's retention, JSON."""
+STREAM_ID = 1
+"""The one stream a resumable connection carries (the first a client opens)."""
+_U64 = struct.Struct(">Q")
+_MAX_STATS_BYTES = 4096
+
+
+def new_key() -> str:
+    """A new stream key: 32 hex digits, unguessable, safe to show (it is not the credential)."""
+    return uuid.uuid4().hex
+
+
+def resume_token(endpoint_token: str | None, key: str) -> bytes:
+    """The credential that resumes stream ``key`` on an endpoint guarded by ``endpoint_token``."""
+    secret = (endpoint_token or "").encode("utf-8")
+    return hmac.new(secret, b"rs_spark resume v1|" + key.encode("ascii"), hashlib.sha256).digest()
+
+
+def check_key(key: str) -> str:
+    """``key`` if it is a stream key (32 hex digits), else ValueError saying what it is."""
+    if not isinstance(key, str) or len(key) != 32 or any(c not in "0123456789abcdef" for c in key):
+        raise ValueError(f"a resumable stream key is 32 lower-case hex digits, got {key!r}")
+    return key
+
+
+# -- metadata entries -------------------------------------------------------------------------
+def resume_entry(window: float | None) -> tuple[str, bytes]:
+    body = {} if window is None else {"window": float(window)}
+    return RESUME_MIME, json.dumps(body).encode()
+
+
+def requested_window(entries: list[tuple[str, bytes]]) -> float | None | bool:
+    """From SETUP's composite entries: False when not asking for resumption, else the window
+    the reader asks for (None: the server's)."""
+    for mime, payload in entries:
+        if mime == RESUME_MIME:
+            try:
+                body = json.loads(payload[:_MAX_STATS_BYTES]) if payload else {}
+                w = body.get("window") if isinstance(body, dict) else None
+            except ValueError as exc:
+                raise MetadataError(f"{RESUME_MIME} entry is not JSON: {exc}") from exc
+            if w is None:
+                return None
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
+                raise MetadataError(f"{RESUME_MIME} entry asks for window {w!r}; it must be a number of seconds > 0")
+            return float(w)
+    return False
+
+
+def commit_metadata(position: int) -> bytes:
+    """METADATA_PUSH metadata acknowledging every row before ``position``."""
+    return composite([(COMMIT_MIME, _U64.pack(position))])
+
+
+def retention_metadata(stats: dict[str, Any]) -> bytes:
+    return composite([(RETENTION_MIME, json.dumps(stats, separators=(",", ":")).encode())])
+
+
+def parse_push(metadata: bytes) -> tuple[int | None, dict[str, int] | None]:
+    """(acknowledged position, retention stats) found in METADATA_PUSH metadata; unknown entries
+    are ignored (metadata pushes are extensible). Raises MetadataError for malformed ones."""
+    position: int | None = None
+    stats: dict[str, int] | None = None
+    for mime, payload in parse_composite(metadata):
+        if mime == COMMIT_MIME:
+            if len(payload) != 8:
+                raise MetadataError(f"{COMMIT_MIME} entry is {len(payload)} bytes; a position is 8")
+            position = _U64.unpack(payload)[0]
+            if position >= 2**63:
+                raise MetadataError(f"{COMMIT_MIME} position has its reserved top bit set")
+        elif mime == RETENTION_MIME:
+            stats = _parse_stats(payload)
+    return position, stats
+
+
+def _parse_stats(payload: bytes) -> dict[str, int]:
+    if len(payload) > _MAX_STATS_BYTES:
+        raise MetadataError(f"{RETENTION_MIME} entry of {len(payload)} bytes is larger than {_MAX_STATS_BYTES}")
+    try:
+        body = json.loads(payload)
+    except ValueError as exc:
+        raise MetadataError(f"{RETENTION_MIME} entry is not JSON: {exc}") from exc
+    if not isinstance(body, dict) or not all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in body.items()):
+        raise MetadataError(f"{RETENTION_MIME} entry must map names to counts >= 0, got {body!r:.200}")
+    return body
+
+
+__all__ = [
+    "RESUME_MIME",
+    "COMMIT_MIME",
+    "RETENTION_MIME",
+    "STREAM_ID",
+    "ResumeRejected",
+    "new_key",
+    "resume_token",
+    "check_key",
+    "resume_entry",
+    "requested_window",
+    "commit_metadata",
+    "retention_metadata",
+    "parse_push",
+]

@@ -1,0 +1,288 @@
+"""The server side of resumable streams: which streams wait for a reader, and the handshakes.
+
+A :class:`ResumeService` belongs to a :class:`~rs_spark.net.Server`. It accepts a SETUP that asks
+for resumption (:mod:`.resume` describes the conventions), opens that connection's one stream
+as a retaining :class:`~rs_spark.net.outbound.OutboundStream`, and keeps it in :class:`Sessions`
+by its token. It answers RESUME (re-attaches the stream to the new connection and sends its rows
+again from the position asked for) and the reader's acknowledgements (METADATA_PUSH). A stream
+whose connection dropped waits ``Retention.window`` seconds; then its publisher is cancelled and
+its kept rows are counted as lost.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import frames as F
+from .codecs import Codec
+from .connection import Connection, Rejected
+from .errors import ResumeRejected
+from .metadata import COMPOSITE, MetadataError, parse_composite
+from .outbound import OutboundStream
+from .resume import STREAM_ID, parse_push, requested_window, retention_metadata
+from .retention import ResumeError, Retention
+
+log = logging.getLogger("rs_spark.net")
+
+
+class Session:
+    """One resumable stream on a server: the stream, where it is served, and its window."""
+
+    def __init__(self, token: bytes, window: float, setup: dict[str, Any]) -> None:
+        self.token = token
+        self.window = window
+        self.setup = setup  # metadata_mime, data_mime, keepalive, lifetime of the first SETUP
+        self.stream: OutboundStream | None = None
+        self.endpoint = ""
+        self.detached_at: float | None = None
+
+
+class Sessions:
+    """Resumable streams by token; a detached one is expired when its window ends."""
+
+    def __init__(self, where: str) -> None:
+        self._where = where
+        self._lock = threading.Condition(threading.Lock())
+        self._by_token: dict[bytes, Session] = {}
+        self._reaper: threading.Thread | None = None
+        self._stopped = False
+        self.expired = 0  # streams expired
+        self.lost_records = 0  # rows kept by expired streams
+
+    def add(self, session: Session) -> None:
+        with self._lock:
+            if session.token in self._by_token:
+                raise ResumeRejected(f"{self._where}: this resume token is in use; resume the stream with RESUME")
+            self._by_token[session.token] = session
+
+    def find(self, token: bytes) -> Session | None:
+        with self._lock:
+            s = self._by_token.get(token)
+        if s is None or not hmac.compare_digest(s.token, token):
+            return None
+        return s
+
+    def remove(self, session: Session) -> None:
+        with self._lock:
+            if self._by_token.get(session.token) is session:
+                del self._by_token[session.token]
+
+    def detached(self, session: Session) -> None:
+        """The stream's connection dropped: its window starts now."""
+        with self._lock:
+            session.detached_at = time.monotonic()
+            if self._reaper is None and not self._stopped:
+                self._reaper = threading.Thread(target=self._reap, name=f"rs-net-resume {self._where}", daemon=True)
+                self._reaper.start()
+            self._lock.notify_all()
+
+    def attached(self, session: Session) -> None:
+        with self._lock:
+            session.detached_at = None
+
+    def all(self) -> list[Session]:
+        with self._lock:
+            return list(self._by_token.values())
+
+    def stop(self, why: str) -> None:
+        """The server stops: every stream is expired now."""
+        with self._lock:
+            self._stopped = True
+            sessions = list(self._by_token.values())
+            self._by_token.clear()
+            self._lock.notify_all()
+        for s in sessions:
+            self._expire(s, why)
+
+    def _reap(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopped:
+                    return
+                due, wait = self._due_locked()
+                if not due:
+                    self._lock.wait(wait)
+                    continue
+                for s in due:
+                    del self._by_token[s.token]
+            for s in due:
+                self._expire(s, f"no reader resumed it within its {s.window:g} s window")
+
+    def _due_locked(self) -> tuple[list[Session], float | None]:
+        now = time.monotonic()
+        due: list[Session] = []
+        wait: float | None = None
+        for s in self._by_token.values():
+            if s.detached_at is None:
+                continue
+            left = s.detached_at + s.window - now
+            if left <= 0:
+                due.append(s)
+            else:
+                wait = left if wait is None else min(wait, left)
+        return due, wait
+
+    def _expire(self, s: Session, why: str) -> None:
+        if s.stream is None:
+            return
+        lost = s.stream.expire(why)
+        self.expired += 1
+        self.lost_records += lost
+        log.warning(
+            "rs_spark.net: %s: the resumable stream of '%s' was cancelled: %s; %d rows it kept for its reader are lost",
+            self._where,
+            s.endpoint,
+            why,
+            lost,
+        )
+
+
+class ResumeService:
+    """Resumption for one server (see the module docstring)."""
+
+    def __init__(self, where: str, retention: Retention) -> None:
+        self.where = where
+        self.retention = retention
+        self.sessions = Sessions(where)
+
+    # -- SETUP -----------------------------------------------------------------------------
+    def accept_setup(self, conn: Connection, f: F.Frame) -> None:
+        """A SETUP with the resume flag: remember what the stream it opens will need."""
+        entries = self._setup_entries(f)
+        window = requested_window(entries)
+        if window is False:
+            raise Rejected(
+                F.REJECTED_SETUP,
+                f"{self.where} resumes streams by row position (rs_spark's {F.TYPE_NAMES[F.RESUME]} convention), "
+                "not RSocket's frame-byte positions; connect without resume, or with rs_spark.net",
+            )
+        if not self.retention.enabled:
+            raise Rejected(
+                F.REJECTED_SETUP,
+                f"{self.where} keeps no streams for resumption (retention is off); connect without resume",
+            )
+        if not f.resume_token:
+            raise Rejected(F.INVALID_SETUP, "SETUP has the resume flag but an empty resume token")
+        limit = self.retention.window
+        w = limit if window is None else min(float(window), limit)
+        setup = {
+            "metadata_mime": f.metadata_mime,
+            "data_mime": f.data_mime,
+            "keepalive": conn.keepalive,
+            "lifetime": conn.lifetime,
+        }
+        conn.endpoint = Session(f.resume_token, w, setup)
+
+    @staticmethod
+    def _setup_entries(f: F.Frame) -> list[tuple[str, bytes]]:
+        if f.metadata_mime != COMPOSITE or f.metadata is None:
+            return []
+        try:
+            return parse_composite(bytes(f.metadata))
+        except MetadataError as exc:
+            raise Rejected(F.INVALID_SETUP, f"unreadable SETUP metadata: {exc}") from None
+
+    # -- the stream ------------------------------------------------------------------------
+    @staticmethod
+    def session_of(conn: Connection) -> Session | None:
+        s = conn.endpoint
+        return s if isinstance(s, Session) else None
+
+    def open_stream(
+        self, conn: Connection, sid: int, codec: Codec, where: str, address: str, endpoint: str
+    ) -> OutboundStream:
+        """The retaining stream a resumable connection's REQUEST_STREAM opens."""
+        session = self.session_of(conn)
+        assert session is not None, "only on a connection whose SETUP asked for resumption"
+        if sid != STREAM_ID or session.stream is not None:
+            raise Rejected(
+                F.REJECTED,
+                f"{self.where}: a resumable connection carries one stream, with id {STREAM_ID}; open another "
+                "connection for another stream",
+            )
+        out = OutboundStream(
+            codec,
+            where,
+            address=address,
+            retention=self.retention,
+            on_detach=lambda: self.sessions.detached(session),
+            on_end=self._ended(session),
+        )
+        session.stream, session.endpoint = out, endpoint
+        try:
+            self.sessions.add(session)
+        except ResumeRejected as exc:
+            raise Rejected(F.REJECTED, str(exc)) from None
+        return out
+
+    def _ended(self, session: Session) -> Callable[[BaseException | None], None]:
+        def ended(error: BaseException | None) -> None:
+            self.sessions.remove(session)
+
+        return ended
+
+    # -- RESUME ----------------------------------------------------------------------------
+    def on_resume(self, conn: Connection, f: F.Frame) -> None:
+        """A connection whose first frame is RESUME: re-attach the stream, answer RESUME_OK."""
+        if f.version[0] != 1:
+            raise Rejected(F.REJECTED_RESUME, f"{self.where} speaks RSocket 1.x; RESUME asked for {f.version[0]}")
+        session = self.sessions.find(f.resume_token)
+        if session is None or session.stream is None:
+            raise Rejected(
+                F.REJECTED_RESUME,
+                f"{self.where} holds no stream for this resume token: it expired (no reader resumed it within "
+                "its window), its server restarted without spill, or the reader has another endpoint's token",
+            )
+        setup = session.setup
+        conn.metadata_mime, conn.data_mime = setup["metadata_mime"], setup["data_mime"]
+        conn.keepalive, conn.lifetime = setup["keepalive"], setup["lifetime"]
+        conn.endpoint = session
+        try:
+            conn.add_stream(session.stream, STREAM_ID)
+            session.stream.resume(conn, STREAM_ID, f.position)
+        except ResumeError as exc:
+            conn.remove_stream(STREAM_ID)
+            raise Rejected(F.REJECTED_RESUME, f"{self.where}: '{session.endpoint}': {exc}") from None
+        self.sessions.attached(session)
+        conn.send(F.encode_resume_ok(f.position))
+
+    # -- acknowledgements --------------------------------------------------------------------
+    def on_metadata_push(self, conn: Connection, f: F.Frame) -> None:
+        """The reader acknowledges a position: free what it covers, answer with the retention."""
+        session = self.session_of(conn)
+        if session is None or session.stream is None or f.metadata is None:
+            return
+        try:
+            position, _ = parse_push(bytes(f.metadata))
+            if position is None:
+                return
+            session.stream.acknowledge(position)
+        except (MetadataError, ResumeError) as exc:
+            conn.protocol_error(f"acknowledgement: {exc}")
+            return
+        conn.send(F.encode_metadata_push(retention_metadata(session.stream.retention_counts())))
+
+    # -- visibility and shutdown ---------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        streams = []
+        for s in self.sessions.all():
+            if s.stream is not None:
+                streams.append({"endpoint": s.endpoint, "window": s.window, **s.stream.stats()})
+        return {
+            "streams": streams,
+            "expiredStreams": self.sessions.expired,
+            "lostRecords": self.sessions.lost_records,
+            "retainedRecords": sum(x["retainedRecords"] for x in streams),
+            "retainedBytes": sum(x["retainedBytes"] for x in streams),
+        }
+
+    def stop(self) -> None:
+        self.sessions.stop(f"the server {self.where} was stopped")
+
+
+__all__ = ["ResumeService", "Session", "Sessions"]

@@ -1,0 +1,439 @@
+"""Resumable streams over real sockets: the server keeps what it sent until the reader
+acknowledges it; a reader that comes back (a new process, or the same one after a network drop)
+continues at any kept position; a stream nobody resumes is cancelled after its window."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pyarrow as pa
+import pytest
+
+from rs_spark import net
+from rs_spark import streams as rs
+from rs_spark.net import frames as F
+from rs_spark.net.errors import ResumeRejected
+from rs_spark.net.metadata import COMPOSITE
+from rs_spark.net.retention import Retention
+from tests.waits import wait_until
+
+TOKEN = "resume-test-token"
+
+
+class Rec:
+    """Requests ``want`` elements; records what arrives."""
+
+    def __init__(self, want: int) -> None:
+        self.items: list = []
+        self.want = want
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self.s = None
+
+    def on_subscribe(self, s) -> None:
+        self.s = s
+        s.request(self.want)
+
+    def on_next(self, x) -> None:
+        self.items.append(x)
+
+    def on_error(self, e) -> None:
+        self.error = e
+        self.done.set()
+
+    def on_complete(self) -> None:
+        self.done.set()
+
+
+class Counting:
+    """from_iterable over range(n), counting the demand it received and whether it was cancelled."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.requested = 0
+        self.cancelled = threading.Event()
+        self.commits: list[int] = []
+
+    def subscribe(self, subscriber) -> None:
+        outer = self
+
+        class Watch:
+            def on_subscribe(self, s):
+                class S:
+                    def request(self, k):
+                        outer.requested += k
+                        s.request(k)
+
+                    def cancel(self):
+                        outer.cancelled.set()
+                        s.cancel()
+
+                subscriber.on_subscribe(S())
+
+            def on_next(self, x):
+                subscriber.on_next(x)
+
+            def on_error(self, e):
+                subscriber.on_error(e)
+
+            def on_complete(self):
+                subscriber.on_complete()
+
+        rs.from_iterable(range(self.n)).subscribe(Watch())
+
+    def on_commit(self, position: int) -> None:
+        self.commits.append(position)
+
+
+@pytest.fixture
+def serve():
+    servers = []
+
+    def start(publisher, **kw):
+        s = net.serve(publisher, name="nums", token=TOKEN, **kw)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.stop()
+
+
+def _stream(server):
+    streams = server.stats()["streams"]
+    assert len(streams) == 1, streams
+    return streams[0]
+
+
+def test_a_new_reader_resumes_at_its_acknowledged_position_and_gets_every_later_row_once(serve):
+    server = serve(rs.range_(1000))
+    first = net.connect(server.address, token=TOKEN).resumable()
+    r1 = Rec(100)
+    first.subscribe(r1)
+    wait_until(lambda: len(r1.items) == 100, what="100 rows")
+    r1.s.on_commit(40)
+    wait_until(lambda: _stream(server)["ackedPosition"] == 40, what="the acknowledgement")
+    r1.s.detach()  # as a reader process that dies: no CANCEL, the connection just goes
+    wait_until(lambda: _stream(server)["state"] == "detached", what="the stream to wait for a resume")
+    second = net.connect(server.address, token=TOKEN).resumable(first.key)
+    r2 = Rec(10_000)
+    second.subscribe_at(r2, 40)
+    assert r2.done.wait(20) and r2.error is None, r2.error
+    assert r2.items == list(range(40, 1000))
+    s = _stream(server)
+    assert (s["resumes"], s["resentRecords"]) == (1, 60)
+
+
+def test_retention_keeps_only_rows_not_acknowledged(serve):
+    server = serve(rs.range_(1000))
+    pub = net.connect(server.address, token=TOKEN).resumable()
+    r = Rec(300)
+    pub.subscribe(r)
+    wait_until(lambda: len(r.items) == 300, what="300 rows")
+    r.s.on_commit(250)
+    wait_until(lambda: r.s.retention.get("ackedPosition") == 250, what="the server's answer")
+    assert r.s.retention["retainedRecords"] == 50
+    assert _stream(server)["retainedRecords"] == 50
+
+
+def test_a_full_retention_stops_asking_the_publisher_until_acknowledged(serve):
+    pub = Counting(10_000)
+    server = serve(pub, retention=Retention(max_records=200))
+    r = Rec(5000)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    wait_until(lambda: len(r.items) == 200, what="the first 200 rows")
+    assert pub.requested == 200  # the reader wants 5000; the bound held the publisher at 200
+    assert _stream(server)["retainedRecords"] == 200
+    r.s.on_commit(150)  # room for 150 more: the publisher is asked for them
+    wait_until(lambda: len(r.items) == 350, what="rows after the acknowledgement")
+    assert pub.requested == 350 and _stream(server)["retainedRecords"] == 200
+
+
+def test_the_publisher_hears_on_commit_once_per_position_in_order(serve):
+    pub = Counting(1000)
+    server = serve(pub)
+    r = Rec(500)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    wait_until(lambda: len(r.items) == 500, what="500 rows")
+    for p in (100, 100, 50, 300, 500):
+        r.s.on_commit(p)
+    wait_until(lambda: pub.commits == [100, 300, 500], what="the commits")
+
+
+def test_a_stream_nobody_resumes_is_cancelled_after_its_window_and_its_rows_counted_lost(serve):
+    pub = Counting(1000)
+    server = serve(pub, retention=Retention(window=0.5))
+    r = Rec(100)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    wait_until(lambda: len(r.items) == 100, what="100 rows")
+    r.s.on_commit(30)
+    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement")
+    r.s.detach()
+    assert pub.cancelled.wait(10), "the publisher was not cancelled after the window"
+    wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the expiry")
+    stats = server.stats()
+    assert stats["streams"] == [] and stats["lostRecords"] >= 70
+
+
+def test_a_reader_that_cancels_ends_the_stream_at_once(serve):
+    pub = Counting(1000)
+    server = serve(pub)
+    r = Rec(10)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    wait_until(lambda: len(r.items) == 10, what="10 rows")
+    r.s.cancel()
+    assert pub.cancelled.wait(10)
+    wait_until(lambda: server.stats()["streams"] == [], what="the stream to be forgotten")
+
+
+def test_resuming_an_unknown_stream_is_refused_saying_why(serve):
+    server = serve(rs.range_(10))
+    pub = net.connect(server.address, token=TOKEN).resumable("0" * 32)
+    r = Rec(10)
+    pub.subscribe_at(r, 0)
+    assert r.done.wait(10)
+    assert isinstance(r.error, ResumeRejected)
+    assert "holds no stream for this resume token" in str(r.error) and "0" * 32 in str(r.error)
+
+
+def test_resuming_before_the_acknowledged_position_is_refused(serve):
+    server = serve(rs.range_(1000))
+    first = net.connect(server.address, token=TOKEN).resumable()
+    r1 = Rec(100)
+    first.subscribe(r1)
+    wait_until(lambda: len(r1.items) == 100, what="100 rows")
+    r1.s.on_commit(60)
+    wait_until(lambda: _stream(server)["ackedPosition"] == 60, what="the acknowledgement")
+    r1.s.detach()
+    wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+    r2 = Rec(10)
+    net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
+    assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
+    assert "earlier rows were acknowledged and freed" in str(r2.error)
+
+
+def test_the_resume_token_needs_the_endpoint_token(serve):
+    server = serve(rs.range_(1000))
+    first = net.connect(server.address, token=TOKEN).resumable()
+    r1 = Rec(10)
+    first.subscribe(r1)
+    wait_until(lambda: len(r1.items) == 10, what="10 rows")
+    r1.s.detach()
+    wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+    thief = Rec(10)  # knows the stream key (it is in Spark's offsets), not the endpoint's token
+    net.connect(server.address, token="guessed").resumable(first.key).subscribe_at(thief, 0)
+    assert thief.done.wait(10) and isinstance(thief.error, ResumeRejected)
+    assert thief.items == []
+
+
+def test_a_peer_asking_for_rsocket_byte_position_resumption_is_refused():
+    server = net.serve(rs.range_(10), name="nums")
+    try:
+        host, port = server.base_address.split("//")[1].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as sock:
+            frame = F.encode_setup(1000, 5000, COMPOSITE, "application/json", resume_token=b"java-style-token")
+            sock.sendall(b"".join(bytes(b) for b in frame))
+            data = sock.recv(4096)
+        f = F.decode(data[3:])
+        assert f.type == F.ERROR and f.error_code == F.REJECTED_SETUP
+        assert b"row position" in bytes(f.data)
+    finally:
+        server.stop()
+
+
+def test_acknowledging_more_than_was_received_is_a_value_error(serve):
+    server = serve(rs.range_(100))
+    r = Rec(10)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    wait_until(lambda: len(r.items) == 10, what="10 rows")
+    with pytest.raises(ValueError, match="cannot acknowledge position 11: only 10 received"):
+        r.s.on_commit(11)
+
+
+class _Proxy:
+    """A TCP proxy whose connections the test can cut, as a network would."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.split("//")[1].split(":")
+        self.target = (host, int(port.split("/")[0]))
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.pairs: list[tuple[socket.socket, socket.socket]] = []
+        self.accepted = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                a, _ = self.listener.accept()
+            except OSError:
+                return
+            b = socket.create_connection(self.target)
+            self.pairs.append((a, b))
+            self.accepted += 1
+            for x, y in ((a, b), (b, a)):
+                threading.Thread(target=self._copy, args=(x, y), daemon=True).start()
+
+    @staticmethod
+    def _copy(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self) -> None:
+        for a, b in self.pairs:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+        self.pairs.clear()
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()
+
+
+@pytest.mark.parametrize("codec", ["json", "arrow"])
+def test_a_reader_whose_connection_drops_resumes_by_itself_and_loses_nothing(serve, codec):
+    rows = 3000
+    if codec == "arrow":
+        data = [pa.record_batch([pa.array(range(i, i + 100), pa.int64())], names=["v"]) for i in range(0, rows, 100)]
+        server = serve(rs.from_iterable(data))
+    else:
+        server = serve(rs.range_(rows))
+    proxy = _Proxy(server.base_address)
+    try:
+        pub = net.connect(f"tcp://127.0.0.1:{proxy.port}/nums", token=TOKEN, codec=codec, batch_rows=37).resumable()
+        got: list[int] = []
+        done = threading.Event()
+        errors: list[BaseException] = []
+        cut_at = [500, 1500]
+
+        class Reader:
+            def on_subscribe(self, s):
+                self.s = s
+                s.request(1)
+
+            def on_next(self, x):
+                got.extend(x.column(0).to_pylist() if codec == "arrow" else [x])
+                if cut_at and len(got) >= cut_at[0]:
+                    cut_at.pop(0)
+                    self.s.on_commit(len(got) - 10)
+                    proxy.cut()
+                self.s.request(1)
+
+            def on_error(self, e):
+                errors.append(e)
+                done.set()
+
+            def on_complete(self):
+                done.set()
+
+        pub.subscribe(Reader())
+        assert done.wait(60), f"stalled at {len(got)} rows"
+        assert not errors, errors
+        assert got == list(range(rows))
+        assert proxy.accepted == 3  # the first connection and two resumptions
+    finally:
+        proxy.close()
+
+
+def test_cancel_reaches_a_publisher_whose_request_is_still_running(serve):
+    """Rules 1.8 and 3.12: a publisher that emits synchronously inside request() (slowly) is told
+    to stop while that request() is still running, not after it returns; what it sends after the
+    cancel is counted."""
+    started = threading.Event()
+    release = threading.Event()
+    cancelled_while_requesting = threading.Event()
+    inside = threading.Event()
+
+    class Slow:
+        def subscribe(self, subscriber):
+            state = {"cancelled": False}
+
+            class S:
+                def request(self, n):
+                    inside.set()
+                    for i in range(n):
+                        if state["cancelled"]:
+                            cancelled_while_requesting.set()
+                            return
+                        subscriber.on_next(i)
+                        started.set()
+                        release.wait(0.01)
+
+                def cancel(self):
+                    state["cancelled"] = True
+
+            subscriber.on_subscribe(S())
+
+    server = serve(Slow(), retention=Retention.off())
+    r = Rec(1000)
+    net.connect(server.address, token=TOKEN).subscribe(r)
+    assert started.wait(10)
+    r.s.cancel()
+    assert cancelled_while_requesting.wait(10), "cancel waited for the publisher's request() to return"
+    release.set()
+
+
+def test_streams_of_readers_that_do_not_resume_work_as_before(serve):
+    server = serve(rs.range_(500))
+    assert rs.to_list(net.connect(server.address, token=TOKEN), timeout=20) == list(range(500))
+    assert server.stats()["streams"] == []
+
+
+def test_elements_that_arrive_while_the_reader_is_away_are_kept_not_dropped(serve):
+    gate = threading.Event()
+    emitted = []
+
+    class Late:
+        """Emits its first 10 at once, the rest of the demand only once the gate opens."""
+
+        def subscribe(self, subscriber):
+            class S:
+                def __init__(self):
+                    self.sent = 0
+
+                def request(self, n):
+                    for _ in range(n):
+                        if self.sent >= 10 and not gate.is_set():
+                            threading.Thread(target=self._later, args=(n - (self.sent % n),), daemon=True).start()
+                            return
+                        subscriber.on_next(self.sent)
+                        emitted.append(self.sent)
+                        self.sent += 1
+
+                def _later(self, k):
+                    gate.wait(10)
+                    for _ in range(k):
+                        subscriber.on_next(self.sent)
+                        emitted.append(self.sent)
+                        self.sent += 1
+
+                def cancel(self):
+                    pass
+
+            subscriber.on_subscribe(S())
+
+    server = serve(Late())
+    first = net.connect(server.address, token=TOKEN).resumable()
+    r1 = Rec(20)
+    first.subscribe(r1)
+    wait_until(lambda: len(r1.items) == 10, what="the first 10")
+    r1.s.detach()
+    wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+    gate.set()  # the publisher answers the demand it already had while nobody is connected
+    wait_until(lambda: _stream(server)["endPosition"] > 10, what="late elements kept")
+    r2 = Rec(len(emitted) + 100)
+    net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
+    wait_until(lambda: len(r2.items) >= len(emitted) - 10, what="the late elements")
+    assert r2.items[: len(emitted) - 10] == emitted[10:]
