@@ -27,6 +27,7 @@ from . import frames as F
 from .codecs import ArrowCodec, Codec
 from .errors import NetError, error_text, remote_error
 from .retention import ResumeError, RetainedLog, Retention
+from .spill import Spill
 from .worker import SerialExecutor
 
 _COMPLETED = object()  # the terminal signal once the local publisher completed
@@ -58,6 +59,7 @@ class OutboundStream:
         address: str | None = None,
         retention: Retention | None = None,
         on_detach: Callable[[], None] | None = None,
+        spill: Spill | None = None,
     ) -> None:
         self._codec = codec
         self._arrow = codec if isinstance(codec, ArrowCodec) else None  # batches are cut to fit credit
@@ -73,7 +75,12 @@ class OutboundStream:
         self._credit = 0  # what the peer allows us to send (rows for arrow)
         self._asked = 0  # requested from the local publisher, not yet received
         self._el_rows = 0  # arrow: rows of the last element received (sizes the next request)
-        self._log = RetainedLog(retention or Retention.off(), split=_split_batch if self._arrow else None)
+        self._log = RetainedLog(
+            retention or Retention.off(),
+            split=_split_batch if self._arrow else None,
+            spill=spill,
+            to_bytes=self._payload_bytes,
+        )
         self.resumable = retention is not None and retention.enabled
         # A resumable stream's publisher calls outlive any one connection's signal thread.
         self._executor = SerialExecutor(f"rs-net-stream {where}") if self.resumable else None
@@ -92,6 +99,27 @@ class OutboundStream:
         self.released = 0  # rows kept when the stream ended (cancelled by its reader, or expired)
         self.error: BaseException | None = None
         self.done = threading.Event()
+
+    def _payload_bytes(self, item: Any) -> bytes:
+        """An element as the bytes its payload carries (for the spill)."""
+        buffers = self._arrow.encode(item) if self._arrow is not None else item
+        return b"".join(bytes(b) for b in buffers)
+
+    def preload(self, entries: list[tuple[int, int, bytes]], start: int) -> None:
+        """Rows of a stream read back from its spill after a restart, decoded (and validated)."""
+        items = []
+        for pos, rows, payload in entries:
+            if self._arrow is not None:
+                batch = self._arrow.decode(payload)
+                if batch.num_rows != rows:
+                    raise ValueError(f"a spilled entry at position {pos} holds {batch.num_rows} rows, not {rows}")
+                items.append((pos, rows, batch, batch.nbytes))
+            else:
+                items.append((pos, rows, [payload], len(payload)))
+        with self._lock:
+            self._log.preload(items, start)
+            self._acked = start
+            self._state = State.DETACHED
 
     # -- wiring -------------------------------------------------------------------------
     def attach(
@@ -128,6 +156,18 @@ class OutboundStream:
             old.remove_stream(old_sid)
         self._schedule_pump()
         return resend
+
+    def subscribe_upstream(self, publisher: Any) -> None:
+        """Subscribe to ``publisher`` on the stream's signal thread (a stream revived from its spill
+        continues with the publisher served now, once the kept rows are sent)."""
+
+        def start() -> None:
+            try:
+                publisher.subscribe(self)
+            except Exception as exc:  # rule 1.9 broken by the publisher: end the stream
+                self.on_error(exc)
+
+        self._run(start)
 
     def fail(self, error: BaseException) -> None:
         """The stream could not be opened (or broke locally): cancel the publisher and record why."""
@@ -264,6 +304,14 @@ class OutboundStream:
         self._end(NetError(f"{self._where}: {why}", self._address, self._where))
         self._cancel_upstream()
         return self.lost
+
+    def shutdown(self, why: str) -> None:
+        """The server stops: cancel the publisher; a spilled stream keeps its files, so a restarted
+        server can serve its kept rows again."""
+        with self._lock:
+            self._log.close_spill()
+        self._end(NetError(f"{self._where}: {why}", self._address, self._where))
+        self._cancel_upstream()
 
     @property
     def upstream_error(self) -> BaseException | None:

@@ -13,19 +13,24 @@ from __future__ import annotations
 
 import hmac
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from ..arrow.validate import MalformedArrow
 from . import frames as F
-from .codecs import Codec
+from .codecs import Codec, make_codec
 from .connection import Connection, Rejected
 from .errors import ResumeRejected
 from .metadata import COMPOSITE, MetadataError, parse_composite
 from .outbound import OutboundStream
 from .resume import STREAM_ID, parse_push, requested_window, retention_metadata
 from .retention import ResumeError, Retention
+from .spill import Spill, SpilledStream, SpillError
+from .spill import expired as spill_expired
+from .spill import find as spill_find
 
 log = logging.getLogger("rs_spark.net")
 
@@ -89,15 +94,18 @@ class Sessions:
         with self._lock:
             return list(self._by_token.values())
 
-    def stop(self, why: str) -> None:
-        """The server stops: every stream is expired now."""
+    def stop(self, why: str, keep_spilled: bool) -> None:
+        """The server stops: every stream is expired now (a spilled one keeps its files)."""
         with self._lock:
             self._stopped = True
             sessions = list(self._by_token.values())
             self._by_token.clear()
             self._lock.notify_all()
         for s in sessions:
-            self._expire(s, why)
+            if keep_spilled and s.stream is not None:
+                s.stream.shutdown(why)
+            else:
+                self._expire(s, why)
 
     def _reap(self) -> None:
         while True:
@@ -142,13 +150,21 @@ class Sessions:
         )
 
 
+Resolver = Callable[[str], Any]
+"""Endpoint name -> the Publisher served under it now (None when it is not served)."""
+
+
 class ResumeService:
     """Resumption for one server (see the module docstring)."""
 
-    def __init__(self, where: str, retention: Retention) -> None:
+    def __init__(self, where: str, retention: Retention, resolve: Resolver, max_payload: int) -> None:
         self.where = where
         self.retention = retention
         self.sessions = Sessions(where)
+        self._resolve = resolve
+        self._max_payload = max_payload
+        if retention.enabled and retention.spill:
+            self._expire_spilled(retention.spill)
 
     # -- SETUP -----------------------------------------------------------------------------
     def accept_setup(self, conn: Connection, f: F.Frame) -> None:
@@ -205,6 +221,10 @@ class ResumeService:
                 f"{self.where}: a resumable connection carries one stream, with id {STREAM_ID}; open another "
                 "connection for another stream",
             )
+        spill = None
+        if self.retention.spill:
+            meta = dict(session.setup, endpoint=endpoint, window=session.window)
+            spill = Spill(self.retention.spill, session.token, meta)
         out = OutboundStream(
             codec,
             where,
@@ -212,6 +232,7 @@ class ResumeService:
             retention=self.retention,
             on_detach=lambda: self.sessions.detached(session),
             on_end=self._ended(session),
+            spill=spill,
         )
         session.stream, session.endpoint = out, endpoint
         try:
@@ -231,7 +252,7 @@ class ResumeService:
         """A connection whose first frame is RESUME: re-attach the stream, answer RESUME_OK."""
         if f.version[0] != 1:
             raise Rejected(F.REJECTED_RESUME, f"{self.where} speaks RSocket 1.x; RESUME asked for {f.version[0]}")
-        session = self.sessions.find(f.resume_token)
+        session = self.sessions.find(f.resume_token) or self._from_spill(f.resume_token)
         if session is None or session.stream is None:
             raise Rejected(
                 F.REJECTED_RESUME,
@@ -250,6 +271,67 @@ class ResumeService:
             raise Rejected(F.REJECTED_RESUME, f"{self.where}: '{session.endpoint}': {exc}") from None
         self.sessions.attached(session)
         conn.send(F.encode_resume_ok(f.position))
+
+    # -- spill -------------------------------------------------------------------------------
+    def _from_spill(self, token: bytes) -> Session | None:
+        """A stream a previous process of this server spilled, served again from its files."""
+        root = self.retention.spill
+        if not (self.retention.enabled and root):
+            return None
+        try:
+            spilled = spill_find(root, token, self._max_payload)
+        except SpillError as exc:
+            raise Rejected(F.REJECTED_RESUME, f"{self.where}: the spilled stream cannot be read back: {exc}") from None
+        if spilled is None:
+            return None
+        meta = spilled.meta
+        name = meta["endpoint"]
+        publisher = self._resolve(name)
+        if publisher is None:
+            raise Rejected(
+                F.REJECTED_RESUME,
+                f"{self.where} kept a stream of '{name}' on disk, but serves no publisher named '{name}' now; "
+                "serve it under the same name to resume the stream",
+            )
+        return self._revive(token, spilled, publisher)
+
+    def _revive(self, token: bytes, spilled: SpilledStream, publisher: Any) -> Session:
+        meta = spilled.meta
+        setup = {k: meta[k] for k in ("metadata_mime", "data_mime", "keepalive", "lifetime")}
+        session = Session(token, float(meta.get("window", self.retention.window)), setup)
+        codec = make_codec(meta["data_mime"])
+        where = f"publisher '{meta['endpoint']}' at {self.where} (resumed from its spill)"
+        out = OutboundStream(
+            codec,
+            where,
+            retention=self.retention,
+            on_detach=lambda: self.sessions.detached(session),
+            on_end=self._ended(session),
+            spill=Spill.adopt(spilled),
+        )
+        try:
+            out.preload(spilled.entries, meta["acked"])
+        except (ValueError, MalformedArrow) as exc:
+            raise Rejected(F.REJECTED_RESUME, f"{self.where}: the spilled stream in {spilled.folder}: {exc}") from None
+        session.stream, session.endpoint = out, meta["endpoint"]
+        self.sessions.add(session)
+        if callable(getattr(publisher, "on_commit", None)):
+            out.committable = publisher
+        out.subscribe_upstream(publisher)  # new rows continue after the kept ones
+        return session
+
+    def _expire_spilled(self, root: str) -> None:
+        for folder in spill_expired(root, self.retention.window):
+            log.warning(
+                "rs_spark.net: %s: a stream spilled in %s was not resumed within its %g s window; its rows are lost",
+                self.where,
+                folder,
+                self.retention.window,
+            )
+            self.sessions.expired += 1
+            for name in os.listdir(folder):
+                os.unlink(os.path.join(folder, name))
+            os.rmdir(folder)
 
     # -- acknowledgements --------------------------------------------------------------------
     def on_metadata_push(self, conn: Connection, f: F.Frame) -> None:
@@ -282,7 +364,8 @@ class ResumeService:
         }
 
     def stop(self) -> None:
-        self.sessions.stop(f"the server {self.where} was stopped")
+        keep = bool(self.retention.enabled and self.retention.spill)
+        self.sessions.stop(f"the server {self.where} was stopped", keep_spilled=keep)
 
 
 __all__ = ["ResumeService", "Session", "Sessions"]

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import NetError
+from .spill import Spill
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Retention:
     """
 
     enabled: bool = True
-    max_records: int = 1_000_000
+    max_records: int = 4_000_000
     max_bytes: int = 256 * 1024 * 1024
     window: float = 600.0
     spill: str | None = None
@@ -87,10 +88,19 @@ class RetainedLog:
     Not thread-safe: its stream serialises access under its own lock.
     """
 
-    def __init__(self, retention: Retention, split: Splitter | None = None, start: int = 0) -> None:
+    def __init__(
+        self,
+        retention: Retention,
+        split: Splitter | None = None,
+        start: int = 0,
+        spill: Spill | None = None,
+        to_bytes: Callable[[Any], bytes] | None = None,
+    ) -> None:
         self.retention = retention
         self.retain = retention.enabled
         self._split = split
+        self._spill = spill  # rows also written to disk before they are sent (Retention.spill)
+        self._to_bytes = to_bytes  # an item as the bytes of its payload, for the spill
         self._entries: deque[_Entry] = deque()
         self._first = start  # position of the oldest row kept
         self._end = start  # position after the newest row
@@ -132,6 +142,8 @@ class RetainedLog:
     def append(self, item: Any, rows: int, nbytes: int) -> int:
         """Keep ``item`` (``rows`` rows, about ``nbytes`` bytes); returns its first position."""
         pos = self._end
+        if self._spill is not None and self._to_bytes is not None:
+            self._spill.append(pos, rows, self._to_bytes(item))
         self._entries.append(_Entry(pos, rows, item, nbytes))
         self._end = pos + rows
         self.records += rows
@@ -210,7 +222,27 @@ class RetainedLog:
             self.records -= e.rows
             self.bytes -= e.nbytes
         self._first = position
+        if self._spill is not None:
+            self._spill.acknowledge(position)
         return freed
+
+    def preload(self, entries: list[tuple[int, int, Any, int]], start: int) -> None:
+        """Rows read back from a spill after a restart (position, rows, item, bytes) from the
+        acknowledged position ``start``, as sent: a resuming reader says where to continue."""
+        assert not self._entries, "only an empty log"
+        self._first = self._end = self._cursor = start
+        for pos, rows, item, nbytes in entries:
+            self._entries.append(_Entry(pos, rows, item, nbytes))
+            self.records += rows
+            self.bytes += nbytes
+            self._end = self._cursor = pos + rows
+        if self._entries and self._entries[0].pos < start:  # the first entry began before the acknowledgement
+            first = self._entries[0]
+            self._cut(0, start - first.pos)
+            dropped = self._entries.popleft()
+            self.records -= dropped.rows
+            self.bytes -= dropped.nbytes
+        self._sent_entries = len(self._entries)
 
     def rewind(self, position: int) -> int:
         """Send again from ``position`` (where a resumed reader continues); returns the rows that
@@ -231,9 +263,18 @@ class RetainedLog:
         self._cursor = position
         return resend
 
+    def close_spill(self) -> None:
+        """Stop writing the spill and keep its files (the server stops; a restart reads them back)."""
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+
     def clear(self) -> int:
         """Forget everything kept (the stream ended or was cancelled); returns the rows dropped."""
         n = self.records
+        if self._spill is not None:
+            self._spill.remove()
+            self._spill = None
         self._entries.clear()
         self._sent_entries = 0
         self.records = self.bytes = 0

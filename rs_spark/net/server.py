@@ -107,7 +107,9 @@ class Server:
         if addr.scheme != "unix":
             addr = Address(addr.scheme, addr.host, self._sock.getsockname()[1])
         self._addr = addr
-        self._resume = ResumeService(addr.base, retention or Retention())
+        self._resume = ResumeService(
+            addr.base, retention or Retention(), self._publisher_named, self.limits.max_frame_bytes
+        )
         self._first: str | None = None
         self._thread = threading.Thread(target=self._accept_loop, name=f"rs-net-accept {addr.base}", daemon=True)
         self._thread.start()
@@ -142,6 +144,11 @@ class Server:
                 f"per channel), got {type(factory).__name__}"
             )
         return self._add(name, _Endpoint("processor", factory))
+
+    def _publisher_named(self, name: str) -> Any:
+        with self._lock:
+            ep = self._endpoints.get(name)
+        return ep.target if ep is not None and ep.kind == "publisher" else None
 
     def remove(self, name: str) -> None:
         """Stop offering ``name`` to new streams (open streams continue)."""

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+from ..private_files import create_private, make_private_dirs
 
 
 def open_fs(uri: str) -> tuple[pafs.FileSystem, str]:
@@ -34,29 +34,14 @@ def make_dirs(fs: pafs.FileSystem, path: str) -> None:
     if not is_local(fs):
         fs.create_dir(path, recursive=True)
         return
-    missing = []
-    p = os.path.abspath(path)
-    while not os.path.isdir(p):
-        missing.append(p)
-        parent = os.path.dirname(p)
-        if parent == p:
-            break
-        p = parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:  # created meanwhile by another task: leave its mode alone
-            continue
-        os.chmod(d, 0o700)  # the umask may have taken bits away, never added: make it exact
+    make_private_dirs(path)
 
 
 def open_new(fs: pafs.FileSystem, path: str) -> Any:
     """A new file for writing (pyarrow output stream): on local disk 0600, created exclusively."""
     if not is_local(fs):
         return fs.open_output_stream(path)
-    fd = os.open(path, _NEW_FILE, 0o600)
-    os.fchmod(fd, 0o600)
-    return pa.PythonFile(os.fdopen(fd, "wb"), mode="w")
+    return pa.PythonFile(os.fdopen(create_private(path), "wb"), mode="w")
 
 
 __all__ = ["open_fs", "is_local", "make_dirs", "open_new"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -89,3 +90,23 @@ def read_forever(address, keepalive, lifetime):
     it = rs.iterate(net.connect(address, keepalive=keepalive, lifetime=lifetime), prefetch=1)
     for _ in it:
         time.sleep(0.05)
+
+
+def serve_spilling(port, spill, counter_file, conn, token):
+    """Serve 'counter' with retention spilled to ``spill`` on a fixed ``port``: ids continue from
+    the number in ``counter_file`` (as a broker's offset moves once it handed a record out)."""
+    from rs_spark.net.retention import Retention
+
+    def ids():
+        n = int(open(counter_file).read()) if os.path.exists(counter_file) else 0
+        while True:
+            with open(counter_file, "w") as f:
+                f.write(str(n + 1))
+            yield n
+            n += 1
+
+    server = net.serve(
+        rs.defer(ids), name="counter", bind=f"tcp://127.0.0.1:{port}", token=token, retention=Retention(spill=spill)
+    )
+    conn.send(server.address)
+    threading.Event().wait()  # serve until killed

@@ -16,6 +16,7 @@ from rs_spark.net import frames as F
 from rs_spark.net.errors import ResumeRejected
 from rs_spark.net.metadata import COMPOSITE
 from rs_spark.net.retention import Retention
+from tests.net._procs import serve_spilling
 from tests.waits import wait_until
 
 TOKEN = "resume-test-token"
@@ -437,3 +438,72 @@ def test_elements_that_arrive_while_the_reader_is_away_are_kept_not_dropped(serv
     net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
     wait_until(lambda: len(r2.items) >= len(emitted) - 10, what="the late elements")
     assert r2.items[: len(emitted) - 10] == emitted[10:]
+
+
+def _spawn_spilling(port, spill, counter_file):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe()
+    p = ctx.Process(target=serve_spilling, args=(port, str(spill), str(counter_file), child, TOKEN), daemon=True)
+    p.start()
+    assert parent.poll(60), "the serving process did not start"
+    return p, parent.recv()
+
+
+def test_with_spill_the_kept_rows_survive_a_sigkill_of_the_serving_process(tmp_path):
+    """The serving process dies after sending rows the reader had not committed, and the reader
+    dies too; a new serving process on the same spill folder and port serves them again to a new
+    reader that resumes at its committed position, then continues with new rows: nothing lost."""
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        port = s.getsockname()[1]
+    spill, counter = tmp_path / "spill", tmp_path / "counter"
+    p1, address = _spawn_spilling(port, spill, counter)
+    try:
+        first = net.connect(address, token=TOKEN).resumable()
+        r1 = Rec(300)
+        first.subscribe(r1)
+        wait_until(lambda: len(r1.items) == 300, what="300 rows")
+        r1.s.on_commit(100)
+        wait_until(lambda: r1.s.retention.get("ackedPosition") == 100, what="the acknowledgement")
+        r1.s.detach()
+    finally:
+        p1.kill()
+        p1.join(30)
+    assert any(spill.iterdir()), "nothing was spilled"
+    p2, _ = _spawn_spilling(port, spill, counter)
+    try:
+        r2 = Rec(500)
+        net.connect(address, token=TOKEN).resumable(first.key).subscribe_at(r2, 100)
+        wait_until(lambda: len(r2.items) == 500 or r2.error, what="500 rows from the restarted server")
+        assert r2.error is None, r2.error
+        assert r2.items == list(range(100, 600))
+    finally:
+        p2.kill()
+        p2.join(30)
+
+
+def test_a_tampered_spill_is_refused_naming_the_file(tmp_path):
+    spill = tmp_path / "spill"
+    server = net.serve(rs.range_(1000), name="nums", token=TOKEN, retention=Retention(spill=str(spill)))
+    try:
+        first = net.connect(server.address, token=TOKEN).resumable()
+        r1 = Rec(50)
+        first.subscribe(r1)
+        wait_until(lambda: len(r1.items) == 50, what="50 rows")
+        r1.s.detach()
+        wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+    finally:
+        server.stop()  # a stopping server keeps what it spilled
+    (segment,) = list(spill.glob("*/segment-*.spill"))
+    data = bytearray(segment.read_bytes())
+    data[8:12] = (10**6).to_bytes(4, "big")  # the first entry claims a million rows
+    segment.write_bytes(bytes(data))
+    again = net.serve(rs.range_(1000), name="nums", token=TOKEN, retention=Retention(spill=str(spill)))
+    try:
+        r2 = Rec(10)
+        net.connect(again.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 0)
+        assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
+        assert segment.name in str(r2.error) and "the file was changed, or rows are missing" in str(r2.error)
+    finally:
+        again.stop()
