@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from .drain import IteratorSubscription, TerminalSubscription, check_subscriber, subscribe_with
@@ -55,6 +55,33 @@ class IterablePublisher(PublisherBase[T]):
         return f"<IterablePublisher {self._describe}>"
 
 
+class SequencePublisher(IterablePublisher[T]):
+    """Emits a sequence (list, tuple, range): every subscriber from the start, or from any
+    position with ``subscribe_at`` (:class:`~rs_spark.streams.types.Replayable`), so the
+    ``reactive`` source can resume it where Spark last committed. Operators piped onto it give an
+    ordinary IterablePublisher (a ``filter`` would change what a position means)."""
+
+    __slots__ = ("_seq",)
+
+    def __init__(self, seq: Sequence[T], describe: str) -> None:
+        super().__init__(lambda: iter(seq), describe=describe)
+        self._seq = seq
+
+    def subscribe_at(self, subscriber: Subscriber[T], position: int) -> None:
+        """Subscribe with element ``position`` (0-based) first; past the end it completes at once."""
+        check_subscriber(subscriber)  # rule 1.9
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise ValueError(f"subscribe_at needs a position >= 0, got {position!r}")
+        seq = self._seq
+        it = iter(seq[position:]) if isinstance(seq, builtins.range) else _from(seq, position)
+        subscribe_with(subscriber, IteratorSubscription(subscriber, it, True))
+
+
+def _from(seq: Sequence[T], position: int) -> Iterator[T]:
+    for i in builtins.range(position, len(seq)):  # no copy of the sequence's tail
+        yield seq[i]
+
+
 class _OneShot:
     """Hands out a single iterator once; later subscribers are refused (rule 1.9 via on_error)."""
 
@@ -88,6 +115,8 @@ def from_iterable(iterable: Iterable[T]) -> IterablePublisher[T]:
         raise null_element_error("the iterable passed to from_iterable()")
     if iter(iterable) is iterable:  # an iterator: single use
         return IterablePublisher(_OneShot(iterable), describe=type(iterable).__name__)
+    if isinstance(iterable, Sequence) and not isinstance(iterable, (str, bytes, bytearray)):
+        return SequencePublisher(iterable, describe=type(iterable).__name__)
     return IterablePublisher(lambda: iter(iterable), describe=type(iterable).__name__)
 
 
@@ -97,8 +126,7 @@ def range_(start: int, count: int | None = None) -> IterablePublisher[int]:
         start, count = 0, start
     if count < 0:
         raise ValueError(f"range_ count must be >= 0, got {count}")
-    r = builtins.range(start, start + count)
-    return IterablePublisher(lambda: iter(r), describe=f"range({start}, count={count})")
+    return SequencePublisher(builtins.range(start, start + count), describe=f"range({start}, count={count})")
 
 
 def just(*items: T) -> IterablePublisher[T]:
@@ -106,7 +134,7 @@ def just(*items: T) -> IterablePublisher[T]:
     for i, x in enumerate(items):
         if x is None:
             raise null_element_error(f"item #{i} passed to just()")
-    return IterablePublisher(lambda: iter(items), describe=f"just({len(items)} items)")
+    return SequencePublisher(items, describe=f"just({len(items)} items)")
 
 
 class _Terminal(PublisherBase[Any]):
@@ -167,4 +195,4 @@ def defer(factory: Callable[[], Any]) -> PublisherBase[T]:
     return _Deferred(make)
 
 
-__all__ = ["IterablePublisher", "from_iterable", "range_", "just", "empty", "error", "defer"]
+__all__ = ["IterablePublisher", "SequencePublisher", "from_iterable", "range_", "just", "empty", "error", "defer"]
