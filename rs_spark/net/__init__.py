@@ -20,8 +20,12 @@ Layers, bottom up:
   of its own), :mod:`.websocket` (``ws://``, ``wss://``), :mod:`.framing` (length-prefixed
   frames in and out of a socket), :mod:`.refuser` (closing refused connections without a reset);
 * :mod:`.connection` (multiplexing, keepalive, limits) with :mod:`.worker` (its signal thread);
-* :mod:`.bridge` (the two directions of a stream), :mod:`.channel` (both at once: a Processor),
+* :mod:`.bridge` (frames in: the Subscription of a remote Publisher) and :mod:`.outbound` (frames
+  out: the Subscriber of a local Publisher), :mod:`.channel` (both at once: a Processor),
   :mod:`.codecs` (elements <-> payloads), :mod:`.conventions` (what a channel's first frame carries);
+* resumable streams: :mod:`.retention` (rows kept until acknowledged), :mod:`.resume` (the wire
+  conventions), :mod:`.resume_server` / :mod:`.resume_client` (each side), :mod:`.spill` (kept rows
+  on disk, across a restart of the serving process);
 * :mod:`.server` and :mod:`.client`, the API; :mod:`.errors`, what it raises; :mod:`.address`,
   the address strings.
 
@@ -43,7 +47,9 @@ from .client import (
 from .codecs import ARROW_MIME, MIMES
 from .connection import Limits
 from .conventions import ChannelData, ChannelOpen
-from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError
+from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
+from .resume_client import ResumablePublisher, ResumableSubscription
+from .retention import Retention
 from .server import Server, serve
 
 __all__ = [
@@ -68,4 +74,8 @@ __all__ = [
     "RemoteError",
     "MIMES",
     "ARROW_MIME",
+    "Retention",
+    "ResumablePublisher",
+    "ResumableSubscription",
+    "ResumeRejected",
 ]

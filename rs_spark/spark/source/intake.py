@@ -27,7 +27,8 @@ from ...streams.types import Subscription
 log = logging.getLogger("rs_spark.source")
 
 _COMPLETE = object()  # the terminal signal on_complete (an error is stored as itself)
-_CANCEL = -1
+_CANCEL = -1  # on the demand thread's queue: cancel, then end the thread
+_DETACH = -2  # leave the stream to its endpoint (ResumableSubscription.detach), then end the thread
 _ARROW = (pa.RecordBatch, pa.Table)
 
 
@@ -120,7 +121,8 @@ class Intake:
         self._subscription: Subscription | None = None
         # Every request/cancel goes through one thread: calls stay serial (rule 2.7), and a
         # synchronous publisher produces the next micro-batch there while Spark runs this one.
-        self._calls: queue.SimpleQueue[int] = queue.SimpleQueue()
+        # Demand (n > 0), _CANCEL, _DETACH, or a call to make on the Subscription (on_commit).
+        self._calls: queue.SimpleQueue[int | Callable[[Subscription], None]] = queue.SimpleQueue()
         self._caller: threading.Thread | None = None
         self._requested = 0  # elements requested in total (saturating)
         self._received = 0  # elements received in total
@@ -328,9 +330,12 @@ class Intake:
         calls = self._calls
         while True:
             n = calls.get()
-            if n == _CANCEL:
-                self._cancel_upstream(s)
+            if n == _CANCEL or n == _DETACH:
+                self._end_upstream(s, detach=n == _DETACH)
                 return
+            if not isinstance(n, int):
+                self._call_subscription(s, n)
+                continue
             try:
                 s.request(n)
             except BaseException as exc:  # rule 3.16 says request returns normally; this one did not
@@ -340,6 +345,20 @@ class Intake:
                 if not isinstance(exc, Exception):  # fatal: cancel, as the violation says, and end this thread
                     self._cancel_upstream(s)
                     raise
+
+    @staticmethod
+    def _call_subscription(s: Subscription, fn: Callable[[Subscription], None]) -> None:
+        try:
+            fn(s)
+        except Exception as exc:  # an acknowledgement the publisher fumbled must not stop the demand thread
+            log.warning("format('reactive'): the publisher's on_commit raised %s: %s", type(exc).__name__, exc)
+
+    def _end_upstream(self, s: Subscription, detach: bool) -> None:
+        detach_fn = getattr(s, "detach", None) if detach else None
+        if callable(detach_fn):
+            detach_fn()
+            return
+        self._cancel_upstream(s)
 
     @staticmethod
     def _cancel_upstream(s: Subscription) -> None:
@@ -461,8 +480,14 @@ class Intake:
             return run  # the reader converts these itself and names any malformed element's offset
         return [Chunk(batch)]
 
-    def cancel(self, wait: float = 0.0) -> bool:
-        """Cancel (through the demand thread, after any request already queued).
+    def call_on_subscription(self, fn: Callable[[Subscription], None]) -> None:
+        """Run ``fn(subscription)`` on the demand thread, after the calls queued before it (serial
+        with ``request`` and ``cancel``, rule 2.7). For ``on_commit``."""
+        self._calls.put(fn)
+
+    def cancel(self, wait: float = 0.0, detach: bool = False) -> bool:
+        """Cancel (through the demand thread, after any request already queued); with ``detach``
+        a resumable subscription is left to its endpoint instead (kept for a restarted reader).
 
         ``wait`` > 0 blocks up to that many seconds until the publisher has been told: the
         reader process may exit right after ``stop()``, taking the demand thread with it.
@@ -470,7 +495,7 @@ class Intake:
         """
         self._closed = True
         self._convert_wake.set()
-        self._calls.put(_CANCEL)
+        self._calls.put(_DETACH if detach else _CANCEL)
         caller = self._caller
         if caller is None:
             return True

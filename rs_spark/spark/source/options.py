@@ -16,6 +16,10 @@ SOURCE_OPTIONS: dict[str, str] = {
     "of the options) or a Publisher class; built in a JVM the reader process starts",
     "jvmJars": "with jvmPublisher: comma-separated jar paths or globs for that JVM's classpath",
     "token": "authentication token for the endpoint",
+    "resumable": "with endpoint: read it as a resumable stream, so the serving side keeps what it sent until "
+    "Spark commits and a restarted query continues without loss (default true)",
+    "resumeWindow": "with endpoint: how long the serving side keeps the stream for a restarted query after the "
+    "connection drops, at most the endpoint's Retention.window (10 minutes by default), which applies when unset",
     "schema": "DDL schema when none is given with .schema() and the publisher declares none",
     "maxRecordsPerTrigger": "at most this many records per micro-batch (ReadMaxRows)",
     "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
@@ -58,6 +62,8 @@ class SourceOptions:
     raw: dict[str, Any]
     jvm_publisher: str | None = None
     jvm_jars: str | None = None
+    resumable: bool = True
+    resume_window: float | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
@@ -88,6 +94,8 @@ class SourceOptions:
             raw=o,
             jvm_publisher=jvm_publisher,
             jvm_jars=str(o["jvmjars"]) if o.get("jvmjars") else None,
+            resumable=parse_bool("resumable", o.get("resumable", "true")),
+            resume_window=parse_duration("resumeWindow", o["resumewindow"]) if o.get("resumewindow") else None,
         )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from ...net.address import parse
+from ...net.retention import Retention
 from ..session import check_reachable
 
 _served: list[Any] = []  # servers this process started for read_stream; stopped by stop_served()
@@ -22,7 +23,13 @@ _lock = threading.Lock()
 
 
 def read_stream(
-    spark: SparkSession, publisher: Any, schema: Any = None, *, bind: str = "tcp://127.0.0.1:0", **options: Any
+    spark: SparkSession,
+    publisher: Any,
+    schema: Any = None,
+    *,
+    bind: str = "tcp://127.0.0.1:0",
+    retention: Retention | None = None,
+    **options: Any,
 ) -> DataFrame:
     """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
 
@@ -32,6 +39,8 @@ def read_stream(
     ``bind``: where Spark's reader connects back to this process; the default (loopback)
     serves a driver on this machine. For a Spark Connect server elsewhere, bind an address of
     this machine that the server can reach (``tcp://10.0.0.5:0``); a random token protects it.
+    ``retention`` (:class:`rs_spark.net.Retention`): what the endpoint keeps until Spark commits, so
+    a query restarted from its checkpoint continues without loss (on by default, within bounds).
     """
     import secrets
 
@@ -54,7 +63,7 @@ def read_stream(
     check_reachable(spark, bind, "read_stream")
     # A token even on loopback: any local user can connect to 127.0.0.1 (the port is in /proc/net/tcp).
     token = secrets.token_urlsafe(24)
-    server = serve(publisher, name=f"rs-{uuid.uuid4().hex[:12]}", bind=bind, token=token)
+    server = serve(publisher, name=f"rs-{uuid.uuid4().hex[:12]}", bind=bind, token=token, retention=retention)
     with _lock:
         _served.append(server)
     register(spark)
@@ -67,6 +76,13 @@ def read_stream(
     return reader.load()
 
 
+def served() -> list[Any]:
+    """The servers :func:`read_stream` started in this process and has not stopped (their
+    ``stats()`` show what each endpoint keeps for its reader)."""
+    with _lock:
+        return list(_served)
+
+
 def stop_served() -> int:
     """Stop every endpoint :func:`read_stream` started in this process; return how many."""
     with _lock:
@@ -76,4 +92,4 @@ def stop_served() -> int:
     return len(servers)
 
 
-__all__ = ["read_stream", "stop_served"]
+__all__ = ["read_stream", "stop_served", "served"]

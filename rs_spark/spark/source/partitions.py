@@ -1,0 +1,92 @@
+"""Where a micro-batch's rows are for executors: inside the partition, on the driver-side reader
+process's batch server, or in replay-log segments; and reading each kind on an executor."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark.sql.datasource import InputPartition
+
+from ...arrow.ipc import from_ipc
+from ...net.batch_fetch import Address, FetchError, fetch
+from .replay_log import read_segment_slice
+
+
+class InlinePartition(InputPartition):
+    """Rows carried inside the partition as Arrow IPC bytes (no replay log)."""
+
+    def __init__(self, ipc: bytes, first_offset: int) -> None:
+        super().__init__(first_offset)
+        self.ipc = ipc
+
+
+class FetchPartition(InputPartition):
+    """Rows ``[lo, hi)`` of the micro-batch planned at offset ``key``, fetched by the executor
+    straight from the driver-side reader process (no replay log; large batches)."""
+
+    def __init__(self, address: Address, key: int, lo: int, hi: int) -> None:
+        super().__init__(key + lo)
+        self.address, self.key, self.lo, self.hi = address, key, lo, hi
+
+
+class LogPartition(InputPartition):
+    """Rows ``[lo, hi)`` of replay-log segments, read by the executor from the log."""
+
+    def __init__(self, uri: str, pieces: list[tuple[str, int, int]]) -> None:
+        super().__init__(pieces[0][0] if pieces else None)
+        self.uri = uri
+        self.pieces = pieces
+
+
+class SubscribePartition(InputPartition):
+    """Batch read: the executor subscribes to the publisher itself and reads it to completion."""
+
+
+def split_log(uri: str, segs: list[tuple[str, int]], n: int) -> list[InputPartition]:
+    """Split the rows of ``segs`` (name, rows) into ``n`` row ranges of near-equal size."""
+    total = sum(r for _, r in segs)
+    if total == 0:
+        return []
+    step = math.ceil(total / n)
+    parts: list[InputPartition] = []
+    pieces: list[tuple[str, int, int]] = []
+    room = step
+    for name, rows in segs:
+        lo = 0
+        while lo < rows:
+            take = min(room, rows - lo)
+            pieces.append((name, lo, lo + take))
+            lo += take
+            room -= take
+            if room == 0:
+                parts.append(LogPartition(uri, pieces))
+                pieces, room = [], step
+    if pieces:
+        parts.append(LogPartition(uri, pieces))
+    return parts
+
+
+def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """The rows of one of the source's partitions (on an executor)."""
+    if isinstance(partition, InlinePartition):
+        yield from from_ipc(partition.ipc, f"the inline partition from offset {partition.value}")
+    elif isinstance(partition, FetchPartition):
+        try:
+            yield from fetch(partition.address, partition.key, partition.lo, partition.hi)
+        except FetchError as exc:
+            raise FetchError(
+                f"format('reactive'): an executor could not fetch its micro-batch rows from the driver-side "
+                f"reader process: {exc}. Executors must reach the driver host on that port; otherwise set "
+                "option logPath to a location executors can read (also gives replay after a restart), or "
+                "batchTransport=inline (rows travel inside Spark's tasks, slower for large batches)"
+            ) from exc
+    elif isinstance(partition, LogPartition):
+        for name, lo, hi in partition.pieces:
+            yield from read_segment_slice(partition.uri, name, lo, hi)
+    else:  # pragma: no cover - Spark only hands back our partitions
+        raise TypeError(f"format('reactive') cannot read partition {partition!r}")
+
+
+__all__ = ["InlinePartition", "FetchPartition", "LogPartition", "SubscribePartition", "split_log", "read_partition"]

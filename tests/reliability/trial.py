@@ -1,0 +1,213 @@
+"""A SIGKILL trial of the driver, shared by the one-kill test and the 20-kill reliability test.
+
+One driver process (tests/reliability/driver.py) runs two queries without a replay log: one reads
+an endpoint served from this process (a publisher that cannot replay: the endpoint keeps what it
+sent until Spark commits, and the restarted reader resumes the same stream), one reads a
+replayable factory publisher (the restarted reader asks it again from the committed position).
+Both write into Subscribers served from this process with durable ledgers. The driver is killed
+with SIGKILL at random points and restarted from its checkpoints; at the end it stops gracefully.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+
+from rs_spark import net
+from rs_spark import streams as rs
+from rs_spark.delivery import serve_sink
+from tests.reliability.publishers import lines
+from tests.waits import wait_until
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class ContinuingCounter:
+    """A Publisher of {"id": n} that cannot replay: each subscription continues after the last id
+    emitted. It records its subscriptions and the positions it is told were committed."""
+
+    def __init__(self) -> None:
+        self.next = 0
+        self.ranges: list[list[int]] = []  # [start, end) emitted per subscription
+        self.commits: list[int] = []
+        self._lock = threading.Lock()
+
+    def subscribe(self, subscriber) -> None:
+        with self._lock:
+            start = self.next
+            rng = [start, start]
+            self.ranges.append(rng)
+
+        def gen():
+            i = start
+            while True:
+                with self._lock:
+                    if rng is not self.ranges[-1]:
+                        return  # a newer subscription took over the numbering
+                    rng[1] = i + 1
+                    self.next = i + 1
+                yield {"id": i}
+                i += 1
+
+        rs.from_iterable(gen()).subscribe(subscriber)
+
+    def on_commit(self, position: int) -> None:
+        self.commits.append(position)
+
+
+class Seen:
+    """A Subscriber that takes everything and records the ids."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.done = threading.Event()
+
+    def on_subscribe(self, s) -> None:
+        s.request(2**62)
+
+    def on_next(self, row) -> None:
+        self.ids.append(row["id"])
+
+    def on_error(self, e) -> None:
+        self.done.set()
+
+    def on_complete(self) -> None:
+        self.done.set()
+
+
+@dataclass
+class Trial:
+    """The publishers, sinks and files of one trial; ``run`` kills and restarts the driver."""
+
+    tmp: object
+    counter: ContinuingCounter = field(default_factory=ContinuingCounter)
+    endpoint_seen: Seen = field(default_factory=Seen)
+    factory_seen: Seen = field(default_factory=Seen)
+    kills: list[float] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.source = net.serve(self.counter, name="counter")
+        self.sinks = [
+            serve_sink(self.endpoint_seen, ledger=str(self.tmp / "ledger-endpoint.json")),
+            serve_sink(self.factory_seen, ledger=str(self.tmp / "ledger-factory.json")),
+        ]
+        self.marker = self.tmp / "subscriptions"
+        self.commits = self.tmp / "commits"
+        self.queries = json.dumps(
+            [
+                {"source": self.source.address, "sink": self.sinks[0].address, "checkpoint": str(self.tmp / "ck1")},
+                {
+                    "factory": "tests.reliability.publishers:replayable_ids",
+                    "sink": self.sinks[1].address,
+                    "checkpoint": str(self.tmp / "ck2"),
+                    "options": {"publisher.marker": str(self.marker), "publisher.commits": str(self.commits)},
+                },
+            ]
+        )
+
+    def _driver(self, stop_file: str | None = None) -> subprocess.Popen:
+        cmd = [sys.executable, os.path.join(ROOT, "tests", "reliability", "driver.py"), "--queries", self.queries]
+        if stop_file:
+            cmd += ["--stop-file", stop_file]
+        env = dict(os.environ, PYTHONPATH=ROOT)
+        return subprocess.Popen(  # its own process group: the JVM and workers die with it
+            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+
+    def stream(self) -> dict:
+        streams = self.source.stats()["streams"]
+        return streams[0] if streams else {}
+
+    def _wait_resumed(self, run: int, p: subprocess.Popen) -> None:
+        """Run ``run`` (0-based) is reading both publishers again."""
+        wait_until(
+            lambda: p.poll() is not None
+            or (self.stream().get("resumes", -1) >= run and len(lines(self.marker)) >= run + 1),
+            what=f"run {run} to subscribe to both publishers",
+            timeout=120,
+        )
+        assert p.poll() is None, p.stderr.read()[-3000:]
+
+    def kill(self, runs: int, seed: int) -> None:
+        rng = random.Random(seed)
+        for run in range(runs):
+            p = self._driver()
+            assert p.stdout.readline().strip() == "STARTED", p.stderr.read()[-3000:]
+            self._wait_resumed(run, p)
+            if run % 2:  # every other run is killed once it has delivered: mid-stream, not only at start-up
+                self._wait_delivering(p)
+            delay = rng.uniform(0.0, 3.0)  # the kill point: mid-batch, mid-commit, mid-prefetch
+            threading.Event().wait(delay)
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(30)
+            self.reports.append(p.stderr.read())
+            self.kills.append(round(delay, 1))
+
+    def _wait_delivering(self, p: subprocess.Popen) -> None:
+        before = (len(self.endpoint_seen.ids), len(self.factory_seen.ids))
+        wait_until(
+            lambda: p.poll() is not None
+            or (len(self.endpoint_seen.ids) > before[0] and len(self.factory_seen.ids) > before[1]),
+            what="the run to deliver from both queries",
+            timeout=120,
+        )
+
+    def finish(self, run: int) -> None:
+        """A last run that resumes, delivers more, and stops gracefully."""
+        stop_file = self.tmp / "stop"
+        before = (len(self.endpoint_seen.ids), len(self.factory_seen.ids))
+        p = self._driver(stop_file=str(stop_file))
+        self._wait_resumed(run, p)
+        wait_until(
+            lambda: p.poll() is not None
+            or (len(self.endpoint_seen.ids) > before[0] + 300 and len(self.factory_seen.ids) > before[1] + 300),
+            what="the last run to deliver from both queries",
+            timeout=180,
+        )
+        stop_file.write_text("stop")
+        _, err = p.communicate(timeout=180)
+        self.reports.append(err)
+        assert p.returncode == 0, err[-3000:]
+
+    def close(self) -> None:
+        self.source.stop()
+        for s in self.sinks:
+            s.stop()
+
+    def check(self) -> dict:
+        """Assert exactly once, in order, nothing lost; return the figures."""
+        ep, fac = self.endpoint_seen.ids, self.factory_seen.ids
+        assert ep and fac, "nothing was delivered"
+        assert ep == list(range(len(ep))), "endpoint query: a duplicate, a hole or a reordering"
+        assert fac == list(range(len(fac))), "factory query: a duplicate, a hole or a reordering"
+        assert len(self.counter.ranges) == 1, f"the endpoint stream was subscribed again: {self.counter.ranges}"
+        emitted = self.counter.ranges[0][1]
+        s = self.stream()
+        # Every row the publisher emitted reached the Subscriber or is still kept by the endpoint
+        # (the tail the last run had prefetched and not committed: it waits for the next run).
+        assert s.get("firstPosition", emitted) <= len(ep) <= emitted, (s, len(ep), emitted)
+        assert s.get("endPosition", emitted) == emitted
+        assert self.source.stats()["lostRecords"] == 0
+        # The publisher heard each commit once, in order, never past what was delivered.
+        commits = self.counter.commits
+        assert commits == sorted(set(commits)) and (not commits or commits[-1] <= len(ep)), commits
+        factory_commits = lines(self.commits)
+        assert factory_commits == sorted(factory_commits) and factory_commits[-1] <= len(fac)
+        return {
+            "kills": len(self.kills),
+            "endpoint delivered": len(ep),
+            "endpoint emitted": emitted,
+            "factory delivered": len(fac),
+            "lost": 0,
+            "duplicated": 0,
+            "resumes": s.get("resumes"),
+            "resent": s.get("resentRecords"),
+            "factory subscriptions at": lines(self.marker),
+        }

@@ -1,0 +1,131 @@
+"""Zero loss across a driver crash without a replay log: the endpoint keeps what it sent until
+Spark commits and the restarted reader resumes the same stream; a replayable publisher is asked
+again from the committed position. (The 20-kill trial is tests/reliability/test_kill_driver.py.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+import rs_spark
+from rs_spark import streams as rs
+from rs_spark.net import Retention
+from rs_spark.spark.source.read_stream import served
+from tests.reliability.trial import Trial
+from tests.waits import wait_until
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_driver_sigkill_loses_and_duplicates_nothing_from_an_endpoint_or_a_replayable_publisher(tmp_path):
+    trial = Trial(tmp_path)
+    try:
+        trial.kill(runs=1, seed=11)
+        trial.finish(run=1)
+        figures = trial.check()
+    finally:
+        trial.close()
+    assert figures["resumes"] == 1
+
+
+class _Counting:
+    """Dicts {"id": n} from 0, counting the demand it was asked for."""
+
+    def __init__(self) -> None:
+        self.requested = 0
+
+    def subscribe(self, subscriber) -> None:
+        outer = self
+
+        class Watch:
+            def on_subscribe(self, s):
+                class S:
+                    def request(self, k):
+                        outer.requested += k
+                        s.request(k)
+
+                    def cancel(self):
+                        s.cancel()
+
+                subscriber.on_subscribe(S())
+
+            def on_next(self, x):
+                subscriber.on_next(x)
+
+            def on_error(self, e):
+                subscriber.on_error(e)
+
+            def on_complete(self):
+                subscriber.on_complete()
+
+        rs.range_(10**9).pipe(rs.map(lambda i: {"id": i})).subscribe(Watch())
+
+
+class _Gate:
+    """A Subscriber that takes 300 rows, then nothing until opened."""
+
+    def __init__(self) -> None:
+        self.ids: list[int] = []
+        self.open = threading.Event()
+
+    def on_subscribe(self, s) -> None:
+        self.s = s
+        s.request(300)
+
+    def on_next(self, row) -> None:
+        self.ids.append(row["id"])
+        if len(self.ids) == 300:
+            threading.Thread(target=lambda: (self.open.wait(120), self.s.request(10**9)), daemon=True).start()
+
+    def on_error(self, e) -> None:
+        pass
+
+    def on_complete(self) -> None:
+        pass
+
+
+@pytest.mark.timeout(300)
+def test_a_stalled_query_pauses_the_publisher_at_the_retention_bound_and_drops_nothing(spark):
+    """The Subscriber stops taking rows, so commits stop; the endpoint keeps at most
+    Retention.max_records rows beyond the last acknowledgement and asks its publisher for no
+    more (backpressure to the source of data) although the reader wants more; nothing is
+    dropped: once the Subscriber takes rows again every id arrives once, in order."""
+    pub = _Counting()
+    df = rs_spark.read_stream(
+        spark,
+        pub,
+        schema="id LONG",
+        retention=Retention(max_records=800),
+        maxRecordsPerTrigger=200,
+        maxBufferedRecords=1000,
+        pollTimeout="100ms",
+    )
+    gate = _Gate()
+    q = rs_spark.write_stream(df, gate, trigger={"processingTime": "50 milliseconds"})
+    server = served()[-1]  # the one this read_stream started
+    try:
+        wait_until(lambda: _kept(server) == 800, what="the endpoint to reach its bound of 800 kept rows", timeout=120)
+        stream = server.stats()["streams"][0]
+        assert pub.requested == stream["ackedPosition"] + 800  # asked for nothing beyond the bound
+        assert stream["retainedBytes"] < 800 * 64  # small rows: the bound bounds memory too
+        progress = wait_until(lambda: _source_metrics(q), what="the source's progress")
+        assert {"committedPosition", "endpointRetainedRecords", "endpointRetainedBytes"} <= set(progress)
+        gate.open.set()
+        wait_until(lambda: len(gate.ids) >= 3000, what="3000 rows after the stall", timeout=120)
+    finally:
+        q.stop()
+    assert gate.ids[:3000] == list(range(3000))
+
+
+def _kept(server) -> int:
+    streams = server.stats()["streams"]
+    return streams[0]["retainedRecords"] if streams else -1
+
+
+def _source_metrics(q):
+    p = q.lastProgress
+    m = p and p["sources"][0].get("latestOffset")
+    m = json.loads(m) if isinstance(m, str) else m
+    return m if m and "endpointRetainedRecords" in m else None
