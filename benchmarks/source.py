@@ -8,7 +8,10 @@ One run, one table. Each row runs a streaming query with Trigger.AvailableNow ov
 excluding each query's first micro-batch (JVM and Python worker warm-up, 3-6 s here). Rows:
 (a) reactive, a Publisher of 1M-row pyarrow RecordBatches;  (b) reactive, a Publisher of dicts;
 (c) a minimal hand-written Python source yielding the same RecordBatches (the ceiling);
-(d) the same source yielding tuples (what people write by hand today);  (e) Spark's `rate`.
+(d) the same source yielding tuples (what people write by hand today);  (e) Spark's `rate`;
+(f) reactive, endpoint mode: the RecordBatch publisher served by rs_spark.net in this process and read
+with option endpoint (Arrow codec), the endpoint keeping what it sent until Spark commits
+(retention, the default), next to (f') the same with option resumable=false (no retention).
 The reactive queries use pollTimeout=10s: the publishers here are finite and complete, so the
 timeout never delays a micro-batch, but a short one ended AvailableNow early when a loaded
 machine took longer than it to build the next 1M-row batch (a run then read 1 of 8 batches).
@@ -81,6 +84,33 @@ def main() -> None:
         )
         return measure(df.writeStream.format("noop").trigger(availableNow=True).start(), b * rows)
 
+    def endpoint(rows: int, resumable: bool) -> float:
+        from rs_spark import net
+        from rs_spark import streams as rs
+
+        server = net.serve(
+            rs.range_(b).pipe(rs.map(lambda i: base.make_batch(i, rows))),
+            name="batches",
+            token="bench",
+            retention=net.Retention(max_bytes=1 << 30),
+        )
+        try:
+            df = (
+                spark.readStream.format("reactive")
+                .schema(base.SCHEMA)
+                .option("endpoint", server.address + "?codec=arrow")
+                .option("token", "bench")
+                .option("resumable", str(resumable).lower())
+                .option("maxRecordsPerTrigger", rows)
+                .option("maxBufferedRecords", max(rows, 2))
+                .option("pollTimeout", "10s")
+                .option("batchTransport", args.transport)
+                .load()
+            )
+            return measure(df.writeStream.format("noop").trigger(availableNow=True).start(), b * rows)
+        finally:
+            server.stop()
+
     def hand(fmt: str, rows: int) -> float:
         df = spark.readStream.format(fmt).option("batches", b).option("rows", rows).load()
         return measure(df.writeStream.format("noop").trigger(availableNow=True).start(), b * rows)
@@ -105,6 +135,8 @@ def main() -> None:
         ("(c) hand-written source, RecordBatches", r, hand("hand_arrow", r)),
         ("(d) hand-written source, tuples", dr, hand("hand_tuples", dr)),
         ("(e) Spark rate source", 0, rate(r)),
+        ("(f) reactive: endpoint, retention on", r, endpoint(r, resumable=True)),
+        ("(f') same, retention off (resumable=false)", r, endpoint(r, resumable=False)),
     ]
     rates = {name[:3]: v for name, _, v in results}
     print(
@@ -116,9 +148,11 @@ def main() -> None:
     for name, rows, v in results:
         print(f"{name:<42} {rows if rows else '-':>11} {v:>13,.0f}")
     a, a_log, c = rates["(a)"], rates["(a'"], rates["(c)"]
+    f_on, f_off = rates["(f)"], rates["(f'"]
     print(
         f"(a)/(c) = {a / c:.0%}, (a')/(c) = {a_log / c:.0%} (target >= 80%);  "
-        f"(b)/(d) = {rates['(b)'] / rates['(d)']:.2f}x (target >= 1.5x)"
+        f"(b)/(d) = {rates['(b)'] / rates['(d)']:.2f}x (target >= 1.5x);  "
+        f"(f)/(f') = {f_on / f_off:.0%} (target >= 90%)"
     )
     shutil.rmtree(logdir, ignore_errors=True)
     spark.stop()
