@@ -211,6 +211,8 @@ class InboundSubscription(QueueSubscription):
         """Count ``item`` against the credits granted and queue it; False if it broke rule 1.1."""
         k = self._codec.count(item)
         with self._wlock:
+            if not self._wire_open:
+                return False  # read off a connection after it closed: the stream already ended here (or resumes)
             self._inflight -= k
             self._received += k
             over = self._inflight < 0

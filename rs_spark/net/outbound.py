@@ -87,6 +87,7 @@ class OutboundStream:
         self._state = State.ATTACHED
         self._terminal: Any = None  # a terminal signal waiting behind unsent elements
         self._terminal_sent = False
+        self._peer_ready = True  # False after a resume until the reader's first REQUEST_N routes the stream
         self._cancel_wanted = False
         self._requesting = False  # a request() call is inside the publisher
         self._pump_scheduled = False
@@ -149,6 +150,7 @@ class OutboundStream:
             self._conn, self._sid = conn, stream_id
             self._credit = 0
             self._terminal_sent = False
+            self._peer_ready = False  # a terminal signal waits for the resumed reader's first request
             self._state = State.ATTACHED
             self.resumes += 1
             self.resent += resend
@@ -264,6 +266,7 @@ class OutboundStream:
         if t == F.REQUEST_N:
             with self._lock:
                 self._credit = add_cap(self._credit, f.request_n)
+                self._peer_ready = True
             self._schedule_pump()
         elif t == F.CANCEL:
             self.cancel_with(None)
@@ -485,7 +488,7 @@ class OutboundStream:
             conn.send(self._payload_frame(self._arrow.encode(data) if self._arrow is not None else data))
             if self._credit != MAX_DEMAND:
                 self._credit -= rows
-        if not log.unsent and self._terminal is not None and not self._terminal_sent:
+        if not log.unsent and self._terminal is not None and not self._terminal_sent and self._peer_ready:
             self._send_terminal_locked()
 
     def _payload_frame(self, data: Any, complete: bool = False) -> Any:

@@ -103,13 +103,14 @@ class ResumableSubscription(InboundSubscription):
     def reattach(self, conn: Connection) -> None:
         """Continue on ``conn`` (after RESUME_OK): grant again the credits the old one carried,
         and send the last acknowledgement if it could not be sent before."""
-        conn.add_stream(self, STREAM_ID)
-        conn.on_push = self._on_push
-        with self._wlock:
+        with self._wlock:  # open before the stream is routed: its first frames must be taken
             self._conn, self._sid, self._wire_open = conn, STREAM_ID, True
             self._unsent = add_cap(self._unsent, self._inflight)  # the server forgot them
             self._inflight = 0
             acked = self._acked
+        conn.on_push = self._on_push
+        conn.add_stream(self, STREAM_ID)
+        with self._wlock:
             self._top_up_locked()
         if acked:
             conn.send(F.encode_metadata_push(commit_metadata(acked)))
@@ -121,21 +122,24 @@ class ResumableSubscription(InboundSubscription):
             super().on_connection_closed(error)
             return
         with self._wlock:
+            # From here frames still read off the old connection are dropped (see _deliver), so
+            # the position resumed at is exactly what was taken: nothing twice, nothing skipped.
             self._wire_open = False
+            position = self._origin + self._received
             start = not self._reconnecting
             self._reconnecting = True
         if start:
-            in_background(lambda: self._reconnect(error), f"rs-net-resume {self._where}")
+            in_background(lambda: self._reconnect(error, position), f"rs-net-resume {self._where}")
 
-    def _reconnect(self, error: BaseException) -> None:
-        """Resume on a new connection at the position received, with backoff, for up to the
-        publisher's ``reconnect_for`` seconds; a refusal ends the stream with its reason."""
+    def _reconnect(self, error: BaseException, position: int) -> None:
+        """Resume on a new connection at ``position``, with backoff, for up to the publisher's
+        ``reconnect_for`` seconds; a refusal ends the stream with its reason."""
         deadline = time.monotonic() + self._publisher.reconnect_for
         attempt = 0
         last: BaseException = error
         while not self._gone.is_set() and time.monotonic() < deadline:
             try:
-                conn = self._publisher.resume_connection(self.position)
+                conn = self._publisher.resume_connection(position)
             except ResumeRejected as exc:
                 last = exc
                 break

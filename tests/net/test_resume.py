@@ -317,7 +317,7 @@ def test_a_reader_whose_connection_drops_resumes_by_itself_and_loses_nothing(ser
         got: list[int] = []
         done = threading.Event()
         errors: list[BaseException] = []
-        cut_at = [500, 1500]
+        cut_at = [300, 700, 1100, 1500, 2000, 2500]
 
         class Reader:
             def on_subscribe(self, s):
@@ -343,7 +343,7 @@ def test_a_reader_whose_connection_drops_resumes_by_itself_and_loses_nothing(ser
         assert done.wait(60), f"stalled at {len(got)} rows"
         assert not errors, errors
         assert got == list(range(rows))
-        assert proxy.accepted == 3  # the first connection and two resumptions
+        assert proxy.accepted >= 4  # resumed at least three times (a cut can land while a resume is under way)
     finally:
         proxy.close()
 
