@@ -51,6 +51,7 @@ class InboundSubscription(QueueSubscription):
         "_granted",
         "rows_delivered",
         "_spare",
+        "payload_bytes",
     )
 
     def __init__(
@@ -71,6 +72,7 @@ class InboundSubscription(QueueSubscription):
         self._batch_rows = batch_rows if rows else 0
         self._granted = 0  # rows credited in total (sent or not), arrow only
         self.rows_delivered = 0
+        self.payload_bytes = 0  # bytes of element payloads received (what a reader moves through itself)
         self._spare = 0  # credit granted before any demand (see attach)
         self._wlock = threading.Lock()
         self._conn: Any = None
@@ -166,6 +168,7 @@ class InboundSubscription(QueueSubscription):
                 )
                 return
             if f.flags & F.FLAG_NEXT:
+                self.payload_bytes += len(f.data)
                 item = self._decoded(f.data)
                 if item is _UNDECODABLE or not self._deliver(item):
                     return

@@ -21,7 +21,7 @@ from .conventions import ChannelOpen
 from .errors import ConnectionLost, NetError, Refused
 from .metadata import COMPOSITE, request_metadata
 from .outbound import OutboundStream
-from .resume import resume_entry
+from .resume import ResumeRequest
 from .transport import dial
 
 if TYPE_CHECKING:
@@ -148,11 +148,11 @@ class Client:
         conn.start()
         return conn
 
-    def open_resumable(self, token: bytes, window: float | None) -> Connection:
+    def open_resumable(self, token: bytes, request: ResumeRequest) -> Connection:
         """A new connection (not shared) whose SETUP asks for a resumable stream with ``token``
-        (:mod:`.resume`); ``window``: seconds the server should keep it after a drop (None: its own)."""
+        (:mod:`.resume`): its window and whether rows or only positions are delivered."""
         conn = self._dial()
-        conn.send(self._setup_frame(token, window))
+        conn.send(self._setup_frame(token, request))
         conn.start()
         return conn
 
@@ -173,9 +173,9 @@ class Client:
             raise ConnectionLost(f"{self._addr.base} did not answer RESUME within {timeout} s", self._addr.base)
         return conn
 
-    def _setup_frame(self, resume_token: bytes | None, window: float | None) -> list[F.Buffer]:
+    def _setup_frame(self, resume_token: bytes | None, request: ResumeRequest | None) -> list[F.Buffer]:
         o = self._opts
-        entries = [] if resume_token is None else [resume_entry(window)]
+        entries = [] if request is None else [request.entry()]
         return F.encode_setup(
             int(o.keepalive * 1000),
             int(o.lifetime * 1000),
@@ -223,8 +223,10 @@ class Client:
         """A new, unopened Client with the same address and options."""
         return Client(self._addr.base + self._addr.query(with_token=True), **self.options())
 
-    def publisher(self, name: str | None = None) -> RemotePublisher:
-        return RemotePublisher(self, name, own=False)
+    def publisher(self, name: str | None = None, extra: list[tuple[str, bytes]] | None = None) -> RemotePublisher:
+        """The Publisher ``name`` on this connection; ``extra``: more composite metadata entries its
+        requests carry (e.g. a fetch of kept rows, :func:`.resume.fetch_entry`)."""
+        return RemotePublisher(self, name, own=False, extra=extra)
 
     def subscriber(self, name: str | None = None) -> RemoteSubscriber:
         return RemoteSubscriber(self, name, own=False)
@@ -249,10 +251,13 @@ class RemotePublisher(PublisherBase[Any]):
     rows; ``request(n)`` asks for n batches and is sent as row credits (see :mod:`.bridge`).
     """
 
-    def __init__(self, client: Client, name: str | None, own: bool) -> None:
+    def __init__(
+        self, client: Client, name: str | None, own: bool, extra: list[tuple[str, bytes]] | None = None
+    ) -> None:
         self._client = client
         self._name = name
         self._own = own
+        self._extra = list(extra or [])
 
     @property
     def address(self) -> str:
@@ -283,19 +288,35 @@ class RemotePublisher(PublisherBase[Any]):
             except NetError as exc:
                 sub.fail(exc)
                 return
-            meta = request_metadata(conn.metadata_mime, self._name)
+            meta = request_metadata(conn.metadata_mime, self._name, self._extra)
             sub.attach(conn, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
 
         in_background(open_stream, f"rs-net-connect {where}")
 
     def resumable(
-        self, key: str | None = None, *, window: float | None = None, reconnect_for: float = 60.0
+        self,
+        key: str | None = None,
+        *,
+        window: float | None = None,
+        reconnect_for: float = 60.0,
+        positions: bool = False,
+        new: bool = False,
     ) -> ResumablePublisher:
         """This publisher read as a resumable stream (:mod:`.resume_client`): the server keeps what
-        it sent until acknowledged; ``key`` resumes an existing stream."""
+        it sent until acknowledged; ``key`` resumes an existing stream. With ``positions`` the
+        server keeps rows without sending them, says how far they go, and ranges are fetched
+        with :meth:`ResumablePublisher.fetch` (a partition of the ``reactive`` source)."""
         from .resume_client import ResumablePublisher
 
-        return ResumablePublisher(self._client.fresh(), self._name, key, window=window, reconnect_for=reconnect_for)
+        return ResumablePublisher(
+            self._client.fresh(),
+            self._name,
+            key,
+            window=window,
+            reconnect_for=reconnect_for,
+            positions=positions,
+            new=new,
+        )
 
     def __reduce__(self) -> Any:
         # Pickles as its address (and picklable options): rebuilt with connect() elsewhere.

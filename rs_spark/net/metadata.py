@@ -126,13 +126,17 @@ def parse_auth(buf: bytes) -> tuple[str, str | None, bytes]:
     return kind, None, rest
 
 
-def request_metadata(metadata_mime: str, name: str | None) -> bytes | None:
-    """The metadata a request carries to name its endpoint, in the connection's metadata MIME."""
-    if name is None:
-        return None
+def request_metadata(
+    metadata_mime: str, name: str | None, extra: list[tuple[str, bytes]] | None = None
+) -> bytes | None:
+    """The metadata a request carries to name its endpoint, in the connection's metadata MIME, with
+    ``extra`` composite entries (composite metadata only)."""
     if metadata_mime == COMPOSITE:
-        return composite([(ROUTING, routing(name))])
-    return routing(name)
+        entries = ([(ROUTING, routing(name))] if name is not None else []) + list(extra or [])
+        return composite(entries) if entries else None
+    if extra:
+        raise MetadataError(f"extra request metadata needs {COMPOSITE}, not {metadata_mime}")
+    return None if name is None else routing(name)
 
 
 def route_of(metadata_mime: str, metadata: bytes | None) -> str | None:

@@ -26,6 +26,7 @@ from ..streams.types import Subscription
 from . import frames as F
 from .codecs import ArrowCodec, Codec
 from .errors import NetError, error_text, remote_error
+from .resume import retention_metadata
 from .retention import ResumeError, RetainedLog, Retention
 from .spill import Spill
 from .worker import SerialExecutor
@@ -33,6 +34,15 @@ from .worker import SerialExecutor
 _COMPLETED = object()  # the terminal signal once the local publisher completed
 _CHUNK = 1024  # most elements requested from a local publisher per request() call
 _ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
+
+
+class Encoded:
+    """An element already encoded as its payload's buffers (kept rows sent again to a fetch)."""
+
+    __slots__ = ("buffers",)
+
+    def __init__(self, buffers: list[Any]) -> None:
+        self.buffers = buffers
 
 
 class State(enum.Enum):
@@ -60,6 +70,7 @@ class OutboundStream:
         retention: Retention | None = None,
         on_detach: Callable[[], None] | None = None,
         spill: Spill | None = None,
+        positions_only: bool = False,
     ) -> None:
         self._codec = codec
         self._arrow = codec if isinstance(codec, ArrowCodec) else None  # batches are cut to fit credit
@@ -82,6 +93,9 @@ class OutboundStream:
             to_bytes=self._payload_bytes,
         )
         self.resumable = retention is not None and retention.enabled
+        # Rows are kept for fetching by position (read_range); the stream itself only says how far
+        # they go (a METADATA_PUSH), within the reader's credit: a partition of the source.
+        self._positions_only = positions_only and self.resumable
         # A resumable stream's publisher calls outlive any one connection's signal thread.
         self._executor = SerialExecutor(f"rs-net-stream {where}") if self.resumable else None
         self._state = State.ATTACHED
@@ -95,6 +109,7 @@ class OutboundStream:
         self._acked = 0
         self.after_end = 0  # elements the publisher sent after the stream ended (rule 2.8)
         self.resumes = 0
+        self.attaches = 0  # connections that carried the stream: its opening, then each resume
         self.resent = 0  # rows sent again after resumptions
         self.lost = 0  # rows kept and never acknowledged when the resume window ended
         self.released = 0  # rows kept when the stream ended (cancelled by its reader, or expired)
@@ -135,6 +150,7 @@ class OutboundStream:
                 credit += 1
             self._conn, self._sid = conn, stream_id
             self._credit = add_cap(self._credit, credit)
+            self.attaches += 1
             self._send_ready_locked()
         self._schedule_pump()
 
@@ -153,6 +169,7 @@ class OutboundStream:
             self._peer_ready = False  # a terminal signal waits for the resumed reader's first request
             self._state = State.ATTACHED
             self.resumes += 1
+            self.attaches += 1
             self.resent += resend
         if old is not None and old is not conn:  # the old connection may not know it is dead yet
             old.remove_stream(old_sid)
@@ -229,7 +246,7 @@ class OutboundStream:
             for p in pieces:
                 self._log.append(p, p.num_rows, p.nbytes)
             return
-        data = self._codec.encode(item)
+        data = item.buffers if isinstance(item, Encoded) else self._codec.encode(item)
         log = self._log
         if not log.retain and not log.unsent and self._credit > 0 and self._conn is not None:
             self._conn.send(self._payload_frame(data))  # the fast path: no queueing
@@ -372,6 +389,7 @@ class OutboundStream:
                 state=self._state.value,
                 ackedPosition=self._acked,
                 resumes=self.resumes,
+                attaches=self.attaches,
                 resentRecords=self.resent,
                 lostRecords=self.lost,
                 releasedRecords=self.released,
@@ -380,14 +398,18 @@ class OutboundStream:
         return s
 
     def retention_counts(self) -> dict[str, int]:
-        """What the reader is told after an acknowledgement."""
+        """What the reader is told after an acknowledgement (and, positions only, when rows become available)."""
         with self._lock:
-            return {
-                "retainedRecords": self._log.records,
-                "retainedBytes": self._log.bytes,
-                "ackedPosition": self._acked,
-                "resentRecords": self.resent,
-            }
+            return self._counts_locked()
+
+    def _counts_locked(self) -> dict[str, int]:
+        return {
+            "retainedRecords": self._log.records,
+            "retainedBytes": self._log.bytes,
+            "ackedPosition": self._acked,
+            "resentRecords": self.resent,
+            "endPosition": self._log.cursor,
+        }
 
     # -- demand (signal thread) ---------------------------------------------------------
     def _run(self, fn: Callable[[], None]) -> None:
@@ -475,7 +497,9 @@ class OutboundStream:
         if conn is None or self._state is not State.ATTACHED:
             return
         log = self._log
-        while self._credit > 0:
+        if self._positions_only:
+            self._advance_positions_locked(conn)
+        while self._credit > 0 and not self._positions_only:
             item = log.peek()
             if item is None:
                 break
@@ -490,6 +514,29 @@ class OutboundStream:
                 self._credit -= rows
         if not log.unsent and self._terminal is not None and not self._terminal_sent and self._peer_ready:
             self._send_terminal_locked()
+
+    def _advance_positions_locked(self, conn: Any) -> None:
+        """Positions only: make rows available within credit (no payload frames) and tell the reader
+        how far they now go."""
+        log = self._log
+        before = log.cursor
+        while self._credit > 0:
+            got = log.next_to_send(self._credit if self._arrow is not None else 1)
+            if got is None:
+                break
+            if self._credit != MAX_DEMAND:
+                self._credit -= got[1]
+        if log.cursor != before:
+            conn.send(F.encode_metadata_push(retention_metadata(self._counts_locked())))
+
+    def read_range(self, lo: int, hi: int) -> list[Any]:
+        """The kept rows ``[lo, hi)`` (made available or sent), as elements to send again: record
+        batches, or :class:`Encoded` payloads. Raises ResumeError when they are not all kept."""
+        with self._lock:
+            if self._state is State.ENDED:
+                raise ResumeError(f"{self._where} has ended ({self._ended_why()}); its rows are no longer kept")
+            items = self._log.range(lo, hi)
+        return items if self._arrow is not None else [Encoded(i) for i in items]
 
     def _payload_frame(self, data: Any, complete: bool = False) -> Any:
         """A PAYLOAD frame, or the REQUEST_CHANNEL that opens the stream with this element."""
@@ -594,4 +641,4 @@ class OutboundStream:
         return "rows" if self._codec.counts_rows else "elements"
 
 
-__all__ = ["OutboundStream", "State"]
+__all__ = ["OutboundStream", "State", "Encoded"]

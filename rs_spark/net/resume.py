@@ -33,6 +33,7 @@ import hmac
 import json
 import struct
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import ResumeRejected
@@ -43,7 +44,13 @@ RESUME_MIME = "message/x.rs-spark.resume.v1"
 COMMIT_MIME = "message/x.rs-spark.commit.v1"
 """METADATA_PUSH entry from the reader: the stream position (8 bytes, big endian) it acknowledges."""
 RETENTION_MIME = "message/x.rs-spark.retention.v1"
-"""METADATA_PUSH entry from the server after an acknowledgement: the stream's retention, JSON."""
+"""METADATA_PUSH entry from the server after an acknowledgement (and, delivering positions, when more
+rows are available): the stream's retention and its ``endPosition``, JSON."""
+FETCH_MIME = "message/x.rs-spark.fetch.v1"
+"""REQUEST_STREAM metadata entry: fetch the kept rows ``[from, to)`` of a stream (JSON)."""
+UNKNOWN_STREAM = "does not know this stream"
+"""In a REJECTED_RESUME: the server never had the stream (or restarted without spill). A reader that
+has not received any row yet (position 0) then opens it, with the same key."""
 STREAM_ID = 1
 """The one stream a resumable connection carries (the first a client opens)."""
 _U64 = struct.Struct(">Q")
@@ -69,27 +76,64 @@ def check_key(key: str) -> str:
 
 
 # -- metadata entries -------------------------------------------------------------------------
-def resume_entry(window: float | None) -> tuple[str, bytes]:
-    body = {} if window is None else {"window": float(window)}
-    return RESUME_MIME, json.dumps(body).encode()
+@dataclass(frozen=True)
+class ResumeRequest:
+    """What a SETUP's :data:`RESUME_MIME` entry asks for: the window (None: the server's), and
+    whether rows are sent (``rows``) or only made available for fetching by position
+    (``positions``: the reader plans ranges and others fetch them, :data:`FETCH_MIME`)."""
+
+    window: float | None = None
+    deliver: str = "rows"
+
+    def entry(self) -> tuple[str, bytes]:
+        body: dict[str, Any] = {} if self.window is None else {"window": float(self.window)}
+        if self.deliver != "rows":
+            body["deliver"] = self.deliver
+        return RESUME_MIME, json.dumps(body).encode()
+
+    @classmethod
+    def of(cls, entries: list[tuple[str, bytes]]) -> ResumeRequest | None:
+        """From SETUP's composite entries: None when the SETUP does not ask for resumption."""
+        for mime, payload in entries:
+            if mime == RESUME_MIME:
+                return cls._parse(payload)
+        return None
+
+    @classmethod
+    def _parse(cls, payload: bytes) -> ResumeRequest:
+        try:
+            body = json.loads(payload[:_MAX_STATS_BYTES]) if payload else {}
+        except ValueError as exc:
+            raise MetadataError(f"{RESUME_MIME} entry is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise MetadataError(f"{RESUME_MIME} entry must be a JSON object")
+        w, deliver = body.get("window"), body.get("deliver", "rows")
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0):
+            raise MetadataError(f"{RESUME_MIME} entry asks for window {w!r}; it must be a number of seconds > 0")
+        if deliver not in ("rows", "positions"):
+            raise MetadataError(f"{RESUME_MIME} entry asks to deliver {deliver!r}; rows or positions")
+        return cls(None if w is None else float(w), deliver)
 
 
-def requested_window(entries: list[tuple[str, bytes]]) -> float | None | bool:
-    """From SETUP's composite entries: False when not asking for resumption, else the window
-    the reader asks for (None: the server's)."""
+def fetch_entry(key: str, lo: int, hi: int) -> tuple[str, bytes]:
+    """A REQUEST_STREAM metadata entry asking for the kept rows ``[lo, hi)`` of stream ``key``."""
+    return FETCH_MIME, json.dumps({"stream": key, "from": lo, "to": hi}).encode()
+
+
+def fetch_of(entries: list[tuple[str, bytes]]) -> tuple[str, int, int] | None:
+    """``(key, lo, hi)`` of a fetch request's entry, or None when it asks for no range."""
     for mime, payload in entries:
-        if mime == RESUME_MIME:
-            try:
-                body = json.loads(payload[:_MAX_STATS_BYTES]) if payload else {}
-                w = body.get("window") if isinstance(body, dict) else None
-            except ValueError as exc:
-                raise MetadataError(f"{RESUME_MIME} entry is not JSON: {exc}") from exc
-            if w is None:
-                return None
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or not w > 0:
-                raise MetadataError(f"{RESUME_MIME} entry asks for window {w!r}; it must be a number of seconds > 0")
-            return float(w)
-    return False
+        if mime != FETCH_MIME:
+            continue
+        try:
+            body = json.loads(payload[:_MAX_STATS_BYTES])
+            key, lo, hi = body["stream"], body["from"], body["to"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MetadataError(f"{FETCH_MIME} entry is not {{stream, from, to}}: {exc}") from exc
+        if not (type(lo) is int and type(hi) is int and 0 <= lo <= hi < 2**63):
+            raise MetadataError(f"{FETCH_MIME} entry asks for rows [{lo!r}, {hi!r}): need 0 <= from <= to")
+        return check_key(str(key)), lo, hi
+    return None
 
 
 def commit_metadata(position: int) -> bytes:
@@ -135,12 +179,14 @@ __all__ = [
     "COMMIT_MIME",
     "RETENTION_MIME",
     "STREAM_ID",
+    "UNKNOWN_STREAM",
     "ResumeRejected",
     "new_key",
     "resume_token",
     "check_key",
-    "resume_entry",
-    "requested_window",
+    "ResumeRequest",
+    "fetch_entry",
+    "fetch_of",
     "commit_metadata",
     "retention_metadata",
     "parse_push",

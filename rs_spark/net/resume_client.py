@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ..streams.demand import add_cap
@@ -26,7 +27,17 @@ from .codecs import Codec, make_codec
 from .connection import Connection
 from .errors import ConnectionLost, NetError, ResumeRejected
 from .metadata import MetadataError, request_metadata
-from .resume import STREAM_ID, check_key, commit_metadata, new_key, parse_push, resume_token
+from .resume import (
+    STREAM_ID,
+    UNKNOWN_STREAM,
+    ResumeRequest,
+    check_key,
+    commit_metadata,
+    fetch_entry,
+    new_key,
+    parse_push,
+    resume_token,
+)
 from .worker import in_background
 
 _BACKOFF = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
@@ -35,7 +46,7 @@ _BACKOFF = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 class ResumableSubscription(InboundSubscription):
     """The Subscription of a resumable stream: positions, acknowledgements, reconnection."""
 
-    __slots__ = ("_origin", "_acked", "_retention", "_publisher", "_reconnecting", "_gone")
+    __slots__ = ("_origin", "_acked", "_retention", "_publisher", "_reconnecting", "_gone", "_available")
 
     def __init__(
         self, subscriber: Subscriber[Any], codec: Codec, where: str, publisher: ResumablePublisher, origin: int
@@ -55,6 +66,7 @@ class ResumableSubscription(InboundSubscription):
         self._publisher = publisher
         self._reconnecting = False
         self._gone = threading.Event()  # cancelled, ended or detached: stop reconnecting
+        self._available = threading.Condition()  # positions only: rows made available
 
     # -- positions and acknowledgements -------------------------------------------------------
     @property
@@ -88,8 +100,41 @@ class ResumableSubscription(InboundSubscription):
         except MetadataError as exc:
             self._protocol_failure(f"unreadable METADATA_PUSH from the server: {exc}")
             return
-        if stats is not None:
-            self._retention = stats
+        if stats is None:
+            return
+        self._retention = stats
+        end = stats.get("endPosition")
+        if self._publisher.positions and end is not None:
+            self._made_available(end)
+
+    def _made_available(self, end: int) -> None:
+        """Positions only: the server made rows available up to ``end`` against our credits."""
+        with self._wlock:
+            k = end - (self._origin + self._received)
+            if k <= 0 or not self._wire_open:
+                return
+            self._inflight -= k
+            self._received += k
+            over = self._inflight < 0
+            if not over:
+                self._top_up_locked()
+        if over:
+            self._protocol_failure(f"the server made rows available up to {end}, more than were requested (rule 1.1)")
+            return
+        with self._available:
+            self._available.notify_all()
+
+    def wait_available(self, position: int, timeout: float) -> int:
+        """Positions only: wait until rows up to ``position`` are available (or the stream ended,
+        or ``timeout``); returns the position rows are available up to."""
+        deadline = time.monotonic() + timeout
+        with self._available:
+            while self.position < position and not self._done and self._terminal is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._available.wait(left)
+        return self.position
 
     # -- connections ------------------------------------------------------------------------
     def open_new(self, conn: Connection, meta: bytes | None) -> None:
@@ -116,6 +161,12 @@ class ResumableSubscription(InboundSubscription):
             conn.send(F.encode_metadata_push(commit_metadata(acked)))
         if self._gone.is_set():
             self._close_connection()
+
+    def on_frame(self, f: F.Frame) -> None:
+        super().on_frame(f)
+        if self._publisher.positions and f.type in (F.PAYLOAD, F.ERROR):  # a terminal signal: wake waiters
+            with self._available:
+                self._available.notify_all()
 
     def on_connection_closed(self, error: BaseException) -> None:
         if self._done or self._cancelled or self._gone.is_set():
@@ -176,7 +227,8 @@ class ResumablePublisher(PublisherBase[Any]):
     """A served Publisher read as a resumable stream (``connect(address).resumable(key)``).
 
     Without ``key`` a new stream is opened (``key`` then names it: keep it to resume); with one,
-    ``subscribe_at(subscriber, position)`` resumes that stream at ``position`` (a row the server
+    ``subscribe_at(subscriber, position)`` resumes that stream at ``position`` (``new=True``: opens a
+    new stream under that key, one made durable before the stream existed) (a row the server
     still keeps: at or after the last acknowledged one). One subscriber holds the stream at a
     time. ``window``: seconds the server should keep the stream after a drop (capped by its own
     ``Retention.window``). ``reconnect_for``: seconds a subscription tries to resume by itself
@@ -191,10 +243,13 @@ class ResumablePublisher(PublisherBase[Any]):
         *,
         window: float | None = None,
         reconnect_for: float = 60.0,
+        positions: bool = False,
+        new: bool = False,
     ) -> None:
         self._client = client
+        self.positions = positions
         self._name = name
-        self._fresh = key is None  # the next subscribe opens the stream; later ones resume it
+        self._fresh = key is None or new  # the next subscribe opens the stream; later ones resume it
         self.key = new_key() if key is None else check_key(key)
         self._token = resume_token(client.token, self.key)
         self.window = window
@@ -221,7 +276,9 @@ class ResumablePublisher(PublisherBase[Any]):
         if fresh and position != 0:
             raise ValueError(f"a new stream starts at position 0, not {position}; pass the stream's key to resume it")
         where = self._client.where("publisher", self._name)
-        sub = ResumableSubscription(subscriber, make_codec(self._client.codec_name), where, self, position)
+        # Positions only: no payload arrives on this stream, demand counts rows (as a one-row codec does).
+        codec = Codec() if self.positions else make_codec(self._client.codec_name)
+        sub = ResumableSubscription(subscriber, codec, where, self, position)
         subscribe_with(subscriber, sub)
         in_background(lambda: self._open(sub, fresh, position), f"rs-net-connect {where}")
 
@@ -229,13 +286,24 @@ class ResumablePublisher(PublisherBase[Any]):
         if sub.is_cancelled:
             return
         try:
-            if fresh:
-                conn = self._client.open_resumable(self._token, self.window)
+            if fresh or not self._resumed(sub, position):
+                request = ResumeRequest(self.window, "positions" if self.positions else "rows")
+                conn = self._client.open_resumable(self._token, request)
                 sub.open_new(conn, request_metadata(conn.metadata_mime, self._name))
-            else:
-                sub.reattach(self.resume_connection(position))
         except NetError as exc:
             sub.fail(exc)
+
+    def _resumed(self, sub: ResumableSubscription, position: int) -> bool:
+        """Resume the stream at ``position``; False when the server does not know it and nothing of it
+        was received yet (position 0): its key was made durable before the stream was opened, so it
+        is opened now, under that key."""
+        try:
+            sub.reattach(self.resume_connection(position))
+            return True
+        except ResumeRejected as exc:
+            if position == 0 and UNKNOWN_STREAM in str(exc):
+                return False
+            raise
 
     def resume_connection(self, position: int) -> Connection:
         """A new connection continuing the stream at ``position`` (RESUME, RESUME_OK)."""
@@ -249,8 +317,27 @@ class ResumablePublisher(PublisherBase[Any]):
         except ConnectionLost:
             raise
 
+    def fetch(self, lo: int, hi: int, prefetch: int = 4) -> Iterator[Any]:
+        """The kept rows ``[lo, hi)`` of this stream, fetched on a connection of their own (what a
+        Spark executor does for a planned range of a partition): elements as the stream's codec
+        decodes them (record batches for ``arrow``), in order."""
+        return fetch_range(self._client.fresh(), self._name, self.key, lo, hi, prefetch)
+
     def __repr__(self) -> str:
         return f"<ResumablePublisher {self.address} stream {self.key}>"
+
+
+def fetch_range(client: Any, name: str | None, key: str, lo: int, hi: int, prefetch: int = 4) -> Iterator[Any]:
+    """Rows ``[lo, hi)`` kept for stream ``key`` of endpoint ``name`` (see :meth:`ResumablePublisher.fetch`)."""
+    from ..streams.subscribers import BlockingIterator
+
+    it = BlockingIterator(prefetch=prefetch)
+    try:
+        client.publisher(name, extra=[fetch_entry(key, lo, hi)]).subscribe(it)
+        with it:
+            yield from it
+    finally:
+        client.close()
 
 
 __all__ = ["ResumablePublisher", "ResumableSubscription"]

@@ -16,6 +16,7 @@ import logging
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +27,7 @@ from .connection import Connection, Rejected
 from .errors import ResumeRejected
 from .metadata import COMPOSITE, MetadataError, parse_composite
 from .outbound import OutboundStream
-from .resume import STREAM_ID, parse_push, requested_window, retention_metadata
+from .resume import STREAM_ID, UNKNOWN_STREAM, ResumeRequest, parse_push, retention_metadata
 from .retention import ResumeError, Retention
 from .spill import Spill, SpilledStream, SpillError
 from .spill import expired as spill_expired
@@ -38,8 +39,9 @@ log = logging.getLogger("rs_spark.net")
 class Session:
     """One resumable stream on a server: the stream, where it is served, and its window."""
 
-    def __init__(self, token: bytes, window: float, setup: dict[str, Any]) -> None:
+    def __init__(self, token: bytes, window: float, setup: dict[str, Any], positions: bool = False) -> None:
         self.token = token
+        self.positions = positions  # rows are kept for fetching by position, not sent on the stream
         self.window = window
         self.setup = setup  # metadata_mime, data_mime, keepalive, lifetime of the first SETUP
         self.stream: OutboundStream | None = None
@@ -58,12 +60,23 @@ class Sessions:
         self._stopped = False
         self.expired = 0  # streams expired
         self.lost_records = 0  # rows kept by expired streams
+        # Tokens of expired streams (the newest 4096): a reader resuming one is told it expired, and
+        # none is opened again as new (its rows are gone; a new stream would hide that).
+        self._tombstones: OrderedDict[bytes, str] = OrderedDict()
 
     def add(self, session: Session) -> None:
         with self._lock:
             if session.token in self._by_token:
                 raise ResumeRejected(f"{self._where}: this resume token is in use; resume the stream with RESUME")
+            why = self._tombstones.get(session.token)
+            if why is not None:
+                raise ResumeRejected(f"{self._where}: this stream expired ({why}); open a stream with a new key")
             self._by_token[session.token] = session
+
+    def expired_why(self, token: bytes) -> str | None:
+        """Why the stream of ``token`` expired, if it did (and is still remembered)."""
+        with self._lock:
+            return self._tombstones.get(token)
 
     def find(self, token: bytes) -> Session | None:
         with self._lock:
@@ -136,6 +149,10 @@ class Sessions:
         return due, wait
 
     def _expire(self, s: Session, why: str) -> None:
+        with self._lock:
+            self._tombstones[s.token] = why
+            while len(self._tombstones) > 4096:
+                self._tombstones.popitem(last=False)
         if s.stream is None:
             return
         lost = s.stream.expire(why)
@@ -169,9 +186,11 @@ class ResumeService:
     # -- SETUP -----------------------------------------------------------------------------
     def accept_setup(self, conn: Connection, f: F.Frame) -> None:
         """A SETUP with the resume flag: remember what the stream it opens will need."""
-        entries = self._setup_entries(f)
-        window = requested_window(entries)
-        if window is False:
+        try:
+            request = ResumeRequest.of(self._setup_entries(f))
+        except MetadataError as exc:
+            raise Rejected(F.INVALID_SETUP, f"unreadable SETUP metadata: {exc}") from None
+        if request is None:
             raise Rejected(
                 F.REJECTED_SETUP,
                 f"{self.where} resumes streams by row position (rs_spark's {F.TYPE_NAMES[F.RESUME]} convention), "
@@ -185,14 +204,14 @@ class ResumeService:
         if not f.resume_token:
             raise Rejected(F.INVALID_SETUP, "SETUP has the resume flag but an empty resume token")
         limit = self.retention.window
-        w = limit if window is None else min(float(window), limit)
+        w = limit if request.window is None else min(request.window, limit)
         setup = {
             "metadata_mime": f.metadata_mime,
             "data_mime": f.data_mime,
             "keepalive": conn.keepalive,
             "lifetime": conn.lifetime,
         }
-        conn.endpoint = Session(f.resume_token, w, setup)
+        conn.endpoint = Session(f.resume_token, w, setup, positions=request.deliver == "positions")
 
     @staticmethod
     def _setup_entries(f: F.Frame) -> list[tuple[str, bytes]]:
@@ -223,7 +242,7 @@ class ResumeService:
             )
         spill = None
         if self.retention.spill:
-            meta = dict(session.setup, endpoint=endpoint, window=session.window)
+            meta = dict(session.setup, endpoint=endpoint, window=session.window, positions=session.positions)
             spill = Spill(self.retention.spill, session.token, meta)
         out = OutboundStream(
             codec,
@@ -233,6 +252,7 @@ class ResumeService:
             on_detach=lambda: self.sessions.detached(session),
             on_end=self._ended(session),
             spill=spill,
+            positions_only=session.positions,
         )
         session.stream, session.endpoint = out, endpoint
         try:
@@ -254,10 +274,15 @@ class ResumeService:
             raise Rejected(F.REJECTED_RESUME, f"{self.where} speaks RSocket 1.x; RESUME asked for {f.version[0]}")
         session = self.sessions.find(f.resume_token) or self._from_spill(f.resume_token)
         if session is None or session.stream is None:
+            expired = self.sessions.expired_why(f.resume_token)
+            if expired is not None:
+                raise Rejected(
+                    F.REJECTED_RESUME, f"{self.where}: the stream expired: {expired}; its kept rows were dropped"
+                )
             raise Rejected(
                 F.REJECTED_RESUME,
-                f"{self.where} holds no stream for this resume token: it expired (no reader resumed it within "
-                "its window), its server restarted without spill, or the reader has another endpoint's token",
+                f"{self.where} {UNKNOWN_STREAM}: it was never opened, its server restarted without spill, or the "
+                "reader has another endpoint's token",
             )
         setup = session.setup
         conn.metadata_mime, conn.data_mime = setup["metadata_mime"], setup["data_mime"]
@@ -271,6 +296,26 @@ class ResumeService:
             raise Rejected(F.REJECTED_RESUME, f"{self.where}: '{session.endpoint}': {exc}") from None
         self.sessions.attached(session)
         conn.send(F.encode_resume_ok(f.position))
+
+    # -- fetches -----------------------------------------------------------------------------
+    def read_range(self, token: bytes, endpoint: str, data_mime: str, lo: int, hi: int) -> list[Any]:
+        """The kept rows ``[lo, hi)`` of the stream of ``token`` for a fetch request."""
+        session = self.sessions.find(token) or self._from_spill(token)
+        if session is None or session.stream is None or session.endpoint != endpoint:
+            raise Rejected(
+                F.REJECTED,
+                f"{self.where} holds no stream of '{endpoint}' for this key: it ended or expired, or the fetch has "
+                "another endpoint's token",
+            )
+        if data_mime != session.setup["data_mime"]:
+            raise Rejected(
+                F.REJECTED,
+                f"{self.where}: the stream of '{endpoint}' is {session.setup['data_mime']}; fetch it with that codec",
+            )
+        try:
+            return session.stream.read_range(lo, hi)
+        except ResumeError as exc:
+            raise Rejected(F.REJECTED, f"{self.where}: '{endpoint}': {exc}") from None
 
     # -- spill -------------------------------------------------------------------------------
     def _from_spill(self, token: bytes) -> Session | None:
@@ -298,7 +343,9 @@ class ResumeService:
     def _revive(self, token: bytes, spilled: SpilledStream, publisher: Any) -> Session:
         meta = spilled.meta
         setup = {k: meta[k] for k in ("metadata_mime", "data_mime", "keepalive", "lifetime")}
-        session = Session(token, float(meta.get("window", self.retention.window)), setup)
+        session = Session(
+            token, float(meta.get("window", self.retention.window)), setup, positions=meta.get("positions") is True
+        )
         codec = make_codec(meta["data_mime"])
         where = f"publisher '{meta['endpoint']}' at {self.where} (resumed from its spill)"
         out = OutboundStream(
@@ -308,6 +355,7 @@ class ResumeService:
             on_detach=lambda: self.sessions.detached(session),
             on_end=self._ended(session),
             spill=Spill.adopt(spilled),
+            positions_only=session.positions,
         )
         try:
             out.preload(spilled.entries, meta["acked"])

@@ -15,6 +15,7 @@ ever dropped to make room (rsocket-java's frame store drops the oldest frames in
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -156,6 +157,26 @@ class RetainedLog:
         assert not self.retain and self._cursor == self._end, "only an empty log that keeps nothing"
         self._end += rows
         self._cursor = self._first = self._end
+
+    def range(self, lo: int, hi: int) -> list[Any]:
+        """The items holding rows ``[lo, hi)`` of those sent (or made available), record batches cut
+        to the range; the log is unchanged. Raises ResumeError when they are not all kept."""
+        if lo < self._first or hi > self._cursor or lo > hi:
+            kept = f"[{self._first}, {self._cursor})"
+            why = " (earlier rows were acknowledged and freed)" if lo < self._first else ""
+            raise ResumeError(f"rows [{lo}, {hi}) are not all kept: the rows kept are {kept}{why}")
+        out: list[Any] = []
+        if self._split is None:  # one row per entry: the range is a run of entries
+            return [e.item for e in itertools.islice(self._entries, lo - self._first, hi - self._first)]
+        for e in self._entries:
+            if e.end <= lo:
+                continue
+            if e.pos >= hi:
+                break
+            a, b = max(lo, e.pos) - e.pos, min(hi, e.end) - e.pos
+            item = e.item if (a, b) == (0, e.rows) else self._split(self._split(e.item, a)[1], b - a)[0]
+            out.append(item)
+        return out
 
     # -- sending ----------------------------------------------------------------------------
     def peek(self) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..streams.drain import subscribe_with
 from ..streams.errors import throw_if_fatal
+from ..streams.sources import from_iterable
 from ..streams.types import Publisher, Subscriber
 from . import frames as F
 from .address import Address, parse
@@ -23,9 +24,10 @@ from .codecs import Codec, make_codec
 from .connection import Connection, Limits, Rejected
 from .conventions import ChannelData
 from .errors import NetError
-from .metadata import MetadataError, route_of
+from .metadata import COMPOSITE, MetadataError, parse_composite, route_of
 from .outbound import OutboundStream
 from .refuser import refuse
+from .resume import fetch_of, resume_token
 from .resume_server import ResumeService
 from .retention import Retention
 from .tls import tls_server
@@ -399,7 +401,10 @@ class Server:
         address = self.address_of(name)
         where = f"{ep.kind} '{name}' at {address} (stream {f.stream_id}, client {conn.label.split(' ')[0]})"
         stream = _Opening(conn, f, name, ep, make_codec(conn.data_mime), where, address)
-        if ep.kind == "publisher":
+        fetch = self._fetch_of(conn, f) if ep.kind == "publisher" else None
+        if fetch is not None:
+            self._open_fetch_stream(stream, *fetch)
+        elif ep.kind == "publisher":
             self._open_publisher_stream(stream)
         elif ep.kind == "processor":
             self._open_processor_channel(stream)
@@ -441,6 +446,24 @@ class Server:
                 out.on_error(exc)
 
         o.conn.worker.submit(start)
+
+    @staticmethod
+    def _fetch_of(conn: Connection, f: F.Frame) -> tuple[str, int, int] | None:
+        if conn.metadata_mime != COMPOSITE or f.metadata is None:
+            return None
+        try:
+            return fetch_of(parse_composite(bytes(f.metadata)))
+        except MetadataError as exc:
+            raise Rejected(F.INVALID, f"unreadable fetch metadata: {exc}") from None
+
+    def _open_fetch_stream(self, o: _Opening, key: str, lo: int, hi: int) -> None:
+        """request-stream for kept rows ``[lo, hi)`` of a resumable stream (a partition's range a
+        Spark executor reads): sent again from what the stream keeps, then COMPLETE."""
+        items = self._resume.read_range(resume_token(self._token, key), o.name, o.conn.data_mime, lo, hi)
+        out = OutboundStream(o.codec, o.where.replace("publisher '", "rows of '", 1), address=o.address)
+        self._register(o.conn, out, o.sid)
+        out.attach(o.conn, o.sid, credit=o.frame.request_n)
+        o.conn.worker.submit(lambda: from_iterable(items).subscribe(out))
 
     def _open_processor_channel(self, o: _Opening) -> None:
         """request-channel to a processor: a new Processor per channel reads and answers."""

@@ -57,7 +57,12 @@ class ReactiveDataSource(DataSource):
         return declared
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return ReactiveStreamReader(SourceOptions.parse(self.options), schema)
+        opts = SourceOptions.parse(self.options)
+        if opts.executor_fetch:
+            from .source.partitioned import PartitionedStreamReader
+
+            return PartitionedStreamReader(opts, schema)
+        return ReactiveStreamReader(opts, schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return ReactiveBatchReader(SourceOptions.parse(self.options), schema)

@@ -29,10 +29,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 class ContinuingCounter:
-    """A Publisher of {"id": n} that cannot replay: each subscription continues after the last id
-    emitted. It records its subscriptions and the positions it is told were committed."""
+    """A Publisher of {"id": n} (and {"p": tag}) that cannot replay: each subscription continues
+    after the last id emitted. It records its subscriptions and the positions it is told were committed."""
 
-    def __init__(self) -> None:
+    def __init__(self, tag: str | None = None) -> None:
+        self.tag = tag
         self.next = 0
         self.ranges: list[list[int]] = []  # [start, end) emitted per subscription
         self.commits: list[int] = []
@@ -52,7 +53,7 @@ class ContinuingCounter:
                         return  # a newer subscription took over the numbering
                     rng[1] = i + 1
                     self.next = i + 1
-                yield {"id": i}
+                yield {"id": i} if self.tag is None else {"id": i, "p": self.tag}
                 i += 1
 
         rs.from_iterable(gen()).subscribe(subscriber)
@@ -62,10 +63,11 @@ class ContinuingCounter:
 
 
 class Seen:
-    """A Subscriber that takes everything and records the ids."""
+    """A Subscriber that takes everything and records the ids (by partition, when rows carry one)."""
 
     def __init__(self) -> None:
         self.ids: list[int] = []
+        self.by_partition: dict[str, list[int]] = {}
         self.done = threading.Event()
 
     def on_subscribe(self, s) -> None:
@@ -73,6 +75,8 @@ class Seen:
 
     def on_next(self, row) -> None:
         self.ids.append(row["id"])
+        if "p" in row:
+            self.by_partition.setdefault(row["p"], []).append(row["id"])
 
     def on_error(self, e) -> None:
         self.done.set()
@@ -87,17 +91,25 @@ class Trial:
 
     tmp: object
     counter: ContinuingCounter = field(default_factory=ContinuingCounter)
+    shards: dict[str, ContinuingCounter] = field(
+        default_factory=lambda: {t: ContinuingCounter(t) for t in ("pa", "pb")}
+    )
     endpoint_seen: Seen = field(default_factory=Seen)
     factory_seen: Seen = field(default_factory=Seen)
+    partitions_seen: Seen = field(default_factory=Seen)
     kills: list[float] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.source = net.serve(self.counter, name="counter")
+        for tag, shard in self.shards.items():
+            self.source.add_publisher(tag, shard)
         self.sinks = [
             serve_sink(self.endpoint_seen, ledger=str(self.tmp / "ledger-endpoint.json")),
             serve_sink(self.factory_seen, ledger=str(self.tmp / "ledger-factory.json")),
+            serve_sink(self.partitions_seen, ledger=str(self.tmp / "ledger-partitions.json")),
         ]
+        shards = ",".join(f"{tag}={self.source.address_of(tag)}" for tag in self.shards)
         self.marker = self.tmp / "subscriptions"
         self.commits = self.tmp / "commits"
         self.queries = json.dumps(
@@ -108,6 +120,12 @@ class Trial:
                     "sink": self.sinks[1].address,
                     "checkpoint": str(self.tmp / "ck2"),
                     "options": {"publisher.marker": str(self.marker), "publisher.commits": str(self.commits)},
+                },
+                {
+                    "source": shards,
+                    "schema": "id LONG, p STRING",
+                    "sink": self.sinks[2].address,
+                    "checkpoint": str(self.tmp / "ck3"),
                 },
             ]
         )
@@ -121,16 +139,19 @@ class Trial:
             cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
         )
 
-    def stream(self) -> dict:
-        streams = self.source.stats()["streams"]
+    def stream(self, endpoint: str = "counter") -> dict:
+        streams = [s for s in self.source.stats()["streams"] if s["endpoint"] == endpoint]
         return streams[0] if streams else {}
 
-    def _wait_resumed(self, run: int, p: subprocess.Popen) -> None:
-        """Run ``run`` (0-based) is reading both publishers again."""
+    def _taken(self) -> tuple[int, ...]:
+        """How often each stream was taken up by a reader (opened or resumed), and the factory subscribed."""
+        return (*(self.stream(e).get("attaches", 0) for e in ("counter", *self.shards)), len(lines(self.marker)))
+
+    def _wait_resumed(self, run: int, p: subprocess.Popen, before: tuple[int, ...]) -> None:
+        """Run ``run`` is reading every publisher (each stream taken up once more than ``before``)."""
         wait_until(
-            lambda: p.poll() is not None
-            or (self.stream().get("resumes", -1) >= run and len(lines(self.marker)) >= run + 1),
-            what=f"run {run} to subscribe to both publishers",
+            lambda: p.poll() is not None or all(a > b for a, b in zip(self._taken(), before, strict=True)),
+            what=f"run {run} to take up every publisher",
             timeout=120,
         )
         assert p.poll() is None, p.stderr.read()[-3000:]
@@ -138,9 +159,10 @@ class Trial:
     def kill(self, runs: int, seed: int) -> None:
         rng = random.Random(seed)
         for run in range(runs):
+            before = self._taken()
             p = self._driver()
             assert p.stdout.readline().strip() == "STARTED", p.stderr.read()[-3000:]
-            self._wait_resumed(run, p)
+            self._wait_resumed(run, p, before)
             if run % 2:  # every other run is killed once it has delivered: mid-stream, not only at start-up
                 self._wait_delivering(p)
             delay = rng.uniform(0.0, 3.0)  # the kill point: mid-batch, mid-commit, mid-prefetch
@@ -151,30 +173,43 @@ class Trial:
             self.kills.append(round(delay, 1))
 
     def _wait_delivering(self, p: subprocess.Popen) -> None:
-        before = (len(self.endpoint_seen.ids), len(self.factory_seen.ids))
+        seen = (self.endpoint_seen, self.factory_seen, self.partitions_seen)
+        before = [len(s.ids) for s in seen]
         wait_until(
-            lambda: p.poll() is not None
-            or (len(self.endpoint_seen.ids) > before[0] and len(self.factory_seen.ids) > before[1]),
-            what="the run to deliver from both queries",
+            lambda: p.poll() is not None or all(len(s.ids) > b for s, b in zip(seen, before, strict=True)),
+            what="the run to deliver from every query",
             timeout=120,
         )
 
     def finish(self, run: int) -> None:
         """A last run that resumes, delivers more, and stops gracefully."""
         stop_file = self.tmp / "stop"
-        before = (len(self.endpoint_seen.ids), len(self.factory_seen.ids))
+        seen = (self.endpoint_seen, self.factory_seen, self.partitions_seen)
+        before = [len(s.ids) for s in seen]
+        taken = self._taken()
         p = self._driver(stop_file=str(stop_file))
-        self._wait_resumed(run, p)
+        self._wait_resumed(run, p, taken)
         wait_until(
-            lambda: p.poll() is not None
-            or (len(self.endpoint_seen.ids) > before[0] + 300 and len(self.factory_seen.ids) > before[1] + 300),
-            what="the last run to deliver from both queries",
+            lambda: p.poll() is not None or all(len(s.ids) > b + 300 for s, b in zip(seen, before, strict=True)),
+            what="the last run to deliver from every query",
             timeout=180,
         )
         stop_file.write_text("stop")
         _, err = p.communicate(timeout=180)
         self.reports.append(err)
         assert p.returncode == 0, err[-3000:]
+
+    def _check_partitions(self) -> dict[str, int]:
+        """Per partition: exactly once, in order, every emitted row delivered or still kept."""
+        delivered = {}
+        for tag, shard in self.shards.items():
+            ids = self.partitions_seen.by_partition.get(tag, [])
+            assert ids == list(range(len(ids))), f"partition {tag}: a duplicate, a hole or a reordering"
+            assert len(shard.ranges) == 1, f"partition {tag} was subscribed again: {shard.ranges}"
+            s = self.stream(tag)
+            assert s.get("firstPosition", 0) <= len(ids) <= shard.ranges[0][1], (tag, s, len(ids))
+            delivered[tag] = len(ids)
+        return delivered
 
     def close(self) -> None:
         self.source.stop()
@@ -200,7 +235,9 @@ class Trial:
         assert commits == sorted(set(commits)) and (not commits or commits[-1] <= len(ep)), commits
         factory_commits = lines(self.commits)
         assert factory_commits == sorted(factory_commits) and factory_commits[-1] <= len(fac)
+        shards = self._check_partitions()
         return {
+            "partitions delivered": shards,
             "kills": len(self.kills),
             "endpoint delivered": len(ep),
             "endpoint emitted": emitted,

@@ -24,10 +24,9 @@ def test_a_driver_sigkill_loses_and_duplicates_nothing_from_an_endpoint_or_a_rep
     try:
         trial.kill(runs=1, seed=11)
         trial.finish(run=1)
-        figures = trial.check()
+        trial.check()
     finally:
         trial.close()
-    assert figures["resumes"] == 1
 
 
 class _Counting:

@@ -60,6 +60,7 @@ class Live:
         self.malformed = 0
         self.dropped = 0
         self.replayed = 0  # rows asked for again after a restart (a planned batch re-read from upstream)
+        self.row_bytes = 0  # Arrow bytes of the rows planned here: every row passes through this process
         self.available_now_done = False
         self._subscribed = False
         self.subscribe_error: BaseException | None = None
@@ -180,6 +181,7 @@ class Live:
     def store(self, start: int, end: int, batches: list[pa.RecordBatch]) -> None:
         """Make ``[start, end)`` replayable before its offset is returned."""
         batches = [b for b in batches if b.num_rows]
+        self.row_bytes += sum(b.nbytes for b in batches)
         if self.log is not None:
             self.log.append(start, end, batches, self.schema)
         else:
@@ -283,6 +285,7 @@ class Live:
         if up.origin is not None and up.replayable:
             p["committedPosition"] = max(up.acked, 0)
             p["replayedRecords"] = self.replayed
+        p["rowBytesThroughReader"] = self.row_bytes
         retention = getattr(self.intake.subscription, "retention", None)
         if isinstance(retention, dict) and retention:
             p["endpointRetainedRecords"] = retention.get("retainedRecords", 0)

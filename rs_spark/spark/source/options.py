@@ -11,11 +11,16 @@ from ..options import OptionError, check_known, lookup, parse_bool, parse_choice
 
 SOURCE_OPTIONS: dict[str, str] = {
     "publisher": "package.module:factory called with the options dict; returns a Publisher",
-    "endpoint": "an rs_spark.net address of a served Publisher",
+    "endpoint": "an rs_spark.net address of a served Publisher; several, comma-separated (id=address names a "
+    "partition; else its endpoint name does), are partitions read by executors",
     "jvmPublisher": "a JVM Publisher: com.example.Feeds#method (public static, no argument or a Map<String, String> "
     "of the options) or a Publisher class; built in a JVM the reader process starts",
     "jvmJars": "with jvmPublisher: comma-separated jar paths or globs for that JVM's classpath",
     "token": "authentication token for the endpoint",
+    "executorFetch": "executors fetch each micro-batch's rows straight from the endpoints, the reader process "
+    "handles only demand, positions and acknowledgements (default: true with several endpoints, false with one)",
+    "minPartitions": "with executorFetch: at least this many Spark partitions per micro-batch, a busy partition's "
+    "range split over several tasks (default: one per endpoint)",
     "resumable": "with endpoint: read it as a resumable stream, so the serving side keeps what it sent until "
     "Spark commits and a restarted query continues without loss (default true)",
     "resumeWindow": "with endpoint: how long the serving side keeps the stream for a restarted query after the "
@@ -64,6 +69,9 @@ class SourceOptions:
     jvm_jars: str | None = None
     resumable: bool = True
     resume_window: float | None = None
+    endpoints: dict[str, str] = dataclasses.field(default_factory=dict)
+    executor_fetch: bool = False
+    min_partitions: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
@@ -72,6 +80,8 @@ class SourceOptions:
         publisher, endpoint, jvm_publisher = _the_publisher(o)
         max_r, min_r, max_buffered = _record_bounds(o)
         mode = Mode.parse(o.get("mode", "FAILFAST"))
+        endpoints = parse_endpoints(endpoint) if endpoint else {}
+        executor_fetch = _executor_fetch(o, endpoints)
         return cls(
             publisher=publisher,
             endpoint=endpoint,
@@ -95,6 +105,9 @@ class SourceOptions:
             jvm_publisher=jvm_publisher,
             jvm_jars=str(o["jvmjars"]) if o.get("jvmjars") else None,
             resumable=parse_bool("resumable", o.get("resumable", "true")),
+            endpoints=endpoints,
+            executor_fetch=executor_fetch,
+            min_partitions=parse_int("minPartitions", o["minpartitions"], 1) if "minpartitions" in o else None,
             resume_window=parse_duration("resumeWindow", o["resumewindow"]) if o.get("resumewindow") else None,
         )
 
@@ -127,6 +140,53 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
         str(endpoint) if endpoint else None,
         str(jvm_publisher).strip() if jvm_publisher else None,
     )
+
+
+def parse_endpoints(value: str) -> dict[str, str]:
+    """Option endpoint: one address, or several comma-separated, each ``id=address`` or an address
+    whose endpoint name is its partition id. Returns partition id -> address, in the given order."""
+    from ...net.address import parse as parse_address
+
+    out: dict[str, str] = {}
+    for item in (x.strip() for x in value.split(",")):
+        if not item:
+            continue
+        pid, sep, address = item.partition("=")
+        if not sep or "://" in pid:
+            pid, address = "", item
+        try:
+            name = parse_address(address.strip()).name
+        except ValueError as exc:
+            raise OptionError(f"option endpoint: {exc}") from exc
+        pid = pid.strip() or (name or "")
+        if not pid:
+            raise OptionError(
+                f"option endpoint: {redact_address(address)} names no endpoint; give each partition an id "
+                "(id=address) or an address with an endpoint name"
+            )
+        if pid in out:
+            raise OptionError(f"option endpoint names partition {pid!r} twice; give each one its own id (id=address)")
+        out[pid] = address.strip()
+    return out
+
+
+def redact_address(address: str) -> str:
+    from ...net.address import redact
+
+    return redact(address)
+
+
+def _executor_fetch(o: dict[str, Any], endpoints: dict[str, str]) -> bool:
+    default = "true" if len(endpoints) > 1 else "false"
+    fetch = parse_bool("executorFetch", o.get("executorfetch", default))
+    if len(endpoints) > 1 and not fetch:
+        raise OptionError(
+            f"option endpoint names {len(endpoints)} partitions ({', '.join(endpoints)}); several endpoints are read "
+            "by executors (executorFetch=true): drop executorFetch=false, or read one endpoint"
+        )
+    if fetch and not endpoints and "executorfetch" in o:
+        raise OptionError("option executorFetch applies to option endpoint (rows fetched straight from the endpoints)")
+    return fetch
 
 
 def _record_bounds(o: dict[str, Any]) -> tuple[int | None, int | None, int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -33,6 +34,9 @@ def read_stream(
 ) -> DataFrame:
     """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
 
+    ``publisher`` may also be a mapping of partition ids to Publishers (``{"eu": pub1, "us": pub2}``):
+    each is a partition with its own position, read by executors straight from this process.
+
     ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
     :func:`rs_spark.arrow.with_schema`). Other keyword arguments become source options, e.g.
     ``maxRecordsPerTrigger=1000``. Publishers of pyarrow RecordBatches cross as Arrow.
@@ -42,13 +46,38 @@ def read_stream(
     ``retention`` (:class:`rs_spark.net.Retention`): what the endpoint keeps until Spark commits, so
     a query restarted from its checkpoint continues without loss (on by default, within bounds).
     """
-    import secrets
-
-    from ...net import serve
     from ..session import register
 
-    if publisher is None or not callable(getattr(publisher, "subscribe", None)):
-        raise TypeError(f"read_stream() needs a Publisher, got {publisher!r}")
+    publishers = _by_partition(publisher)
+    declared = _declared_schema(schema, next(iter(publishers.values())))
+    codec = options.pop("codec", "json")
+    check_reachable(spark, bind, "read_stream")
+    server, token, names = _serve(publishers, bind, retention)
+    register(spark)
+    addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
+    endpoint = ",".join(f"{pid}={a}" for pid, a in addresses.items()) if len(addresses) > 1 else addresses["0"]
+    reader = spark.readStream.format("reactive").schema(declared).option("endpoint", endpoint)
+    for k, v in options.items():
+        reader = reader.option(k, str(v))
+    return reader.load()
+
+
+def _by_partition(publisher: Any) -> dict[str, Any]:
+    """One Publisher, or a mapping of partition ids to Publishers (each read by executors)."""
+    pubs = dict(publisher) if isinstance(publisher, Mapping) else {"0": publisher}
+    if not pubs:
+        raise ValueError("read_stream() needs a Publisher, or a mapping of partition ids to Publishers; got none")
+    for pid, p in pubs.items():
+        if p is None or not callable(getattr(p, "subscribe", None)):
+            raise TypeError(
+                f"read_stream() needs a Publisher, got {p!r}" + (f" for partition {pid!r}" if len(pubs) > 1 else "")
+            )
+        if not isinstance(pid, str) or not pid or any(c in pid for c in ",= "):
+            raise ValueError(f"read_stream(): partition id {pid!r} must be a non-empty str without ',', '=' or spaces")
+    return pubs
+
+
+def _declared_schema(schema: Any, publisher: Any) -> Any:
     declared = schema if schema is not None else getattr(publisher, "schema", None)
     if declared is None:
         raise ValueError(
@@ -59,21 +88,34 @@ def read_stream(
         from pyspark.sql.pandas.types import from_arrow_schema
 
         declared = from_arrow_schema(declared)
-    codec = options.pop("codec", "json")
-    check_reachable(spark, bind, "read_stream")
-    # A token even on loopback: any local user can connect to 127.0.0.1 (the port is in /proc/net/tcp).
+    return declared
+
+
+def _serve(publishers: dict[str, Any], bind: str, retention: Retention | None) -> tuple[Any, str, dict[str, str]]:
+    """One server for every partition's Publisher, with a random token (even on loopback: any local
+    user can connect to 127.0.0.1, the port is in /proc/net/tcp)."""
+    import secrets
+
+    from ...net import Server
+
     token = secrets.token_urlsafe(24)
-    server = serve(publisher, name=f"rs-{uuid.uuid4().hex[:12]}", bind=bind, token=token, retention=retention)
+    server = Server(bind, token=token, retention=retention)
+    prefix = f"rs-{uuid.uuid4().hex[:12]}"
+    names = {pid: f"{prefix}-{pid}" for pid in publishers}
+    for pid, pub in publishers.items():
+        server.add_publisher(names[pid], pub)
     with _lock:
         _served.append(server)
-    register(spark)
-    address = (
-        parse(server.address).with_token(token).with_codec(codec if codec != "json" else None).format(with_token=True)
+    return server, token, names
+
+
+def _address(server: Any, name: str, token: str, codec: str) -> str:
+    return (
+        parse(server.address_of(name))
+        .with_token(token)
+        .with_codec(codec if codec != "json" else None)
+        .format(with_token=True)
     )
-    reader = spark.readStream.format("reactive").schema(declared).option("endpoint", address)
-    for k, v in options.items():
-        reader = reader.option(k, str(v))
-    return reader.load()
 
 
 def served() -> list[Any]:

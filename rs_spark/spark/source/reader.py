@@ -94,6 +94,12 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         s = int(start["offset"])
         live = self._state(start)
+        # A new endpoint stream: its key goes into the checkpoint before any row (Trigger.AvailableNow
+        # takes the first answer as its target, so there the stream opens at once, and a driver that
+        # dies before Spark records the first offset leaves those rows with the endpoint).
+        first = None if self._available_now else live.upstream.first_offset(s)
+        if first is not None:
+            return first
         live.subscribe()
         # Spark asks for the next batch only once every batch ending at `start` is in its commit
         # log (MicroBatchExecution runs one batch at a time): those rows are safe upstream.

@@ -47,7 +47,8 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
             f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}"
         ) from exc
     kwargs = {"token": opts.token} if opts.token else {}
-    return connect(opts.endpoint or "", **kwargs)
+    (address,) = opts.endpoints.values()  # several endpoints are read by executors (source/partitioned.py)
+    return connect(address, **kwargs)
 
 
 def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ...net.resume import new_key
 from ...streams.types import Subscription
 from .intake import Intake
 from .options import SourceOptions
@@ -43,6 +44,7 @@ class Upstream:
         # else set when the first subscription starts.
         self.origin: int | None = int(ref["offset"]) - int(ref["position"]) if "position" in ref else None
         self.resuming = self.origin is not None  # the first subscription continues a known stream
+        self._new_key = False
         self._acked = -1
 
     # -- the publisher -----------------------------------------------------------------------
@@ -52,7 +54,7 @@ class Upstream:
         if self._publisher is None:
             pub = make_publisher(self._opts, self._schema)
             if self._opts.endpoint and self._opts.resumable:
-                pub = pub.resumable(self.key, window=self._opts.resume_window)
+                pub = pub.resumable(self.key, window=self._opts.resume_window, new=self._new_key)
                 self.key = pub.key
             self._publisher = pub
         return self._publisher
@@ -80,6 +82,18 @@ class Upstream:
         self.origin = None
         self.resuming = False
         self._acked = -1
+
+    def first_offset(self, offset: int) -> dict[str, Any] | None:
+        """For an endpoint stream not yet in the checkpoint: the offset naming a new stream key at
+        position 0, returned before any row is asked for (None otherwise). Spark records it (an empty
+        first micro-batch) before the stream is opened, so a driver that dies at any later point is
+        restarted with the key and loses nothing it was sent."""
+        if self.key is not None or not (self._opts.endpoint and self._opts.resumable):
+            return None
+        self.key = new_key()
+        self.origin = offset
+        self._new_key = True  # opened under this key by this process (no RESUME first), unless it restarts
+        return self.offset(offset)
 
     # -- offsets and acknowledgements ------------------------------------------------------
     def offset(self, n: int) -> dict[str, Any]:

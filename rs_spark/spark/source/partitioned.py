@@ -1,0 +1,366 @@
+"""Several publishers as partitions, read by executors straight from their endpoints.
+
+A Reactive Streams Publisher is one ordered sequence; parallelism comes from several publishers
+(shards, service instances, gateways), each a partition with its own position, as each Kafka
+topic-partition has its own offset. With option ``endpoint`` naming several endpoints (or
+``executorFetch=true``), each endpoint is read as a resumable stream that *keeps* rows without
+sending them (``resumable(positions=True)``): the endpoint says how far the rows go, the reader
+process here plans micro-batches as position ranges per partition, and executors fetch each range
+from the endpoint directly (``ResumablePublisher.fetch``). The reader process carries demand,
+positions and acknowledgements only: no row passes through it.
+
+Offsets: ``{"positions": {"eu": 1200, "us": 980}, "streams": {"eu": key, "us": key}}``, a
+partition's position counting the rows of its stream. ``maxRecordsPerTrigger`` is shared across
+partitions in proportion to what each has available (as Kafka shares ``maxOffsetsPerTrigger``);
+each partition is asked only for what it was granted (rule 1.1).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from ...arrow.convert import ElementConverter
+from ...net import connect
+from ...net.address import redact
+from ...net.errors import ResumeRejected
+from ...net.resume import new_key
+from ...streams.types import Subscription
+from .data_loss import report_data_loss
+from .intake import PublisherFailed
+from .options import SourceOptions
+from .sigterm import SigtermStop
+
+log = logging.getLogger("rs_spark.source")
+
+
+class EndpointRange(InputPartition):
+    """Rows ``[lo, hi)`` of partition ``pid``'s stream ``key``: an executor fetches them from the endpoint."""
+
+    def __init__(self, pid: str, key: str, lo: int, hi: int) -> None:
+        super().__init__(f"{pid}[{lo}:{hi}]")
+        self.pid, self.key, self.lo, self.hi = pid, key, lo, hi
+
+
+class _Link:
+    """The reader process's side of one partition: a positions-only resumable stream."""
+
+    def __init__(self, pid: str, opts: SourceOptions, key: str, position: int, new: bool = False) -> None:
+        self.pid = pid
+        kwargs = {"token": opts.token} if opts.token else {}
+        self.publisher = connect(opts.endpoints[pid], **kwargs).resumable(
+            key, window=opts.resume_window, positions=True, new=new
+        )
+        self.start = position  # where this reader process took the stream up
+        self.subscription: Any = None
+        self.error: BaseException | None = None
+        self.completed = False
+        self.requested = position  # the position up to which rows were asked for
+        self._acked = position
+        self._ready = threading.Event()
+        # The stream named by the checkpoint: resumed, or opened under that key if it is new.
+        self.publisher.subscribe_at(self, position)
+
+    @property
+    def key(self) -> str:
+        return str(self.publisher.key)
+
+    # -- Subscriber (positions only: no on_next) -----------------------------------------------
+    def on_subscribe(self, s: Subscription) -> None:
+        self.subscription = s
+        self._ready.set()
+
+    def on_next(self, item: Any) -> None:  # pragma: no cover - a positions-only stream sends no rows
+        raise TypeError("a positions-only stream sent a row")
+
+    def on_error(self, error: BaseException) -> None:
+        self.error = error
+
+    def on_complete(self) -> None:
+        self.completed = True
+
+    # -- the reader's calls ----------------------------------------------------------------------
+    @property
+    def available(self) -> int:
+        s = self.subscription
+        return self.start if s is None else int(s.position)
+
+    @property
+    def ended(self) -> bool:
+        return self.completed or self.error is not None
+
+    def demand_up_to(self, position: int) -> None:
+        """Ask the endpoint to keep rows available up to ``position``."""
+        s = self.subscription
+        if s is None or self.ended or position <= self.requested:
+            return
+        s.request(position - self.requested)
+        self.requested = position
+
+    def acknowledge(self, position: int) -> None:
+        s = self.subscription
+        if s is not None and position > self._acked and position <= self.available:
+            self._acked = position
+            s.on_commit(position)
+
+    @property
+    def payload_bytes(self) -> int:
+        """Row bytes this link received (a positions-only stream receives none: they go to executors)."""
+        s = self.subscription
+        return 0 if s is None else int(s.payload_bytes)
+
+    def retention(self) -> dict[str, int]:
+        s = self.subscription
+        return {} if s is None else dict(s.retention)
+
+    def detach(self) -> None:
+        s = self.subscription
+        if s is not None:
+            s.detach()
+
+
+class _Offsets:
+    """The partitioned offset: positions and stream keys by partition id."""
+
+    @staticmethod
+    def of(d: dict) -> tuple[dict[str, int], dict[str, str]]:
+        return {k: int(v) for k, v in d.get("positions", {}).items()}, dict(d.get("streams", {}))
+
+    @staticmethod
+    def to(positions: dict[str, int], streams: dict[str, str]) -> dict:
+        return {"positions": dict(positions), "streams": dict(streams)}
+
+
+class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Streaming reader over several endpoints, one partition each (see the module docstring)."""
+
+    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+        self._opts = opts
+        self._schema_json = schema.json()
+        self._links: dict[str, _Link] | None = None
+        self._available_now = False
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_links"] = None  # executors never need (or could unpickle) the live links
+        state["_lock"] = None
+        return state
+
+    # -- offsets ----------------------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        return _Offsets.to({}, {})
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        o = self._opts
+        if o.max_records_per_trigger is not None:
+            return ReadMaxRows(o.max_records_per_trigger)
+        if o.min_records_per_trigger is not None:
+            return ReadMinRows(o.min_records_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = True
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        positions, streams = _Offsets.of(start)
+        new = [pid for pid in self._opts.endpoints if pid not in streams]
+        if new:  # new streams' keys go into the checkpoint before any row is asked for (see upstream.first_offset)
+            positions, streams = {**positions, **dict.fromkeys(new, 0)}, {**streams, **{p: new_key() for p in new}}
+            if not self._available_now:  # AvailableNow takes the first answer as its target: open at once
+                return _Offsets.to(positions, streams)
+        links = self._subscribe(positions, streams, new)
+        for pid, link in links.items():  # Spark's commit log holds every batch ending at `start`
+            link.acknowledge(positions.get(pid, link.start))
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self._opts.max_records_per_trigger
+        self._ask(links, positions, max_rows)
+        self._wait(links, positions, max_rows)
+        self._check(links, positions)
+        take = self._rate_limit(links, positions, max_rows)
+        if not any(take.values()):
+            return start
+        ends = {pid: positions.get(pid, links[pid].start) + take.get(pid, 0) for pid in links}
+        return _Offsets.to(ends, {pid: link.key for pid, link in links.items()})
+
+    def _subscribe(self, positions: dict[str, int], streams: dict[str, str], new: list[str]) -> dict[str, _Link]:
+        """The links (opened once per reader process), each at its committed position."""
+        if self._links is None:
+            self._vanished(positions)
+            SigtermStop(self.stop).install()
+            self._links = {
+                pid: _Link(pid, self._opts, streams[pid], positions[pid], new=pid in new)
+                for pid in self._opts.endpoints
+            }
+            self._await_subscriptions(self._links)
+        return self._links
+
+    def _vanished(self, positions: dict[str, int]) -> None:
+        """Partitions in the checkpoint that option endpoint no longer names (as Kafka's deleted partitions)."""
+        gone = [pid for pid in positions if pid not in self._opts.endpoints]
+        if gone:
+            report_data_loss(
+                self._opts,
+                f"format('reactive'): partitions {', '.join(gone)} are in the checkpoint but not in option endpoint; "
+                "the rows their endpoints kept after the last commit are not read",
+                "Keep every partition in option endpoint until its rows are read. ",
+                "continue without them",
+            )
+
+    def _await_subscriptions(self, links: dict[str, _Link]) -> None:
+        deadline = time.monotonic() + max(10.0, 20 * self._opts.poll_timeout)
+        for link in links.values():
+            while link.subscription is None and link.error is None and time.monotonic() < deadline:
+                link._ready.wait(0.05)
+            if link.subscription is None and link.error is None:
+                raise TimeoutError(f"format('reactive'): partition {link.pid!r} did not open its stream in time")
+
+    def _ask(self, links: dict[str, _Link], positions: dict[str, int], max_rows: int | None) -> None:
+        """Keep up to a micro-batch's worth (or maxBufferedRecords) available per partition."""
+        per = self._opts.max_buffered if max_rows is None else max(1, min(self._opts.max_buffered, max_rows))
+        for pid, link in links.items():
+            link.demand_up_to(positions.get(pid, link.start) + per)
+
+    def _wait(self, links: dict[str, _Link], positions: dict[str, int], max_rows: int | None) -> None:
+        """Wait up to pollTimeout for rows: until a micro-batch's worth is available, or every
+        partition has what was asked of it, or one ended."""
+        deadline = time.monotonic() + self._opts.poll_timeout
+        want = max_rows or 1
+        while time.monotonic() < deadline:
+            total = sum(max(0, link.available - positions.get(pid, link.start)) for pid, link in links.items())
+            if total >= want or all(link.ended or link.available >= link.requested for link in links.values()):
+                return
+            time.sleep(0.005)  # availability arrives as metadata pushes: poll briefly within pollTimeout
+
+    def _check(self, links: dict[str, _Link], positions: dict[str, int]) -> None:
+        """A partition whose publisher failed fails the query naming it; one that cannot be resumed
+        is reported as data loss and continues with a new stream."""
+        for pid, link in links.items():
+            err = link.error
+            if isinstance(err, ResumeRejected):
+                self._replace(pid, link, positions, err)
+            elif err is not None:
+                raise PublisherFailed(
+                    RuntimeError(f"partition {pid!r} ({redact(self._opts.endpoints[pid])}): {err}"),
+                    positions.get(pid, link.start),
+                ) from err
+
+    def _replace(self, pid: str, link: _Link, positions: dict[str, int], err: BaseException) -> None:
+        report_data_loss(
+            self._opts,
+            f"format('reactive'): partition {pid!r} cannot resume stream {link.key} at position "
+            f"{positions.get(pid, link.start)}: {err}; the rows it kept after the last commit are lost",
+            "Restart queries within the endpoint's resume window, and keep its process running (or spill). ",
+            "continue with a new stream from that endpoint",
+        )
+        assert self._links is not None
+        self._links[pid] = _Link(pid, self._opts, new_key(), 0, new=True)
+        positions[pid] = 0
+        self._await_subscriptions({pid: self._links[pid]})
+
+    def _rate_limit(self, links: dict[str, _Link], positions: dict[str, int], max_rows: int | None) -> dict[str, int]:
+        """Rows to plan per partition: all that is available, or ``max_rows`` shared in proportion
+        to what each has available (largest remainders get the rows left)."""
+        avail = {pid: max(0, link.available - positions.get(pid, link.start)) for pid, link in links.items()}
+        total = sum(avail.values())
+        if max_rows is None or total <= max_rows:
+            return avail
+        exact = {pid: max_rows * a / total for pid, a in avail.items()}
+        take = {pid: math.floor(x) for pid, x in exact.items()}
+        left = max_rows - sum(take.values())
+        for pid in sorted(exact, key=lambda p: exact[p] - take[p], reverse=True)[:left]:
+            take[pid] += 1
+        return take
+
+    # -- planning and reading ---------------------------------------------------------------------
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        s_pos, _ = _Offsets.of(start)
+        e_pos, streams = _Offsets.of(end)
+        ranges = [(pid, streams[pid], s_pos.get(pid, 0), e) for pid, e in e_pos.items() if e > s_pos.get(pid, 0)]
+        total = sum(e - s for _, _, s, e in ranges)
+        if not total:
+            return []
+        want = max(self._opts.min_partitions or len(ranges), len(ranges))
+        chunk = math.ceil(total / want)
+        parts: list[InputPartition] = []
+        for pid, key, s, e in ranges:
+            for lo in range(s, e, chunk):
+                parts.append(EndpointRange(pid, key, lo, min(lo + chunk, e)))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, EndpointRange)
+        p = partition
+        schema = to_arrow_schema(StructType.fromJson(json.loads(self._schema_json)), timezone="UTC")
+        converter = ElementConverter(schema, self._opts.mode, self._opts.corrupt_column, add_corrupt_column=False)
+        kwargs = {"token": self._opts.token} if self._opts.token else {}
+        stream = connect(self._opts.endpoints[p.pid], **kwargs).resumable(p.key)
+        got = 0
+        pending: list[Any] = []
+        for item in stream.fetch(p.lo, p.hi):
+            if isinstance(item, pa.RecordBatch):
+                yield from self._flush(converter, pending, p.lo + got - len(pending))
+                pending = []
+                got += item.num_rows
+                yield converter.convert([item], p.lo + got - item.num_rows).batch
+            else:
+                pending.append(item)
+                got += 1
+                if len(pending) >= 65_536:
+                    yield from self._flush(converter, pending, p.lo + got - len(pending))
+                    pending = []
+        yield from self._flush(converter, pending, p.lo + got - len(pending))
+        if got != p.hi - p.lo:
+            raise RuntimeError(
+                f"format('reactive'): partition {p.pid!r} sent {got} rows for positions [{p.lo}, {p.hi}), not "
+                f"{p.hi - p.lo}; its endpoint no longer keeps them all"
+            )
+
+    @staticmethod
+    def _flush(converter: ElementConverter, pending: list[Any], offset: int) -> Iterator[pa.RecordBatch]:
+        if pending:
+            batch = converter.convert(pending, offset).batch
+            if batch.num_rows:
+                yield batch
+
+    # -- commit, progress, stop -------------------------------------------------------------------
+    def commit(self, end: dict) -> None:
+        positions, _ = _Offsets.of(end)
+        for pid, link in (self._links or {}).items():
+            if pid in positions:
+                link.acknowledge(positions[pid])
+
+    def reportLatestOffset(self) -> dict | None:
+        links = self._links
+        if links is None:
+            return None
+        return {
+            "partitions": {
+                pid: {"available": link.available, **link.retention(), "completed": link.completed}
+                for pid, link in links.items()
+            },
+            "rowBytesThroughReader": sum(link.payload_bytes for link in links.values()),
+        }
+
+    def stop(self) -> None:
+        for link in (self._links or {}).values():
+            link.detach()  # kept by each endpoint for its resume window: a restarted query continues
+
+
+__all__ = ["PartitionedStreamReader", "EndpointRange"]
