@@ -239,7 +239,7 @@ class InboundSubscription(QueueSubscription):
     def on_connection_closed(self, error: BaseException) -> None:
         with self._wlock:
             self._wire_open = False
-        cls = type(error) if type(error) in (ConnectionLost, Refused, ProtocolError) else ConnectionLost
+        cls = type(error) if isinstance(error, (ConnectionLost, Refused, ProtocolError)) else ConnectionLost
         self.enqueue_terminal(
             cls(
                 f"{self._where} ended after {self._received} {self._unit}: {error}",

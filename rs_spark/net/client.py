@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import ssl as _ssl
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..streams.drain import check_subscriber, subscribe_with
@@ -159,8 +160,8 @@ class Client:
     def resume(self, token: bytes, position: int) -> Connection:
         """A new connection continuing the stream of ``token`` from ``position``: blocks until the
         server's RESUME_OK (up to ``connect_timeout``); raises ResumeRejected when it cannot."""
-        conn = self._dial()
-        answered = threading.Event()
+        answered = threading.Event()  # RESUME_OK, or the connection closed (refused)
+        conn = self._dial(on_closed=lambda _conn: answered.set())
         conn.on_resumed = lambda _position: answered.set()
         conn.send(F.encode_resume(token, position))
         conn.start()
@@ -185,7 +186,7 @@ class Client:
             resume_token=resume_token,
         )
 
-    def _dial(self) -> Connection:
+    def _dial(self, on_closed: Callable[[Connection], None] | None = None) -> Connection:
         """A started-to-be connection (not yet started, nothing sent) to this client's server."""
         a, o = self._addr, self._opts
         warn_if_token_in_clear_text(a, self._token)
@@ -203,7 +204,15 @@ class Client:
             raise ConnectionLost(
                 f"could not connect to {a.base}: {exc}; check the address and that the server is running", a.base
             ) from exc
-        conn = Connection(sock, client=True, label=a.base, limits=o.limits, keepalive=o.keepalive, lifetime=o.lifetime)
+        conn = Connection(
+            sock,
+            client=True,
+            label=a.base,
+            limits=o.limits,
+            keepalive=o.keepalive,
+            lifetime=o.lifetime,
+            on_closed=on_closed,
+        )
         conn.metadata_mime, conn.data_mime = COMPOSITE, MIMES[make_codec(self._codec).name]
         return conn
 

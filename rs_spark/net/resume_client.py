@@ -25,7 +25,7 @@ from . import frames as F
 from .bridge import InboundSubscription
 from .codecs import Codec, make_codec
 from .connection import Connection
-from .errors import ConnectionLost, NetError, ResumeRejected
+from .errors import ConnectionLost, NetError, Refused, ResumeRejected
 from .metadata import MetadataError, request_metadata
 from .resume import (
     STREAM_ID,
@@ -169,7 +169,8 @@ class ResumableSubscription(InboundSubscription):
                 self._available.notify_all()
 
     def on_connection_closed(self, error: BaseException) -> None:
-        if self._done or self._cancelled or self._gone.is_set():
+        # A refusal (wrong token, unknown or expired stream) is final: only a dropped connection is resumed.
+        if self._done or self._cancelled or self._gone.is_set() or isinstance(error, Refused):
             super().on_connection_closed(error)
             return
         with self._wlock:

@@ -188,14 +188,39 @@ def test_a_reader_that_cancels_ends_the_stream_at_once(serve):
     wait_until(lambda: server.stats()["streams"] == [], what="the stream to be forgotten")
 
 
-def test_resuming_an_unknown_stream_is_refused_saying_why(serve):
+def test_resuming_an_unknown_stream_past_its_start_is_refused_saying_why(serve):
     server = serve(rs.range_(10))
     pub = net.connect(server.address, token=TOKEN).resumable("0" * 32)
     r = Rec(10)
-    pub.subscribe_at(r, 0)
+    pub.subscribe_at(r, 5)
     assert r.done.wait(10)
     assert isinstance(r.error, ResumeRejected)
-    assert "holds no stream for this resume token" in str(r.error) and "0" * 32 in str(r.error)
+    assert "does not know this stream" in str(r.error) and "0" * 32 in str(r.error)
+
+
+def test_a_stream_named_before_it_was_opened_is_opened_under_its_key_at_position_0(serve):
+    """The source puts a new stream's key into Spark's checkpoint before it opens the stream; a
+    reader restarted with that key and nothing received opens it then, under the same key."""
+    server = serve(rs.range_(10))
+    pub = net.connect(server.address, token=TOKEN).resumable("1" * 32)
+    r = Rec(100)
+    pub.subscribe_at(r, 0)
+    assert r.done.wait(10) and r.error is None
+    assert r.items == list(range(10))
+
+
+def test_an_expired_stream_is_not_opened_again_as_new(serve):
+    server = serve(rs.range_(100), retention=Retention(window=0.2))
+    first = net.connect(server.address, token=TOKEN).resumable()
+    r1 = Rec(5)
+    first.subscribe(r1)
+    wait_until(lambda: len(r1.items) == 5, what="5 rows")
+    r1.s.detach()
+    wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the expiry")
+    r2 = Rec(5)
+    net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 0)
+    assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
+    assert "the stream expired" in str(r2.error) and r2.items == []
 
 
 def test_resuming_before_the_acknowledged_position_is_refused(serve):
@@ -224,8 +249,8 @@ def test_the_resume_token_needs_the_endpoint_token(serve):
     wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
     thief = Rec(10)  # knows the stream key (it is in Spark's offsets), not the endpoint's token
     net.connect(server.address, token="guessed").resumable(first.key).subscribe_at(thief, 0)
-    assert thief.done.wait(10) and isinstance(thief.error, ResumeRejected)
-    assert thief.items == []
+    assert thief.done.wait(10) and isinstance(thief.error, net.Refused)  # not resumed, and not let in as new
+    assert "wrong token" in str(thief.error) and thief.items == []
 
 
 def test_a_peer_asking_for_rsocket_byte_position_resumption_is_refused():
