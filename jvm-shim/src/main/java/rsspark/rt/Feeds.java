@@ -1,0 +1,24 @@
+package rsspark.rt;
+
+import java.io.IOException;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.spark.sql.types.StructType;
+
+/** Opens the feed a partition reads: the endpoint's stream, or the JVM publisher's in this JVM. */
+final class Feeds {
+    private Feeds() {}
+
+    /** Decoding memory of every real-time reader in this JVM: payloads are freed as soon as their rows are copied. */
+    private static final BufferAllocator ALLOCATOR = rsspark.jvm.Memory.child("reactive-rt", Long.MAX_VALUE);
+
+    static BufferAllocator allocator() {
+        return ALLOCATOR;
+    }
+
+    /** Stream {@code key} at {@code position}; {@code ack} (> 0) is acknowledged once it is open. */
+    static RowFeed open(RtOptions o, StructType schema, String key, long position, long ack) throws IOException {
+        if (o.isEndpoint()) return EndpointFeed.open(o, schema, key, position, ack);
+        return JvmFeed.open(o, schema, key, position, ack);
+    }
+}
