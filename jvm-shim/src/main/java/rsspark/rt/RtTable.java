@@ -41,7 +41,7 @@ final class RtTable implements SupportsRead {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        RtOptions o = RtOptions.parse(options);
+        RtOptions o = RtOptions.parse(options.asCaseSensitiveMap()); // as given: errors name keys as the user wrote them
         return () -> new Scan() {
             @Override
             public StructType readSchema() {
