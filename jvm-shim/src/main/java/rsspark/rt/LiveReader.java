@@ -18,7 +18,12 @@ import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeRead;
  * cancelled ({@code cancelOnStop}).
  */
 final class LiveReader implements SupportsRealTimeRead<InternalRow> {
+    /** How often a task looks for a newer committed position to acknowledge (see {@link Commits}). */
+    static final long ACK_EVERY_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
+
     private final RtInputPartition p;
+    private long acknowledged;
+    private long nextAckCheck;
     private final RowFeed feed;
     private long position;
     private List<InternalRow> rows = List.of();
@@ -29,6 +34,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
         this.p = p;
         this.feed = feed;
         this.position = p.start;
+        this.acknowledged = p.acknowledge;
     }
 
     static LiveReader open(RtInputPartition p) throws IOException {
@@ -60,6 +66,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
 
     /** Take the next row within {@code timeoutNs}; false when none came (or the planned end was reached). */
     private boolean advance(long timeoutNs) throws IOException {
+        acknowledgeCommitted();
         if (p.end >= 0 && position >= p.end) return false;
         if (index >= rows.size()) {
             long deadline = System.nanoTime() + timeoutNs;
@@ -74,6 +81,18 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
         current = rows.get(index++);
         position++;
         return true;
+    }
+
+    /** Acknowledge upstream what Spark committed since (never beyond what this task read). */
+    private void acknowledgeCommitted() throws IOException {
+        long now = System.nanoTime();
+        if (now - nextAckCheck < 0) return;
+        nextAckCheck = now + ACK_EVERY_NANOS;
+        long c = Math.min(Commits.of(p.key), position);
+        if (c > acknowledged) {
+            feed.acknowledge(c);
+            acknowledged = c;
+        }
     }
 
     private static void sleepUntil(long deadline) throws IOException {

@@ -136,6 +136,7 @@ final class RtStream implements MicroBatchStream, SupportsRealTimeMode, Supports
     public void commit(Offset end) {
         long position = ((RtOffset) end).position;
         committed = Math.max(committed, position);
+        Commits.committed(((RtOffset) end).key, position); // a running task in this JVM acknowledges it now
         if (buffer != null) {
             try {
                 buffer.commit(position);
