@@ -56,6 +56,8 @@ public final class Connection implements AutoCloseable {
     private final Listener listener;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final ReentrantLock writeLock = new ReentrantLock();
+    private final java.util.concurrent.CountDownLatch readerDone = new java.util.concurrent.CountDownLatch(1);
+    private volatile boolean closingByUs; // EOF / errors after our FIN are the close we asked for
     private volatile long lastReceived = System.nanoTime();
     private volatile long lastSent = System.nanoTime();
     private volatile IOException closedWith;
@@ -178,12 +180,27 @@ public final class Connection implements AutoCloseable {
         listener.onClosed(why);
     }
 
-    /** Send {@code frame} (e.g. CANCEL), then close. */
+    /**
+     * Send {@code frame} (e.g. CANCEL; may be null), then close gracefully: our side's FIN first, then
+     * wait (up to 2 s) for the server to close its side. Closing at once while the server's frames
+     * are still unread would reset the connection, and a reset may discard our last frame before the
+     * server reads it.
+     */
     public void closeAfter(byte[] frame) {
+        closingByUs = true;
         try {
             if (frame != null) send(frame);
+            writeLock.lock();
+            try {
+                socket.shutdownOutput();
+            } finally {
+                writeLock.unlock();
+            }
+            readerDone.await(2, TimeUnit.SECONDS);
         } catch (IOException e) {
             // already closing with the write error
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
         close(null);
     }
@@ -204,14 +221,29 @@ public final class Connection implements AutoCloseable {
     // -- reading ----------------------------------------------------------------------------------
     private void readLoop() {
         try {
+            readFrames();
+        } finally {
+            readerDone.countDown();
+        }
+    }
+
+    private void readFrames() {
+        try {
             while (!closed.get()) {
                 Frame f = readFrame();
                 lastReceived = System.nanoTime();
                 dispatch(f);
             }
-        } catch (ProtocolException e) {
-            IOException why = new ProtocolException(endpoint.base() + " sent a malformed frame: " + e.getMessage()
-                    + "; the connection was closed", e);
+        } catch (IOException e) {
+            if (closingByUs) close(null);
+            else onReadFailure(e);
+        } catch (RuntimeException e) {
+            close(new ProtocolException("internal error while reading from " + endpoint.base() + ": " + e, e));
+        }
+    }
+
+    private void onReadFailure(IOException e) {
+        if (e instanceof ProtocolException) {
             if (!closed.get()) {
                 try {
                     send(Frames.error(0, Frames.CONNECTION_ERROR, e.getMessage()));
@@ -219,14 +251,13 @@ public final class Connection implements AutoCloseable {
                     // closing anyway
                 }
             }
-            close(why);
-        } catch (EOFException e) {
+            close(new ProtocolException(endpoint.base() + " sent a malformed frame: " + e.getMessage()
+                    + "; the connection was closed", e));
+        } else if (e instanceof EOFException) {
             close(new ConnectionLostException(endpoint.base() + " closed the connection"));
-        } catch (IOException e) {
+        } else {
             close(new ConnectionLostException("reading from " + endpoint.base() + " failed: " + e.getMessage()
                     + "; the server closed the connection or the network dropped it", e));
-        } catch (RuntimeException e) {
-            close(new ProtocolException("internal error while reading from " + endpoint.base() + ": " + e, e));
         }
     }
 

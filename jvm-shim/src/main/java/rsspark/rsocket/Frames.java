@@ -220,39 +220,22 @@ public final class Frames {
         switch (type) {
             case PAYLOAD:
                 return withPayload(buf, len, HEADER, sid, type, flags, 0, 0, 0);
-            case REQUEST_N: {
-                if (len != 10) throw new ProtocolException("REQUEST_N frame on stream " + sid + " is " + len + " bytes; it must be 10");
-                long n = b.getInt() & 0x7FFFFFFFL;
-                if (n == 0) throw new ProtocolException("REQUEST_N frame on stream " + sid + " asks for 0 elements (rule 3.9)");
-                return new Frame(sid, type, flags, null, buf, len, 0, n, 0, 0);
-            }
+            case REQUEST_N:
             case REQUEST_STREAM:
-            case REQUEST_CHANNEL: {
-                if (len < 10) throw new ProtocolException(typeName(type) + " frame is shorter than 10 bytes");
-                long n = b.getInt() & 0x7FFFFFFFL;
-                if (n == 0) throw new ProtocolException(typeName(type) + " frame has an initial request of 0 (rule 3.9)");
-                return withPayload(buf, len, 10, sid, type, flags, n, 0, 0);
-            }
+            case REQUEST_CHANNEL:
+                return request(b, buf, len, sid, type, flags);
             case CANCEL:
                 if (len != HEADER) throw new ProtocolException("CANCEL frame is " + len + " bytes; it must be 6");
                 return new Frame(sid, type, flags, null, buf, len, 0, 0, 0, 0);
-            case ERROR: {
-                if (len < 10) throw new ProtocolException("ERROR frame is shorter than 10 bytes");
-                int code = b.getInt();
-                checkUtf8(buf, 10, len - 10, sid);
-                return new Frame(sid, type, flags, null, buf, 10, len - 10, 0, code, 0);
-            }
+            case ERROR:
+                return error(b, buf, len, sid, flags);
             case KEEPALIVE:
                 if (len < 14) throw new ProtocolException("KEEPALIVE frame is shorter than 14 bytes");
                 return new Frame(sid, type, flags, null, buf, 14, len - 14, 0, 0, 0);
             case METADATA_PUSH:
                 return new Frame(sid, type, flags, java.util.Arrays.copyOfRange(buf, HEADER, len), buf, len, 0, 0, 0, 0);
-            case RESUME_OK: {
-                if (len != 14) throw new ProtocolException("RESUME_OK frame is " + len + " bytes; it must be 14");
-                long pos = b.getLong();
-                if (pos < 0) throw new ProtocolException("RESUME_OK frame has a position with its reserved top bit set");
-                return new Frame(sid, type, flags, null, buf, len, 0, 0, 0, pos);
-            }
+            case RESUME_OK:
+                return resumeOk(b, buf, len, sid, flags);
             case SETUP:
             case LEASE:
             case RESUME:
@@ -267,6 +250,32 @@ public final class Frames {
                 }
                 return new Frame(sid, type, flags, null, buf, len, 0, 0, 0, 0);
         }
+    }
+
+    /** REQUEST_N (exactly 10 bytes), REQUEST_STREAM / REQUEST_CHANNEL (n, then metadata and data): n > 0 (rule 3.9). */
+    private static Frame request(ByteBuffer b, byte[] buf, int len, int sid, int type, int flags) throws ProtocolException {
+        if (type == REQUEST_N && len != 10) {
+            throw new ProtocolException("REQUEST_N frame on stream " + sid + " is " + len + " bytes; it must be 10");
+        }
+        if (len < 10) throw new ProtocolException(typeName(type) + " frame is shorter than 10 bytes");
+        long n = b.getInt() & 0x7FFFFFFFL;
+        if (n == 0) throw new ProtocolException(typeName(type) + " frame on stream " + sid + " asks for 0 elements (rule 3.9)");
+        if (type == REQUEST_N) return new Frame(sid, type, flags, null, buf, len, 0, n, 0, 0);
+        return withPayload(buf, len, 10, sid, type, flags, n, 0, 0);
+    }
+
+    private static Frame error(ByteBuffer b, byte[] buf, int len, int sid, int flags) throws ProtocolException {
+        if (len < 10) throw new ProtocolException("ERROR frame is shorter than 10 bytes");
+        int code = b.getInt();
+        checkUtf8(buf, 10, len - 10, sid);
+        return new Frame(sid, ERROR, flags, null, buf, 10, len - 10, 0, code, 0);
+    }
+
+    private static Frame resumeOk(ByteBuffer b, byte[] buf, int len, int sid, int flags) throws ProtocolException {
+        if (len != 14) throw new ProtocolException("RESUME_OK frame is " + len + " bytes; it must be 14");
+        long pos = b.getLong();
+        if (pos < 0) throw new ProtocolException("RESUME_OK frame has a position with its reserved top bit set");
+        return new Frame(sid, RESUME_OK, flags, null, buf, len, 0, 0, 0, pos);
     }
 
     private static void checkStreamId(int sid, int type) throws ProtocolException {

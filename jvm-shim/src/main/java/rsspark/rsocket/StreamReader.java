@@ -343,7 +343,7 @@ public final class StreamReader<T> implements AutoCloseable {
     /** Close without cancelling: a resumable stream waits at the server for a reader to resume it. */
     public void detach() {
         Connection c = end();
-        if (c != null) c.close(null);
+        if (c != null) c.closeAfter(null);
     }
 
     @Override

@@ -18,6 +18,9 @@ import rsspark.rsocket.StreamReader;
 public final class RtOptions implements Serializable {
     private static final long serialVersionUID = 1L;
 
+    /** Options with this prefix are not checked: they are for the jvmPublisher factory (as in {@code reactive}). */
+    static final String PASS_THROUGH = "publisher.";
+
     /** Known options and what they do (lower-cased key -> text; the order is the documentation's). */
     static final Map<String, String[]> KNOWN = new LinkedHashMap<>();
 
@@ -84,7 +87,7 @@ public final class RtOptions implements Serializable {
         Map<String, String> o = new TreeMap<>();
         for (Map.Entry<String, String> e : options.entrySet()) {
             String k = e.getKey().toLowerCase(Locale.ROOT);
-            if (!KNOWN.containsKey(k)) throw unknown(e.getKey());
+            if (!KNOWN.containsKey(k) && !k.startsWith(PASS_THROUGH)) throw unknown(e.getKey());
             o.put(k, e.getValue());
         }
         RtOptions r = new RtOptions(o);
@@ -130,7 +133,7 @@ public final class RtOptions implements Serializable {
         StringBuilder names = new StringBuilder();
         for (String[] v : KNOWN.values()) names.append(names.length() == 0 ? "" : ", ").append(v[0]);
         return new IllegalArgumentException("format('reactive-rt') has no option '" + key + "' (" + hint
-                + "). Its options: " + names);
+                + "). Its options: " + names + "; options starting with '" + PASS_THROUGH + "' reach the jvmPublisher factory");
     }
 
     private void checkPublisher() {
