@@ -98,6 +98,23 @@ public final class StreamReader<T> implements AutoCloseable {
         return r;
     }
 
+    /**
+     * Cancel resumable stream {@code key} if the server still keeps it: RESUME at {@code position},
+     * then CANCEL. A stream the server does not know (never opened, already ended or expired) is
+     * left alone: nothing is subscribed just to be cancelled. Returns whether it was cancelled.
+     */
+    public static boolean cancelRemote(Endpoint endpoint, Settings settings, String key, long position) throws IOException {
+        StreamReader<Object> r = new StreamReader<>(endpoint, settings, null, Mode.RESUMABLE, Metadata.checkKey(key), position);
+        try {
+            r.resume(false);
+        } catch (RemoteException e) {
+            if (e.code == Frames.REJECTED_RESUME) return false;
+            throw e;
+        }
+        r.cancel();
+        return true;
+    }
+
     public String where() {
         return "remote publisher " + endpoint + (key != null && mode == Mode.RESUMABLE ? " (stream " + key + ")" : "");
     }
@@ -160,6 +177,11 @@ public final class StreamReader<T> implements AutoCloseable {
     }
 
     private void resume() throws IOException {
+        resume(true);
+    }
+
+    /** RESUME at the position consumed; {@code grant}: then ask for rows again (else only cancelling follows). */
+    private void resume(boolean grant) throws IOException {
         Connection c = dial();
         lock.lock();
         try {
@@ -194,7 +216,7 @@ public final class StreamReader<T> implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        c.send(Frames.requestN(STREAM_ID, settings.maxInFlight));
+        if (grant) c.send(Frames.requestN(STREAM_ID, settings.maxInFlight));
         if (acknowledged > 0) c.send(Frames.metadataPush(Metadata.commit(acknowledged)));
     }
 

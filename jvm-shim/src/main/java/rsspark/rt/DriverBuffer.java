@@ -37,15 +37,17 @@ final class DriverBuffer {
     private final RtOptions o;
     private final StructType schema;
     private final String key;
+    private final String run;
     private final ArrayDeque<Entry> entries = new ArrayDeque<>();
     private RowFeed feed;
     private long base; // position of the first buffered row
     private long received; // position after the last buffered row
 
-    DriverBuffer(RtOptions o, StructType schema, String key) {
+    DriverBuffer(RtOptions o, StructType schema, String key, String run) {
         this.o = o;
         this.schema = schema;
         this.key = key;
+        this.run = run;
     }
 
     /** The offset of the next micro-batch: what arrived after {@code start}, within the read limit. */
@@ -110,7 +112,7 @@ final class DriverBuffer {
         }
         entries.clear();
         base = received = position;
-        feed = Feeds.open(o, schema, key, position, -1); // acknowledgements come with commit()
+        feed = Feeds.open(o, schema, key, run, position, -1); // acknowledgements come with commit()
     }
 
     /** Take what arrived, waiting up to {@code waitNs} for a first chunk, while the buffer has room. */

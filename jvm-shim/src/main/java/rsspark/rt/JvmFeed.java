@@ -44,19 +44,34 @@ final class JvmFeed implements RowFeed {
 
     private final LocalStream stream;
     private final Object token;
+    private final String run;
 
-    private JvmFeed(LocalStream stream, Object token) {
+    private JvmFeed(LocalStream stream, Object token, String run) {
         this.stream = stream;
         this.token = token;
+        this.run = run;
     }
 
-    static JvmFeed open(RtOptions o, StructType schema, String key, long position, long ack) throws IOException {
-        LocalStream s = STREAMS.compute(key, (k, old) -> old != null && !old.isCancelled() ? old
-                : new LocalStream(o, schema, k, position));
+    /**
+     * The subscription of stream {@code key} in this JVM: the live one (a later batch, a retried task
+     * or a restarted query continue it), or a new one from {@code position}. A subscription cancelled
+     * by query run {@code run} stays cancelled for that run: a task of a stopping query that starts
+     * after the cancel fails instead of subscribing anew.
+     */
+    static JvmFeed open(RtOptions o, StructType schema, String key, String run, long position, long ack)
+            throws IOException {
+        LocalStream s = STREAMS.compute(key, (k, old) -> old != null && (!old.isCancelled() || run.equals(old.cancelledBy()))
+                ? old : new LocalStream(o, schema, k, position));
         Object token = s.attach(position);
-        JvmFeed f = new JvmFeed(s, token);
+        JvmFeed f = new JvmFeed(s, token, run);
         if (ack > 0) f.acknowledge(ack);
         return f;
+    }
+
+    /** Cancel the subscription of stream {@code key} in this JVM, if there is one (the query run {@code run} stops). */
+    static void cancelIfPresent(String key, String run) {
+        LocalStream s = STREAMS.get(key);
+        if (s != null) s.cancel(run);
     }
 
     @Override
@@ -76,7 +91,7 @@ final class JvmFeed implements RowFeed {
 
     @Override
     public void cancel() {
-        stream.cancel();
+        stream.cancel(run);
     }
 
     @Override
@@ -127,6 +142,7 @@ final class JvmFeed implements RowFeed {
         private long cursor; // the reader's next position
         private Object reader; // the attached reader's token (null: none)
         private ScheduledFuture<?> expiry;
+        private String cancelledBy; // the query run that cancelled it (null: expired, or not cancelled)
 
         LocalStream(RtOptions o, StructType schema, String key, long position) {
             this.o = o;
@@ -215,6 +231,7 @@ final class JvmFeed implements RowFeed {
             Object token = new Object();
             lock.lock();
             try {
+                if (state == State.CANCELLED) throw new IOException(where + " was cancelled: the query is stopping");
                 if (expiry != null) expiry.cancel(false);
                 convertLocked();
                 if (position < base || position > converted) {
@@ -353,7 +370,7 @@ final class JvmFeed implements RowFeed {
             } finally {
                 lock.unlock();
             }
-            cancel();
+            cancel(null);
         }
 
         boolean isCancelled() {
@@ -365,14 +382,25 @@ final class JvmFeed implements RowFeed {
             }
         }
 
-        void cancel() {
+        String cancelledBy() {
             lock.lock();
             try {
+                return cancelledBy;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        /** Cancel for query run {@code run} (kept as a tombstone for that run), or, with null, expire (forgotten). */
+        void cancel(String run) {
+            lock.lock();
+            try {
+                if (state != State.CANCELLED) cancelledBy = run;
                 cancelLocked();
             } finally {
                 lock.unlock();
             }
-            STREAMS.remove(key, this);
+            if (run == null) STREAMS.remove(key, this);
         }
 
         private void cancelLocked() {

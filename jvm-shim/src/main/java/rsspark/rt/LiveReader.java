@@ -38,7 +38,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
     }
 
     static LiveReader open(RtInputPartition p) throws IOException {
-        return new LiveReader(p, Feeds.open(p.options, p.schema, p.key, p.start, p.acknowledge));
+        return new LiveReader(p, Feeds.open(p.options, p.schema, p.key, p.run, p.start, p.acknowledge));
     }
 
     @Override

@@ -34,6 +34,8 @@ final class RtStream implements MicroBatchStream, SupportsRealTimeMode, Supports
     private final StructType schema;
     private final RtOptions o;
     private final String metadataPath;
+    /** This query run (Spark builds the stream once per start of the query). */
+    private final String run = java.util.UUID.randomUUID().toString();
     private String key;
     private volatile boolean realTime;
     private volatile long committed = -1;
@@ -95,7 +97,7 @@ final class RtStream implements MicroBatchStream, SupportsRealTimeMode, Supports
     @Override
     public InputPartition[] planInputPartitions(Offset start) {
         RtOffset s = (RtOffset) start;
-        return new InputPartition[] {RtInputPartition.live(schema, o, s.key, s.position, -1, committed)};
+        return new InputPartition[] {RtInputPartition.live(schema, o, s.key, run, s.position, -1, committed)};
     }
 
     @Override
@@ -105,7 +107,7 @@ final class RtStream implements MicroBatchStream, SupportsRealTimeMode, Supports
         if (e.position <= s.position) return new InputPartition[0];
         if (realTime) {
             // Spark re-runs a batch logged before a restart: the task reads exactly that range again.
-            return new InputPartition[] {RtInputPartition.live(schema, o, s.key, s.position, e.position, committed)};
+            return new InputPartition[] {RtInputPartition.live(schema, o, s.key, run, s.position, e.position, committed)};
         }
         try {
             return new InputPartition[] {buffer().plan(s, e)};
@@ -148,8 +150,20 @@ final class RtStream implements MicroBatchStream, SupportsRealTimeMode, Supports
 
     @Override
     public void stop() {
-        if (buffer != null) buffer.stop(); // real-time tasks cancel the stream themselves when interrupted
+        if (buffer != null) buffer.stop();
+        if (realTime && o.cancelOnStop && key != null) {
+            // A running task cancels the stream itself when Spark interrupts it; this catches a
+            // stop between two batches, when the stream waits at the server for the next task.
+            try {
+                Feeds.cancelWaiting(o, key, run, Math.max(committed, 0));
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("{}: the query stopped, but cancelling the publisher failed: {}; it is cancelled when its "
+                        + "server's resume window ends", o.describe(), e.toString());
+            }
+        }
     }
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("rsspark.rt");
 
     @Override
     public Map<String, String> metrics(Optional<Offset> latestConsumedOffset) {
@@ -161,7 +175,7 @@ final class RtStream implements MicroBatchStream, SupportsRealTimeMode, Supports
     }
 
     private DriverBuffer buffer() {
-        if (buffer == null) buffer = new DriverBuffer(o, schema, key());
+        if (buffer == null) buffer = new DriverBuffer(o, schema, key(), run);
         return buffer;
     }
 

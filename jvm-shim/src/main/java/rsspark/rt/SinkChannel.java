@@ -57,7 +57,6 @@ final class SinkChannel {
     private boolean finishing;
     private boolean stopped;
     private IOException failure;
-    private long queued; // rows the task handed over
     private long sent; // rows sent: the next row's index within the epoch
 
     private SinkChannel(ChannelWriter writer, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition, long epoch) {
@@ -91,7 +90,6 @@ final class SinkChannel {
             while (queue.size() >= o.maxQueuedRows && failure == null) changed.await();
             if (failure != null) throw failure;
             queue.addLast(r);
-            queued++;
             changed.signalAll();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -262,9 +260,5 @@ final class SinkChannel {
                         + " (" + status + "); the epoch fails and Spark runs it again");
             }
         }
-    }
-
-    long queued() {
-        return queued;
     }
 }

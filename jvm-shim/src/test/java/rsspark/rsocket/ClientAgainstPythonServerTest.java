@@ -114,6 +114,21 @@ class ClientAgainstPythonServerTest {
     }
 
     @Test
+    void aStreamWaitingForItsReaderIsCancelledWithoutSubscribingAnything() throws Exception {
+        try (PythonFixture py = new PythonFixture("endless")) {
+            Endpoint ep = Endpoint.parse(py.address(), null);
+            assertFalse(StreamReader.cancelRemote(ep, settings(8), Metadata.newKey(), 0), "an unknown stream was cancelled");
+            assertTrue(py.lines().stream().noneMatch(l -> l.startsWith("REQUESTED")), "the publisher was subscribed: " + py.lines());
+            String key = Metadata.newKey();
+            StreamReader<long[]> r = StreamReader.open(ep, settings(8), IDS, StreamReader.Mode.RESUMABLE, key, 0, 0);
+            assertEquals(range(0, 10), take(r, 10));
+            r.detach(); // the query stopped between two batches: the stream waits for the next task
+            assertTrue(StreamReader.cancelRemote(ep, settings(8), key, 10));
+            py.await(l -> l.equals("CANCELLED"), "the publisher cancelled");
+        }
+    }
+
+    @Test
     void resumingAStreamTheServerDoesNotKeepPastItsStartIsRefusedSayingWhatToDo() throws Exception {
         try (PythonFixture py = new PythonFixture("rows", "10")) {
             Endpoint ep = Endpoint.parse(py.address(), null);
