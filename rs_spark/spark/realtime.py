@@ -101,7 +101,7 @@ def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retentio
     check_reachable(spark, bind, "realtime.read_stream")
     token = secrets.token_urlsafe(24)
     server = serve(
-        _as_record_batches(publisher, struct),
+        as_record_batches(publisher, struct),
         name=f"rs-rt-{uuid.uuid4().hex[:12]}",
         bind=bind,
         token=token,
@@ -112,9 +112,10 @@ def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retentio
     return parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
 
 
-def _as_record_batches(publisher: Any, struct: Any) -> Any:
-    """``publisher`` with each element as a pyarrow RecordBatch of ``struct`` (RecordBatches pass
-    through; dicts and tuples become one-row batches, FAILFAST: a malformed element fails the stream)."""
+def as_record_batches(publisher: Any, struct: Any) -> Any:
+    """``publisher`` with each element as a pyarrow RecordBatch of ``struct`` (a Spark StructType):
+    what to serve with :func:`rs_spark.net.serve` for ``format("reactive-rt")``. RecordBatches pass
+    through; dicts and tuples become one-row batches (FAILFAST: a malformed element fails the stream)."""
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
@@ -210,14 +211,14 @@ def _jvm_writer(
     writer = j.rsspark.rt.ReactiveSinkWriter.create(endpoint, df.schema.json(), opts)
     w = df._jdf.writeStream().foreach(writer).outputMode(output_mode)
     if trigger is not None:
-        w = w.trigger(_jvm_trigger(j, trigger))
+        w = w.trigger(jvm_trigger(j, trigger))
     w = w.option("checkpointLocation", checkpoint or tempfile.mkdtemp(prefix="rs-rt-checkpoint-"))
     if query_name:
         w = w.queryName(query_name)
     return w
 
 
-def _jvm_trigger(j: Any, trigger: str | dict) -> Any:
+def jvm_trigger(j: Any, trigger: str | dict) -> Any:
     """The JVM Trigger for ``trigger``: a real-time batch duration, or DataStreamWriter.trigger's
     keyword arguments (realTime, processingTime, availableNow, once)."""
     t = j.org.apache.spark.sql.streaming.Trigger
@@ -257,4 +258,4 @@ class _QueryEnd:
             send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)})
 
 
-__all__ = ["SOURCE", "read_stream", "write_stream", "stop_served"]
+__all__ = ["SOURCE", "read_stream", "write_stream", "stop_served", "as_record_batches", "jvm_trigger"]
