@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..streams.drain import QueueSubscription, subscribe_with
 from ..streams.types import Subscriber, Subscription
 from .errors import SinkError
-from .wire import ack_batch, batch_meta
+from .wire import ack_batch, batch_meta, is_open_ended
 
 if TYPE_CHECKING:
     from .hub import DeliveryHub
@@ -72,7 +72,7 @@ class CommitChannel:
             else:
                 self._piece, self._piece_rows = (bid, start), 0
             self._piece_rows += batch.num_rows
-            what = self._hub.offer(self, batch, bid, start, total)
+            what = self._hub.offer(self, batch, bid, start, total, open_ended=is_open_ended(batch))
         except SinkError as exc:
             self.refuse(exc)
             return

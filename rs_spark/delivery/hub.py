@@ -346,18 +346,22 @@ class DeliveryHub:
             old.refuse(SinkError(f"sink '{self.name}': superseded by a newer commit"))
         return None
 
-    def offer(self, ch: CommitChannel, batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> Offer:
-        """A record batch from ``ch``: queued for delivery, skipped, or a duplicate (see :class:`Offer`)."""
+    def offer(
+        self, ch: CommitChannel, batch: pa.RecordBatch, batch_id: int, start: int, total: int, open_ended: bool = False
+    ) -> Offer:
+        """A record batch from ``ch``: queued for delivery, skipped, or a duplicate (see :class:`Offer`).
+        ``open_ended``: the real-time sink's epoch, whose total grows as its rows arrive (``total`` is
+        this batch's end); rows of it delivered before are skipped, the rest are new."""
         with self._lock:
             if ch is not self._active:
                 return Offer.SKIP
             if batch_id == -1:  # a batch write: new data, numbered after what was delivered
                 batch_id, batch = self._number_write(batch, start, total)
-            if self._delivered_before(batch_id):
+            if self._delivered_before(batch_id, open_ended):
                 self._active = None
                 self._idle.notify_all()
                 return Offer.DUPLICATE
-            self._start_batch(batch_id, total)
+            self._start_batch(batch_id, total, open_ended)
             cur = self._new_rows(batch, batch_id, start)
             if cur is None:
                 return Offer.SKIP  # delivered before the commit was cut off and retried
@@ -370,11 +374,12 @@ class DeliveryHub:
             self._write_batch_id = max(self.ledger.batch_id + 1, 0)
         return self._write_batch_id, tag_batch(batch, self._write_batch_id, start, total)
 
-    def _delivered_before(self, batch_id: int) -> bool:
-        """Whether micro-batch ``batch_id`` reached the Subscriber before (the commit gets ``duplicate``)."""
+    def _delivered_before(self, batch_id: int, open_ended: bool = False) -> bool:
+        """Whether micro-batch ``batch_id`` reached the Subscriber before (the commit gets ``duplicate``).
+        An open-ended epoch run again may go further than before: never a duplicate as a whole."""
         led = self.ledger
         if batch_id == led.batch_id:
-            return led.complete and not self._pending
+            return not open_ended and led.complete and not self._pending
         if batch_id > led.batch_id:
             return False
         # A restart re-runs only the last batch; an older one is a late task attempt or a query
@@ -391,10 +396,13 @@ class DeliveryHub:
         )
         return True
 
-    def _start_batch(self, batch_id: int, total: int) -> None:
-        """A micro-batch after the ledger's: the ledger moves on to it (saying so if the last was cut off)."""
+    def _start_batch(self, batch_id: int, total: int, open_ended: bool = False) -> None:
+        """A micro-batch after the ledger's: the ledger moves on to it (saying so if the last was cut off).
+        The ledger's total of an open-ended epoch grows with the rows sent."""
         led = self.ledger
         if batch_id <= led.batch_id:
+            if open_ended and batch_id == led.batch_id and total > led.total:
+                led.total = total
             return
         if not led.complete:
             log.warning(

@@ -3,6 +3,10 @@
 A commit sends each staged record batch with schema metadata naming its micro-batch (``batch_id``),
 the micro-batch's row where the record batch starts, and the micro-batch's total rows. The hub
 answers with one ``ACK_SCHEMA`` row: ``delivered``, ``duplicate`` or ``incomplete``.
+
+The real-time sink (the shim's ``rsspark.rt.ReactiveSinkWriter``) streams an epoch's rows while Spark
+still produces them, so it cannot know the total: its record batches say ``open_ended`` and carry as
+total the rows sent so far (the batch's own end).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from .errors import SinkError
 META_BATCH = b"rs_spark.batch_id"
 META_START = b"rs_spark.start_row"
 META_TOTAL = b"rs_spark.batch_rows"
+META_OPEN = b"rs_spark.open_ended"
 ACK_SCHEMA = pa.schema(
     [("status", pa.string()), ("batch_id", pa.int64()), ("rows", pa.int64()), ("delivered", pa.int64())]
 )
@@ -28,6 +33,11 @@ def batch_meta(batch: pa.RecordBatch) -> tuple[int, int, int]:
             "a record batch reached the sink hub without rs_spark batch metadata; only the "
             "reactive sink's commit may write to this endpoint"
         ) from None
+
+
+def is_open_ended(batch: pa.RecordBatch) -> bool:
+    """Whether ``batch`` belongs to an epoch whose total is not known yet (the real-time sink's)."""
+    return (batch.schema.metadata or {}).get(META_OPEN) == b"1"
 
 
 def tag_batch(batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> pa.RecordBatch:
@@ -49,4 +59,14 @@ def ack_batch(status: str, batch_id: int, rows: int, delivered: int) -> pa.Recor
     )
 
 
-__all__ = ["META_BATCH", "META_START", "META_TOTAL", "ACK_SCHEMA", "batch_meta", "tag_batch", "ack_batch"]
+__all__ = [
+    "META_BATCH",
+    "META_START",
+    "META_TOTAL",
+    "META_OPEN",
+    "ACK_SCHEMA",
+    "batch_meta",
+    "is_open_ended",
+    "tag_batch",
+    "ack_batch",
+]

@@ -10,6 +10,11 @@ public final class Memory {
     private Memory() {}
 
     static BufferAllocator child(String name) {
+        return child(name, Long.MAX_VALUE);
+    }
+
+    /** A child of the shim's root allocator holding at most {@code limit} bytes (counted in {@link #allocated}). */
+    public static BufferAllocator child(String name, long limit) {
         RootAllocator r = root;
         if (r == null) {
             synchronized (Memory.class) {
@@ -17,7 +22,7 @@ public final class Memory {
                 if (r == null) root = r = new RootAllocator(Long.MAX_VALUE);
             }
         }
-        return r.newChildAllocator(name + "-" + System.nanoTime(), 0, Long.MAX_VALUE);
+        return r.newChildAllocator(name + "-" + System.nanoTime(), 0, limit);
     }
 
     /** Bytes the shim's bridges hold right now (0 when every bridge is closed). */

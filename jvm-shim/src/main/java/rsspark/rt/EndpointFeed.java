@@ -1,0 +1,54 @@
+package rsspark.rt;
+
+import java.io.IOException;
+
+import org.apache.spark.sql.types.StructType;
+
+import rsspark.rsocket.StreamReader;
+
+/** A publisher served by rs_spark.net, read with {@link StreamReader} (resumable unless option resume=false). */
+final class EndpointFeed implements RowFeed {
+    private final StreamReader<Chunk> reader;
+
+    private EndpointFeed(StreamReader<Chunk> reader) {
+        this.reader = reader;
+    }
+
+    /** Open the stream {@code key} at {@code position}; {@code ack} (> 0) is acknowledged once open. */
+    static EndpointFeed open(RtOptions o, StructType schema, String key, long position, long ack)
+            throws IOException {
+        ArrowRows decoder = new ArrowRows(schema, Feeds.allocator(), "remote publisher " + o.endpoint());
+        StreamReader.Mode mode = o.resume ? StreamReader.Mode.RESUMABLE : StreamReader.Mode.PLAIN;
+        return new EndpointFeed(StreamReader.open(o.endpoint(), o.readerSettings(), decoder, mode, key, position, ack));
+    }
+
+    @Override
+    public Chunk poll(long timeoutNanos) throws IOException {
+        return reader.poll(timeoutNanos);
+    }
+
+    @Override
+    public boolean isComplete() {
+        return reader.isComplete();
+    }
+
+    @Override
+    public void acknowledge(long position) throws IOException {
+        reader.acknowledge(position);
+    }
+
+    @Override
+    public void cancel() {
+        reader.cancel();
+    }
+
+    @Override
+    public void detach() {
+        reader.detach();
+    }
+
+    @Override
+    public String where() {
+        return reader.where();
+    }
+}

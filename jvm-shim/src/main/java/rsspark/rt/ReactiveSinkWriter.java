@@ -1,0 +1,140 @@
+package rsspark.rt;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+import org.apache.spark.sql.ForeachWriter;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+
+import rsspark.rsocket.Endpoint;
+
+/**
+ * The sink of real-time mode: a {@code ForeachWriter} (Spark's real-time allowlist admits
+ * {@code writeStream.foreach}), which streams each task's rows, as they come, into a Subscriber
+ * served by {@code rs_spark.serve_sink} / {@code rs_spark.write_stream} (the delivery hub).
+ *
+ * <p>Per task ({@code open(partition, epoch)} .. {@code close}) one request-channel carries the
+ * rows as Arrow payloads, tagged with the epoch (Spark's batch id), the row's index within the
+ * task, and "open-ended" (the epoch's row count is known only at its end). Rows leave within the
+ * credits the hub grants, and the hub hands them to the Subscriber within its demand; a slow
+ * Subscriber slows the task. {@code close} sends the end of the epoch and waits until the hub
+ * answers that every row reached {@code on_next}.
+ *
+ * <p>Guarantee: the hub's ledger remembers how many rows of the current epoch reached the
+ * Subscriber, and skips that many when Spark runs the epoch again (a retried task, a restarted
+ * query): exactly once when the query's single partition replays the same rows from the epoch's
+ * start offset (a {@code reactive-rt} source on a resumable endpoint, with deterministic
+ * transformations); otherwise at least once per position (see docs/realtime.md).
+ */
+public final class ReactiveSinkWriter extends ForeachWriter<Row> {
+    private static final long serialVersionUID = 1L;
+
+    private final String endpoint; // carries the token: never shown (Endpoint.toString drops it)
+    private final String schemaJson;
+    private final SinkOptions options;
+    private transient SinkChannel channel;
+
+    private ReactiveSinkWriter(String endpoint, String schemaJson, SinkOptions options) {
+        this.endpoint = endpoint;
+        this.schemaJson = schemaJson;
+        this.options = options;
+    }
+
+    /**
+     * A writer for {@code df.writeStream.foreach(...)}: {@code endpoint} from {@code serve_sink} /
+     * the hub, {@code schemaJson} the DataFrame's schema ({@code df.schema.json()}), {@code options}
+     * (case-insensitive): maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout.
+     */
+    public static ReactiveSinkWriter create(String endpoint, String schemaJson, Map<String, String> options) {
+        Endpoint.parse(endpoint, null); // a bad address fails here, before the query starts
+        DataType t = DataType.fromJson(schemaJson);
+        if (!(t instanceof StructType)) throw new IllegalArgumentException("the sink's schema must be a struct, got " + t);
+        return new ReactiveSinkWriter(endpoint, schemaJson, SinkOptions.parse(options));
+    }
+
+    @Override
+    public boolean open(long partitionId, long epochId) {
+        if (partitionId != 0) {
+            throw new IllegalStateException("the real-time reactive sink delivers one partition into its Subscriber, "
+                    + "in order; this query writes partition " + partitionId + " too (a union of sources, or a "
+                    + "repartition). Write each source with its own query and Subscriber");
+        }
+        try {
+            channel = SinkChannel.open(Endpoint.parse(endpoint, null), (StructType) DataType.fromJson(schemaJson),
+                    options, partitionId, epochId);
+        } catch (IOException e) {
+            throw new UncheckedIOException("the reactive sink cannot reach its Subscriber: " + e.getMessage(), e);
+        }
+        return true;
+    }
+
+    @Override
+    public void process(Row row) {
+        try {
+            channel.add(row);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public void close(Throwable errorOrNull) {
+        SinkChannel c = channel;
+        channel = null;
+        if (c == null) return;
+        if (errorOrNull != null) {
+            c.abort("the Spark task failed: " + errorOrNull);
+            return;
+        }
+        try {
+            c.finish();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e.getMessage(), e);
+        }
+    }
+
+    /** The sink's options, parsed once on the driver. */
+    static final class SinkOptions implements java.io.Serializable {
+        private static final long serialVersionUID = 1L;
+        int maxRowsPerPayload = 4096;
+        int maxQueuedRows = 10_000;
+        long ackTimeoutMs = 600_000;
+        int connectTimeoutMs = 10_000;
+
+        static SinkOptions parse(Map<String, String> given) {
+            Map<String, String> o = new TreeMap<>();
+            if (given != null) for (Map.Entry<String, String> e : given.entrySet()) o.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
+            SinkOptions s = new SinkOptions();
+            for (String k : o.keySet()) {
+                if (!k.equals("maxrowsperpayload") && !k.equals("maxqueuedrows") && !k.equals("acktimeout")
+                        && !k.equals("connecttimeout")) {
+                    throw new IllegalArgumentException("the real-time reactive sink has no option '" + k
+                            + "'; its options: maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout");
+                }
+            }
+            s.maxRowsPerPayload = (int) intOption(o, "maxRowsPerPayload", s.maxRowsPerPayload);
+            s.maxQueuedRows = (int) intOption(o, "maxQueuedRows", s.maxQueuedRows);
+            if (o.containsKey("acktimeout")) s.ackTimeoutMs = RtOptions.durationMs(o, "ackTimeout", "600s");
+            if (o.containsKey("connecttimeout")) s.connectTimeoutMs = (int) RtOptions.durationMs(o, "connectTimeout", "10s");
+            return s;
+        }
+
+        private static long intOption(Map<String, String> o, String name, long dflt) {
+            String v = o.get(name.toLowerCase(Locale.ROOT));
+            if (v == null) return dflt;
+            try {
+                long x = Long.parseLong(v.trim());
+                if (x >= 1 && x <= 1 << 24) return x;
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+            throw new IllegalArgumentException("the real-time reactive sink: option " + name + "='" + v
+                    + "' must be an integer in 1.." + (1 << 24));
+        }
+    }
+}

@@ -1,0 +1,217 @@
+package rsspark.rt;
+
+import java.io.Serializable;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+
+import rsspark.rsocket.Connection;
+import rsspark.rsocket.Endpoint;
+import rsspark.rsocket.StreamReader;
+
+/**
+ * The options of {@code format("reactive-rt")}, parsed and checked in one place (keys are
+ * case-insensitive; an unknown key is an error that lists the known ones). Where an option of the
+ * Python {@code reactive} source applies here it has the same name and meaning.
+ */
+public final class RtOptions implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    /** Options with this prefix are not checked: they are for the jvmPublisher factory (as in {@code reactive}). */
+    static final String PASS_THROUGH = "publisher.";
+
+    /** Known options and what they do (lower-cased key -> text; the order is the documentation's). */
+    static final Map<String, String[]> KNOWN = new LinkedHashMap<>();
+
+    static {
+        known("endpoint", "an rs_spark.net address of a served Publisher of Arrow record batches (tcp://HOST:PORT/NAME)");
+        known("jvmPublisher", "a JVM Publisher: com.example.Feeds#method (public static, no argument or a "
+                + "Map<String, String> of the options) or a Publisher class; built in the JVM that reads it (its jar "
+                + "on spark.jars)");
+        known("token", "authentication token for the endpoint (else ?token= in the address)");
+        known("schema", "DDL schema when none is given with .schema()");
+        known("maxInFlight", "most rows requested from the publisher and not yet taken by Spark (default 1000)");
+        known("maxRecordsPerTrigger", "micro-batch mode: at most this many rows per micro-batch");
+        known("maxBufferedRecords", "micro-batch mode: most rows the driver holds; jvmPublisher: most rows kept "
+                + "until Spark commits them (default 100000)");
+        known("pollTimeout", "micro-batch mode: how long latestOffset waits for a first new row (default 500ms)");
+        known("resume", "true (default): read the endpoint as a resumable stream, lossless across restarts; false: "
+                + "plain request-stream (a restart subscribes anew)");
+        known("resumeWindow", "seconds the server keeps the stream for a reader that comes back (default: the "
+                + "server's Retention.window)");
+        known("cancelOnStop", "true (default): stopping the query cancels the publisher; false: the stream waits "
+                + "for a restarted query for resumeWindow");
+        known("connectTimeout", "how long opening or resuming the stream may take (default 10s)");
+        known("path", "ignored (Spark passes it for .load(path))");
+    }
+
+    private static void known(String name, String text) {
+        KNOWN.put(name.toLowerCase(Locale.ROOT), new String[] {name, text});
+    }
+
+    final String endpointAddress; // redacted never: it carries the token; shown only through Endpoint.toString
+    final String jvmPublisher;
+    final String token;
+    final String schema;
+    final int maxInFlight;
+    final Long maxRecordsPerTrigger;
+    final int maxBufferedRecords;
+    final long pollTimeoutMs;
+    final boolean resume;
+    final double resumeWindow;
+    final boolean cancelOnStop;
+    final int connectTimeoutMs;
+    /** Every option as given (lower-cased keys): the jvmPublisher factory's argument. */
+    final Map<String, String> raw;
+
+    private RtOptions(Map<String, String> o) {
+        raw = o;
+        endpointAddress = o.get("endpoint");
+        jvmPublisher = o.get("jvmpublisher");
+        token = o.get("token");
+        schema = o.get("schema");
+        maxInFlight = (int) longOption(o, "maxInFlight", 1000, 1, 1 << 24);
+        maxRecordsPerTrigger = o.containsKey("maxrecordspertrigger")
+                ? longOption(o, "maxRecordsPerTrigger", 0, 1, Integer.MAX_VALUE) : null;
+        maxBufferedRecords = (int) longOption(o, "maxBufferedRecords", 100_000, 1, Integer.MAX_VALUE);
+        pollTimeoutMs = durationMs(o, "pollTimeout", "500ms");
+        resume = bool(o, "resume", true);
+        cancelOnStop = bool(o, "cancelOnStop", true);
+        resumeWindow = o.containsKey("resumewindow") ? durationMs(o, "resumeWindow", "0s") / 1000.0 : 0;
+        connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", "10s"));
+    }
+
+    /** Parse and check {@code options} (any case); throws IllegalArgumentException saying what to fix. */
+    public static RtOptions parse(Map<String, String> options) {
+        Map<String, String> o = new TreeMap<>();
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            String k = e.getKey().toLowerCase(Locale.ROOT);
+            if (!KNOWN.containsKey(k) && !k.startsWith(PASS_THROUGH)) throw unknown(e.getKey());
+            o.put(k, e.getValue());
+        }
+        RtOptions r = new RtOptions(o);
+        r.checkPublisher();
+        if (r.maxRecordsPerTrigger != null && r.maxRecordsPerTrigger > r.maxBufferedRecords) {
+            throw new IllegalArgumentException("format('reactive-rt'): option maxRecordsPerTrigger="
+                    + r.maxRecordsPerTrigger + " exceeds maxBufferedRecords=" + r.maxBufferedRecords
+                    + "; raise maxBufferedRecords or lower the limit");
+        }
+        return r;
+    }
+
+    private static IllegalArgumentException unknown(String key) {
+        String k = key.toLowerCase(Locale.ROOT);
+        String hint;
+        switch (k) {
+            case "publisher":
+                hint = "a Python Publisher factory runs in the Python 'reactive' source only: serve the Publisher "
+                        + "with rs_spark.net (rs_spark.spark.realtime.read_stream does) and give its address as "
+                        + "option endpoint";
+                break;
+            case "jvmjars":
+                hint = "the real-time source builds jvmPublisher in Spark's own JVMs: put its jar on spark.jars";
+                break;
+            case "logpath":
+                hint = "offsets live in the query's checkpoint and rows in the server's retention until Spark commits";
+                break;
+            case "numpartitions":
+                hint = "one publisher is one ordered sequence, read by one long-running task";
+                break;
+            case "minrecordspertrigger":
+            case "maxtriggerdelay":
+            case "prefetch":
+            case "batchtransport":
+            case "mode":
+            case "failondataloss":
+            case "columnnameofcorruptrecord":
+                hint = "that option of the Python 'reactive' source does not apply to 'reactive-rt'";
+                break;
+            default:
+                hint = "check its spelling";
+        }
+        StringBuilder names = new StringBuilder();
+        for (String[] v : KNOWN.values()) names.append(names.length() == 0 ? "" : ", ").append(v[0]);
+        return new IllegalArgumentException("format('reactive-rt') has no option '" + key + "' (" + hint
+                + "). Its options: " + names + "; options starting with '" + PASS_THROUGH + "' reach the jvmPublisher factory");
+    }
+
+    private void checkPublisher() {
+        boolean ep = endpointAddress != null && !endpointAddress.isBlank();
+        boolean jvm = jvmPublisher != null && !jvmPublisher.isBlank();
+        if (ep == jvm) {
+            throw new IllegalArgumentException("format('reactive-rt') needs exactly one of option 'endpoint' (an "
+                    + "rs_spark.net address, tcp://HOST:PORT/NAME) or option 'jvmPublisher' (com.example.Feeds#method); got "
+                    + (ep ? "both" : "neither") + ". From Python, rs_spark.spark.realtime.read_stream(spark, publisher, "
+                    + "schema=...) serves an in-process Publisher and sets option endpoint");
+        }
+        if (ep) endpoint(); // parse now: a bad address fails the query before it starts
+        if (jvm && (jvmPublisher.contains(" ") || jvmPublisher.split("#")[0].contains(":"))) {
+            throw new IllegalArgumentException("format('reactive-rt'): option jvmPublisher='" + jvmPublisher
+                    + "' must look like 'com.example.Feeds#method' or 'com.example.FeedPublisher'");
+        }
+    }
+
+    boolean isEndpoint() {
+        return endpointAddress != null && !endpointAddress.isBlank();
+    }
+
+    Endpoint endpoint() {
+        return Endpoint.parse(endpointAddress, token);
+    }
+
+    /** The stream reader's settings. */
+    StreamReader.Settings readerSettings() {
+        StreamReader.Settings s = new StreamReader.Settings();
+        s.maxInFlight = maxInFlight;
+        s.windowSeconds = resumeWindow;
+        Connection.Options c = new Connection.Options();
+        c.connectTimeoutMs = connectTimeoutMs;
+        s.connection = c;
+        return s;
+    }
+
+    /** What the source reads, for messages (never the token). */
+    String describe() {
+        return isEndpoint() ? "remote publisher " + endpoint() : "JVM publisher " + jvmPublisher;
+    }
+
+    // -- value parsers ----------------------------------------------------------------------------
+    private static long longOption(Map<String, String> o, String name, long dflt, long min, long max) {
+        String v = o.get(name.toLowerCase(Locale.ROOT));
+        if (v == null) return dflt;
+        try {
+            long x = Long.parseLong(v.trim());
+            if (x >= min && x <= max) return x;
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException("format('reactive-rt'): option " + name + "='" + v + "' must be an integer in "
+                + min + ".." + max);
+    }
+
+    private static boolean bool(Map<String, String> o, String name, boolean dflt) {
+        String v = o.get(name.toLowerCase(Locale.ROOT));
+        if (v == null) return dflt;
+        switch (v.trim().toLowerCase(Locale.ROOT)) {
+            case "true": return true;
+            case "false": return false;
+            default:
+                throw new IllegalArgumentException("format('reactive-rt'): option " + name + "='" + v + "' must be true or false");
+        }
+    }
+
+    /** A duration such as 500ms, 2s, 1.5s, 1m (a bare number counts seconds), in milliseconds. */
+    static long durationMs(Map<String, String> o, String name, String dflt) {
+        String v = o.getOrDefault(name.toLowerCase(Locale.ROOT), dflt).trim().toLowerCase(Locale.ROOT);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*(ms|s|m|h)?").matcher(v);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("format('reactive-rt'): option " + name + "='" + v
+                    + "' is not a duration such as 500ms, 2s or 1m");
+        }
+        double x = Double.parseDouble(m.group(1));
+        String unit = m.group(2) == null ? "s" : m.group(2);
+        double ms = unit.equals("ms") ? x : unit.equals("s") ? x * 1000 : unit.equals("m") ? x * 60_000 : x * 3_600_000;
+        return (long) ms;
+    }
+}

@@ -1,0 +1,264 @@
+package rsspark.rt;
+
+import java.io.IOException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VarCharVector;
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.types.pojo.Schema;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.CatalystTypeConverters;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.execution.arrow.ArrowWriter;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.ArrowUtils;
+
+import rsspark.rsocket.ArrowPayloads;
+import rsspark.rsocket.ChannelWriter;
+import rsspark.rsocket.Connection;
+import rsspark.rsocket.Endpoint;
+import rsspark.rsocket.ProtocolException;
+
+/**
+ * One task's channel into the delivery hub. The task thread queues rows ({@link #add}, blocking
+ * while {@code maxQueuedRows} wait); a sender thread sends whatever is queued as one payload, as soon
+ * as the hub grants credit: one row per payload while rows trickle in, bigger payloads when they
+ * come faster than a payload's round trip, with no wait added to gather them.
+ */
+final class SinkChannel {
+    // The hub's tags (rs_spark/delivery/wire.py).
+    static final String META_BATCH = "rs_spark.batch_id";
+    static final String META_START = "rs_spark.start_row";
+    static final String META_TOTAL = "rs_spark.batch_rows";
+    static final String META_OPEN = "rs_spark.open_ended";
+    static final String META_PARTITION = "rs_spark.partition";
+
+    private final ChannelWriter writer;
+    private final ReactiveSinkWriter.SinkOptions o;
+    private final long epoch;
+    private final long partition;
+    private final scala.Function1<Object, Object> toInternal;
+    private final VectorSchemaRoot root;
+    private final ArrowWriter arrow;
+    private final Schema schema;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition changed = lock.newCondition();
+    private final ArrayDeque<InternalRow> queue = new ArrayDeque<>();
+    private final Thread sender;
+    private boolean finishing;
+    private boolean stopped;
+    private IOException failure;
+    private long sent; // rows sent: the next row's index within the epoch
+
+    private SinkChannel(ChannelWriter writer, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition, long epoch) {
+        this.writer = writer;
+        this.o = o;
+        this.epoch = epoch;
+        this.partition = partition;
+        this.toInternal = CatalystTypeConverters.createToCatalystConverter(schema);
+        this.schema = ArrowUtils.toArrowSchema(schema, "UTC", true);
+        this.root = VectorSchemaRoot.create(this.schema, Feeds.allocator());
+        this.arrow = ArrowWriter.create(root);
+        this.sender = new Thread(this::sendLoop, "rs-spark-sink-sender epoch " + epoch);
+        this.sender.setDaemon(true);
+    }
+
+    static SinkChannel open(Endpoint endpoint, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
+            long epoch) throws IOException {
+        Connection.Options c = new Connection.Options();
+        c.connectTimeoutMs = o.connectTimeoutMs;
+        ChannelWriter w = ChannelWriter.open(endpoint, c, 16);
+        SinkChannel ch = new SinkChannel(w, schema, o, partition, epoch);
+        ch.sender.start();
+        return ch;
+    }
+
+    /** Queue one row; blocks while {@code maxQueuedRows} rows wait; throws once the channel failed. */
+    void add(Row row) throws IOException {
+        InternalRow r = (InternalRow) toInternal.apply(row); // a new row each call: safe to queue
+        lock.lock();
+        try {
+            while (queue.size() >= o.maxQueuedRows && failure == null) changed.await();
+            if (failure != null) throw failure;
+            queue.addLast(r);
+            changed.signalAll();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new java.io.InterruptedIOException("interrupted while the Subscriber of " + writer.where() + " was busy");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The epoch's rows are all queued: send them, then the end, and wait until every row reached the Subscriber. */
+    void finish() throws IOException {
+        lock.lock();
+        try {
+            finishing = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        try {
+            sender.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            abort("interrupted");
+            throw new java.io.InterruptedIOException("interrupted while sending the last rows to " + writer.where());
+        }
+        try {
+            if (failure != null) throw failure;
+            writer.complete();
+            checkAnswer(writer.awaitAnswers(TimeUnit.MILLISECONDS.toNanos(o.ackTimeoutMs)));
+        } finally {
+            writer.close();
+            root.close();
+        }
+    }
+
+    /** Stop: the hub drops what it holds of this channel (not yet delivered) and the task fails. */
+    void abort(String why) {
+        lock.lock();
+        try {
+            stopped = true;
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        writer.fail(why);
+        try {
+            sender.join(TimeUnit.SECONDS.toMillis(10));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        root.close();
+    }
+
+    private void sendLoop() {
+        try {
+            while (true) {
+                List<InternalRow> rows = nextRows();
+                if (rows == null) return;
+                send(rows);
+            }
+        } catch (IOException e) {
+            fail(e);
+        } catch (RuntimeException e) {
+            fail(new IOException("encoding rows for " + writer.where() + " failed: " + e, e));
+        }
+    }
+
+    /** The rows of the next payload, within the hub's credit (null: nothing more to send). */
+    private List<InternalRow> nextRows() throws IOException {
+        lock.lock();
+        try {
+            while (queue.isEmpty() && !finishing && !stopped) changed.await();
+            if (stopped || queue.isEmpty()) return null;
+        } catch (InterruptedException e) {
+            return null;
+        } finally {
+            lock.unlock();
+        }
+        long credit;
+        while ((credit = writer.awaitCredit(TimeUnit.MILLISECONDS.toNanos(200))) == 0) {
+            if (isStopped()) return null;
+        }
+        if (credit < 0) { // the hub delivered this epoch before (an older attempt's): nothing to send
+            lock.lock();
+            try {
+                queue.clear();
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+            return finishingAndEmpty() ? null : List.of();
+        }
+        lock.lock();
+        try {
+            int k = (int) Math.min(Math.min(queue.size(), credit), o.maxRowsPerPayload);
+            List<InternalRow> out = new ArrayList<>(k);
+            for (int i = 0; i < k; i++) out.add(queue.pollFirst());
+            changed.signalAll();
+            return out;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean isStopped() {
+        lock.lock();
+        try {
+            return stopped;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private boolean finishingAndEmpty() {
+        lock.lock();
+        try {
+            return finishing && queue.isEmpty();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void send(List<InternalRow> rows) throws IOException {
+        if (rows.isEmpty()) return;
+        arrow.reset();
+        for (InternalRow r : rows) arrow.write(r);
+        arrow.finish();
+        Map<String, String> meta = new HashMap<>();
+        meta.put(META_BATCH, Long.toString(epoch));
+        meta.put(META_START, Long.toString(sent));
+        meta.put(META_TOTAL, Long.toString(sent + rows.size()));
+        meta.put(META_OPEN, "1");
+        meta.put(META_PARTITION, Long.toString(partition));
+        List<FieldVector> vectors = root.getFieldVectors();
+        VectorSchemaRoot tagged = new VectorSchemaRoot(new Schema(schema.getFields(), meta), vectors, rows.size());
+        byte[] payload = ArrowPayloads.encode(tagged); // shares root's vectors: not closed here
+        writer.send(payload, rows.size());
+        sent += rows.size();
+    }
+
+    private void fail(IOException e) {
+        lock.lock();
+        try {
+            if (failure == null) failure = e;
+            queue.clear();
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The hub's answer: status, batch_id, rows, delivered (rs_spark/delivery/wire.py ACK_SCHEMA). */
+    private void checkAnswer(List<byte[]> answers) throws IOException {
+        if (answers.size() != 1) {
+            throw new ProtocolException(writer.where() + " answered " + answers.size() + " times, not once");
+        }
+        byte[] a = answers.get(0);
+        try (VectorSchemaRoot r = ArrowPayloads.decode(a, 0, a.length, Feeds.allocator(), writer.where())) {
+            if (r.getRowCount() != 1 || !(r.getVector("status") instanceof VarCharVector)
+                    || !(r.getVector("delivered") instanceof BigIntVector)) {
+                throw new ProtocolException(writer.where() + " answered with " + r.getSchema() + ", not the hub's acknowledgement");
+            }
+            String status = new String(((VarCharVector) r.getVector("status")).get(0), java.nio.charset.StandardCharsets.UTF_8);
+            long delivered = ((BigIntVector) r.getVector("delivered")).get(0);
+            if (status.equals("duplicate")) return; // an older epoch the hub had delivered: nothing was lost
+            if (!status.equals("delivered") || delivered < sent) {
+                throw new IOException(writer.where() + " took " + delivered + " of the " + sent + " rows of epoch " + epoch
+                        + " (" + status + "); the epoch fails and Spark runs it again");
+            }
+        }
+    }
+}

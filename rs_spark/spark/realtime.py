@@ -1,0 +1,261 @@
+"""Spark's real-time mode (``trigger(realTime=...)``) with Reactive Streams on both ends.
+
+Only JVM sources that implement Spark's real-time interfaces, and allow-listed sinks, take part in
+real-time mode; Python data sources cannot. The shim jar therefore carries a JVM source,
+``format("reactive-rt")``, and a JVM ``ForeachWriter`` for the sink (``writeStream.foreach`` is on
+Spark's allowlist). This module sets both up from Python::
+
+    from rs_spark.spark import jvm, realtime
+    spark = jvm.configure(SparkSession.builder).getOrCreate()     # the shim jar on spark.jars
+    df = realtime.read_stream(spark, publisher, schema="id LONG, t DOUBLE")
+    q = realtime.write_stream(df, subscriber, trigger="5 minutes", checkpoint="/chk/q1")
+
+The same DataFrame runs in micro-batches too (``trigger={"processingTime": "1 second"}``). See
+docs/realtime.md for when to choose real-time mode, its limits and every option.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import tempfile
+import threading
+import uuid
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from .session import check_reachable
+
+log = logging.getLogger("rs_spark.realtime")
+
+SOURCE = "reactive-rt"
+"""The real-time source's name (``reactive`` stays the Python source: a JVM source of the same name
+would take precedence over it whenever the shim jar is on the classpath)."""
+WRITER = "rsspark.rt.ReactiveSinkWriter"
+
+_served: list[Any] = []
+_lock = threading.Lock()
+
+
+def read_stream(
+    spark: SparkSession,
+    publisher: Any = None,
+    schema: Any = None,
+    *,
+    endpoint: str | None = None,
+    jvm_publisher: str | None = None,
+    bind: str = "tcp://127.0.0.1:0",
+    retention: Any = None,
+    **options: Any,
+) -> DataFrame:
+    """``spark.readStream.format("reactive-rt")`` over exactly one of: ``publisher`` (a Python
+    Publisher of pyarrow RecordBatches or of dicts/tuples, served here on ``bind`` with resumption:
+    ``retention`` is its :class:`rs_spark.net.Retention`), ``endpoint`` (the address of a Publisher
+    served by rs_spark.net with codec arrow) or ``jvm_publisher`` (``"com.example.Feeds#quotes"``).
+    ``schema``: DDL, StructType or pyarrow.Schema (required). Other keyword arguments become
+    source options (``maxInFlight``, ``maxRecordsPerTrigger``, ...)."""
+    from .jvm import jvm
+
+    if sum(x is not None for x in (publisher, endpoint, jvm_publisher)) != 1:
+        raise ValueError(
+            "realtime.read_stream() needs exactly one of publisher= (a Python Publisher, served here), "
+            "endpoint= (an rs_spark.net address) or jvm_publisher= ('com.example.Feeds#method')"
+        )
+    struct = _struct(schema)
+    jvm(spark)  # the shim (and so format "reactive-rt") on the driver's classpath, or a clear error
+    reader = spark.readStream.format(SOURCE).schema(struct)
+    if publisher is not None:
+        endpoint = _serve(spark, publisher, struct, bind, retention)
+    if endpoint is not None:
+        reader = reader.option("endpoint", endpoint)
+    if jvm_publisher is not None:
+        reader = reader.option("jvmPublisher", jvm_publisher)
+    for k, v in options.items():
+        reader = reader.option(k, str(v).lower() if isinstance(v, bool) else str(v))
+    return reader.load()
+
+
+def _struct(schema: Any) -> Any:
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    if schema is None:
+        raise ValueError("realtime.read_stream() needs schema= (DDL, StructType or pyarrow.Schema)")
+    if isinstance(schema, StructType):
+        return schema
+    if isinstance(schema, str):
+        return _parse_datatype_string(schema)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retention: Any) -> str:
+    """Serve ``publisher`` (as Arrow record batches) on a loopback endpoint with a random token."""
+    from ..net import serve
+    from ..net.address import parse
+    from ..net.retention import Retention
+
+    if not callable(getattr(publisher, "subscribe", None)):
+        raise TypeError(f"realtime.read_stream(publisher=...) needs a Publisher, got {publisher!r}")
+    check_reachable(spark, bind, "realtime.read_stream")
+    token = secrets.token_urlsafe(24)
+    server = serve(
+        as_record_batches(publisher, struct),
+        name=f"rs-rt-{uuid.uuid4().hex[:12]}",
+        bind=bind,
+        token=token,
+        retention=retention if retention is not None else Retention(),
+    )
+    with _lock:
+        _served.append(server)
+    return parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
+
+
+def as_record_batches(publisher: Any, struct: Any) -> Any:
+    """``publisher`` with each element as a pyarrow RecordBatch of ``struct`` (a Spark StructType):
+    what to serve with :func:`rs_spark.net.serve` for ``format("reactive-rt")``. RecordBatches pass
+    through; dicts and tuples become one-row batches (FAILFAST: a malformed element fails the stream)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from ..arrow.convert import ElementConverter
+    from ..streams.operators import map as rs_map
+    from ..streams.pipeline import pipe
+
+    converter = ElementConverter(to_arrow_schema(struct))
+
+    def as_batch(element: Any) -> Any:
+        if isinstance(element, pa.RecordBatch):
+            return element
+        return converter.convert([element], 0).batch
+
+    return pipe(publisher, rs_map(as_batch))
+
+
+def stop_served() -> int:
+    """Stop every endpoint :func:`read_stream` started in this process; return how many."""
+    with _lock:
+        servers, _served[:] = list(_served), []
+    for s in servers:
+        s.stop()
+    return len(servers)
+
+
+def write_stream(
+    df: DataFrame,
+    subscriber: Any,
+    *,
+    trigger: str | dict | None = "5 minutes",
+    checkpoint: str | None = None,
+    elements: str = "dicts",
+    ledger: str | None = None,
+    query_name: str | None = None,
+    output_mode: str = "update",
+    bind: str = "tcp://127.0.0.1:0",
+    **options: Any,
+) -> Any:
+    """Start ``df`` into ``subscriber`` through the shim's real-time ForeachWriter; return the query.
+
+    ``subscriber``: a Subscriber in this process (served here by a delivery hub, subscribed once,
+    now) or the address of one served by :func:`rs_spark.serve_sink`. ``trigger``: the real-time
+    batch duration (``"5 minutes"``; Spark's minimum is ``spark.sql.streaming.realTimeMode.minBatchDuration``,
+    5 s by default), or keyword arguments of ``DataStreamWriter.trigger`` for another trigger
+    (``{"processingTime": "0 seconds"}``), or None (Spark's default). ``elements``, ``ledger``:
+    as for :func:`rs_spark.serve_sink`. Other keyword arguments are sink options
+    (``maxRowsPerPayload``, ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``). When the query
+    stops the Subscriber gets ``on_complete``; when it fails, ``on_error``."""
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    from ..delivery import DeliveryHub
+    from .jvm import jvm
+    from .sink.query_end import on_query_end
+
+    spark = df.sparkSession
+    j = jvm(spark)
+    hub: DeliveryHub | None = None
+    if isinstance(subscriber, str):
+        endpoint = subscriber
+    else:
+        hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
+        hub.defer_abort = True  # the query's end decides: stop -> on_complete, failure -> on_error
+        check_reachable(spark, bind, "realtime.write_stream")
+        endpoint = hub.serve(bind)
+    try:
+        w = _jvm_writer(df, j, endpoint, options, trigger, checkpoint, query_name, output_mode)
+        query = StreamingQuery(w.start())
+    except BaseException as exc:
+        if hub is not None:
+            hub.finish(exc if isinstance(exc, Exception) else RuntimeError(f"the query did not start: {exc!r}"))
+            hub.stop()
+        raise
+    on_query_end(spark, query, _QueryEnd(hub, endpoint))
+    setattr(query, "rs_sink", hub)  # noqa: B010 - pyspark's class does not declare it: outstanding, delivered, ledger
+    return query
+
+
+def _jvm_writer(
+    df: DataFrame,
+    j: Any,
+    endpoint: str,
+    options: dict[str, Any],
+    trigger: str | dict | None,
+    checkpoint: str | None,
+    query_name: str | None,
+    output_mode: str,
+) -> Any:
+    """The JVM ``DataStreamWriter`` of ``df`` into the shim's ForeachWriter, every setting applied."""
+    opts = j.java.util.HashMap()
+    for k, v in options.items():
+        opts.put(k, str(v))
+    writer = j.rsspark.rt.ReactiveSinkWriter.create(endpoint, df.schema.json(), opts)
+    w = df._jdf.writeStream().foreach(writer).outputMode(output_mode)
+    if trigger is not None:
+        w = w.trigger(jvm_trigger(j, trigger))
+    w = w.option("checkpointLocation", checkpoint or tempfile.mkdtemp(prefix="rs-rt-checkpoint-"))
+    if query_name:
+        w = w.queryName(query_name)
+    return w
+
+
+def jvm_trigger(j: Any, trigger: str | dict) -> Any:
+    """The JVM Trigger for ``trigger``: a real-time batch duration, or DataStreamWriter.trigger's
+    keyword arguments (realTime, processingTime, availableNow, once)."""
+    t = j.org.apache.spark.sql.streaming.Trigger
+    spec = {"realTime": trigger} if isinstance(trigger, str) else dict(trigger)
+    if len(spec) != 1:
+        raise ValueError(f"trigger={trigger!r}: give one of realTime, processingTime, availableNow or once")
+    ((kind, value),) = spec.items()
+    if kind == "realTime":
+        return t.RealTime(str(value))
+    if kind == "processingTime":
+        return t.ProcessingTime(str(value))
+    if kind == "availableNow" and value:
+        return t.AvailableNow()
+    if kind == "once" and value:
+        return t.Once()
+    raise ValueError(
+        f"trigger={trigger!r}: use realTime='5 minutes', processingTime='1 second', availableNow=True or once=True"
+    )
+
+
+class _QueryEnd:
+    """When the query ends: the Subscriber served here gets on_complete / on_error (the hub stops);
+    a remote one gets an ``end`` control message."""
+
+    def __init__(self, hub: Any, endpoint: str) -> None:
+        self._hub = hub
+        self._endpoint = endpoint
+
+    def __call__(self, error: str | None) -> None:
+        from ..delivery import QueryFailed, send_control
+
+        err = QueryFailed(f"the query failed: {error.splitlines()[0] if error else ''}") if error else None
+        if self._hub is not None:
+            self._hub.finish(err)
+            self._hub.stop()
+        else:
+            send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)})
+
+
+__all__ = ["SOURCE", "read_stream", "write_stream", "stop_served", "as_record_batches", "jvm_trigger"]

@@ -1,0 +1,29 @@
+"""docs/realtime.md lists every option of format("reactive-rt") and of the real-time sink, and only those."""
+
+from __future__ import annotations
+
+import re
+
+from tests.jvm.conftest import ROOT
+
+RT = f"{ROOT}/jvm-shim/src/main/java/rsspark/rt"
+
+
+def _documented(section: str) -> set[str]:
+    page = open(f"{ROOT}/docs/realtime.md", encoding="utf-8").read()
+    body = page.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return set(re.findall(r"^\| `([A-Za-z]+)` \|", body, re.M))
+
+
+def test_every_source_option_is_documented():
+    java = open(f"{RT}/RtOptions.java", encoding="utf-8").read()
+    declared = set(re.findall(r'^\s*known\("([A-Za-z]+)"', java, re.M)) - {"path"}
+    assert declared and _documented("Source options") == declared
+
+
+def test_every_sink_option_is_documented():
+    java = open(f"{RT}/ReactiveSinkWriter.java", encoding="utf-8").read()
+    declared = set(re.findall(r'intOption\(o, "([A-Za-z]+)"', java)) | set(
+        re.findall(r'durationMs\(o, "([A-Za-z]+)"', java)
+    )
+    assert declared and _documented("Sink options") == declared

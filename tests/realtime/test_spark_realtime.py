@@ -1,0 +1,159 @@
+"""Real-time mode end to end on local Spark: a Publisher served by rs_spark.net (or a JVM publisher)
+-> format("reactive-rt") -> the shim's ForeachWriter -> a Subscriber served by the delivery hub.
+
+Batches last 1 s here (conftest), so each query crosses several real-time batches."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import pytest
+
+from rs_spark import net
+from rs_spark.net.address import parse
+from rs_spark.net.retention import Retention
+from rs_spark.spark import realtime
+from tests.waits import wait_until
+
+from .publishers import DDL, rows
+from .subscribers import Collect
+
+
+def _batch_id(q: Any) -> int:
+    p = q.lastProgress
+    return -1 if p is None else int(p["batchId"])
+
+
+def _serve(publisher: Any) -> tuple[Any, str]:
+    token = secrets.token_urlsafe(16)
+    server = net.serve(publisher, name="rt", token=token, retention=Retention(window=120))
+    return server, parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
+
+
+def _stop(q: Any, sub: Collect) -> None:
+    q.stop()
+    wait_until(lambda: sub.completed.is_set() or sub.failed.is_set(), "the Subscriber's terminal signal")
+
+
+def test_rows_arrive_in_order_across_real_time_batches_and_stop_completes_the_subscriber(rt_spark, tmp_path):
+    pub = rows()
+    sub = Collect()
+    df = realtime.read_stream(rt_spark, pub, schema=DDL)
+    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+    try:
+        wait_until(lambda: _batch_id(q) >= 2 and len(sub.ids) >= 50, "three real-time batches and 50 rows", 90)
+    finally:
+        _stop(q, sub)
+    assert sub.completed.is_set(), sub.error
+    assert sub.ids == list(range(len(sub.ids)))
+
+
+def test_spec_1_1_the_publisher_never_sees_more_than_max_in_flight_rows_requested(rt_spark, tmp_path):
+    pub = rows()
+    sub = Collect()
+    df = realtime.read_stream(rt_spark, pub, schema=DDL, maxInFlight=4)
+    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+    try:
+        wait_until(lambda: _batch_id(q) >= 1 and len(sub.ids) >= 200, "two batches and 200 rows", 90)
+    finally:
+        _stop(q, sub)
+    assert sub.ids == list(range(len(sub.ids)))
+    assert pub.requested >= 200
+    assert pub.max_outstanding <= 4, f"the publisher had {pub.max_outstanding} rows requested and not yet emitted"
+
+
+def test_stopping_the_query_cancels_the_publisher(rt_spark, tmp_path):
+    pub = rows()
+    sub = Collect()
+    df = realtime.read_stream(rt_spark, pub, schema=DDL)
+    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+    wait_until(lambda: len(sub.ids) >= 10, "10 rows")
+    assert not pub.cancelled.is_set()
+    _stop(q, sub)
+    wait_until(pub.cancelled.is_set, "cancel() at the publisher after the query stopped")
+
+
+def test_the_publishers_error_fails_the_query_and_reaches_the_subscriber(rt_spark, tmp_path):
+    pub = rows(fail_after=5, message="kaput")
+    sub = Collect()
+    df = realtime.read_stream(rt_spark, pub, schema=DDL)
+    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+    wait_until(lambda: not q.isActive, "the query to fail", 90)
+    assert "kaput at row 5" in str(q.exception())
+    wait_until(sub.failed.is_set, "on_error at the Subscriber")
+    assert "kaput at row 5" in str(sub.error)
+    # The failed batch's rows not yet delivered are dropped (a restarted query reads them again).
+    assert sub.ids == list(range(len(sub.ids))) and len(sub.ids) <= 5
+
+
+def test_a_restarted_query_resumes_from_its_checkpoint_without_loss_or_duplicates(rt_spark, tmp_path):
+    pub = rows()
+    server, address = _serve(pub)
+    chk, ledger = str(tmp_path / "chk"), str(tmp_path / "ledger.json")
+    try:
+        first = Collect()
+        df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL, cancelOnStop=False)
+        q = realtime.write_stream(df, first, trigger="1 second", checkpoint=chk, ledger=ledger)
+        wait_until(lambda: _batch_id(q) >= 1 and len(first.ids) >= 30, "two batches and 30 rows", 90)
+        _stop(q, first)  # mid-batch: its rows so far reached the Subscriber, Spark committed none of them
+        assert not pub.cancelled.is_set(), "cancelOnStop=false still cancelled the stream"
+        seen = len(first.ids)
+        second = Collect(shared=first)
+        df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL, cancelOnStop=False)
+        q = realtime.write_stream(df, second, trigger="1 second", checkpoint=chk, ledger=ledger)
+        wait_until(lambda: len(first.ids) >= seen + 30, "30 more rows after the restart", 90)
+        _stop(q, second)
+    finally:
+        server.stop()
+    assert first.ids == list(range(len(first.ids))), "rows lost or delivered twice across the restart"
+
+
+def test_micro_batches_read_the_same_source_in_order(rt_spark, tmp_path):
+    pub = rows()
+    sub = Collect()
+    df = realtime.read_stream(rt_spark, pub, schema=DDL, maxInFlight=16)
+    q = realtime.write_stream(df, sub, trigger={"processingTime": "200 milliseconds"}, checkpoint=str(tmp_path / "c"))
+    try:
+        wait_until(lambda: _batch_id(q) >= 2 and len(sub.ids) >= 50, "three micro-batches and 50 rows", 90)
+    finally:
+        _stop(q, sub)
+    assert sub.ids == list(range(len(sub.ids)))
+    assert pub.max_outstanding <= 16
+
+
+def test_a_jvm_publisher_is_read_in_real_time_mode(rt_spark, tmp_path):
+    sub = Collect(field="value")
+    df = realtime.read_stream(rt_spark, jvm_publisher="rsspark.jvm.Sources#submissionEndless", schema="value LONG")
+    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+    try:
+        wait_until(lambda: _batch_id(q) >= 1 and len(sub.ids) >= 100, "two batches and 100 rows", 90)
+    finally:
+        _stop(q, sub)
+    assert sub.ids == list(range(len(sub.ids)))
+
+
+def test_the_sink_refuses_a_second_partition_saying_why(rt_spark, tmp_path):
+    sub = Collect()
+    a = realtime.read_stream(rt_spark, rows(), schema=DDL)
+    b = realtime.read_stream(rt_spark, rows(), schema=DDL)  # another endpoint: not an identical source
+    q = realtime.write_stream(a.union(b), sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+    wait_until(lambda: not q.isActive, "the query to fail", 90)
+    assert "delivers one partition into its Subscriber" in str(q.exception())
+    wait_until(sub.failed.is_set, "on_error at the Subscriber")
+
+
+@pytest.mark.parametrize("option", ["publisher", "numPartitions"])
+def test_options_of_the_python_source_that_do_not_apply_are_refused_saying_why(rt_spark, tmp_path, option):
+    sub = Collect()
+    df = (
+        rt_spark.readStream.format("reactive-rt")
+        .schema(DDL)
+        .option("endpoint", "tcp://127.0.0.1:1/x")
+        .option(option, "x")
+        .load()
+    )
+    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+    wait_until(lambda: not q.isActive, "the query to fail", 60)
+    assert f"has no option '{option}'" in str(q.exception())
+    wait_until(sub.failed.is_set, "on_error at the Subscriber")
