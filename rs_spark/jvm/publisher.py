@@ -106,6 +106,11 @@ class JvmPublisher:
         subscribe_with(subscriber, sub)
         sub.start()
 
+    def on_commit(self, position: int) -> None:
+        """Tell the JVM publisher rows before ``position`` are committed, if it implements
+        ``rsspark.jvm.Committable`` (the ``reactive`` source calls this after Spark's commit)."""
+        self._shim.commit(self._jpub, int(position))
+
     def __repr__(self) -> str:
         return f"<JvmPublisher {self._jpub} elements={self.elements} batch_rows={self.batch_rows}>"
 

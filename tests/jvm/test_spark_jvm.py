@@ -8,6 +8,8 @@ import uuid
 
 import pytest
 
+from tests.waits import wait_until
+
 from .conftest import ROOT, build, extra_jars
 
 pytestmark = pytest.mark.slow  # a SparkSession and streaming queries: > 20 s together
@@ -161,3 +163,24 @@ def test_jvm_publisher_option_in_a_batch_read(spark):
         .load()
     )
     assert sorted(r[0] for r in df.collect()) == list(range(3000))
+
+
+def test_a_committable_jvm_publisher_hears_each_committed_position_once_in_order(spark, tmp_path):
+    """rsspark.jvm.Committable: the JVM publisher is told, after Spark committed each micro-batch,
+    the position it ends at (rows since the subscription), never more than was read."""
+    commits = tmp_path / "commits"
+    df = _jvm_reader(
+        spark,
+        "rsspark.fixtures.Feeds#committableLongs",
+        **{"publisher.count": 3000, "publisher.commits": str(commits), "maxRecordsPerTrigger": 500},
+    )
+    name = "q_" + uuid.uuid4().hex[:8]
+    q = df.writeStream.format("memory").queryName(name).trigger(processingTime="50 milliseconds").start()
+    try:
+        wait_until(lambda: commits.exists() and len(commits.read_text().split()) >= 3, what="3 commits", timeout=120)
+    finally:
+        q.stop()
+    positions = [int(x) for x in commits.read_text().split()]
+    read = spark.sql(f"select count(*) from {name}").first()[0]
+    assert positions == sorted(set(positions)), positions  # increasing, each once
+    assert positions[0] > 0 and positions[-1] <= read

@@ -24,6 +24,15 @@ public final class Shim {
         return new PublisherBridge(publisher, schema);
     }
 
+    /** Tell {@code publisher} rows before {@code position} are committed, if it is {@link Committable}. */
+    public static boolean commit(Object publisher, long position) {
+        if (publisher instanceof Committable c) {
+            c.onCommit(position);
+            return true;
+        }
+        return false;
+    }
+
     /** A unicast Flow.Publisher fed from Python with Arrow batches, elements decoded as {@code kind}. */
     public static FeedPublisher feed(String kind) {
         return new FeedPublisher(kind);
