@@ -13,7 +13,10 @@ pollTimeout 50ms, local[2]. The first 10 s are warm-up and not counted.
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
+import tempfile
 import threading
 import time
 
@@ -50,6 +53,7 @@ def ticking(rate: float):
 class Lat:
     def __init__(self, warmup_until: float):
         self.warmup_until = warmup_until
+        self.recording = True  # False once the run ends: what the stop holds back is not measured
         self.lat = []
 
     def on_subscribe(self, s):
@@ -58,7 +62,7 @@ class Lat:
 
     def on_next(self, row):
         now = time.time()
-        if row["t"] >= self.warmup_until:
+        if self.recording and row["t"] >= self.warmup_until:
             self.lat.append(now - row["t"])
 
     def on_error(self, e):
@@ -75,6 +79,8 @@ def main() -> None:
     a = ap.parse_args()
 
     import rs_spark
+    from rs_spark.examples.spark_log import quiet_conf
+    from rs_spark.examples.stopping import Brake, stop_at_batch_end
     from rs_spark.spark import local_session
 
     # Floor: the same publisher straight into the subscriber.
@@ -84,17 +90,22 @@ def main() -> None:
     time.sleep(6)
     floor.s.cancel()
 
+    work = tempfile.mkdtemp(prefix="rs-bench-latency-")  # Spark's log configuration, the checkpoint
     spark = local_session(
-        "rs_spark-latency", **{"spark.ui.showConsoleProgress": "false", "spark.sql.streaming.pollingDelay": "5ms"}
+        "rs_spark-latency", **quiet_conf(work, "ERROR"), **{"spark.sql.streaming.pollingDelay": "5ms"}
     )
-    spark.sparkContext.setLogLevel("ERROR")
     t0 = time.time()
     sub = Lat(t0 + 10)
+    brake = Brake(sub)  # to stop at the end of a micro-batch: Spark then has nothing to abort
     df = rs_spark.read_stream(spark, ticking(a.rate), schema="id LONG, t DOUBLE", pollTimeout="50ms")
-    q = rs_spark.write_stream(df, sub, trigger={"processingTime": "0 seconds"})
+    q = rs_spark.write_stream(
+        df, brake, checkpoint=os.path.join(work, "checkpoint"), trigger={"processingTime": "0 seconds"}
+    )
     time.sleep(a.seconds)
-    q.stop()
+    sub.recording = False
+    stop_at_batch_end(q, brake)
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
     rows = [
         ("Spark: reactive source -> reactive sink", percentiles(sub.lat)),
         ("floor: publisher -> subscriber, no Spark", percentiles(floor.lat)),
