@@ -88,7 +88,10 @@ def _session(args: Any, work: str) -> Any:
     from .spark import local_session
 
     print(f"starting Spark ({args.master}); its log: {args.spark_log_level} and above", flush=True)
-    return local_session("rs_spark-demo", master=args.master, **quiet_conf(work, args.spark_log_level))
+    # One shuffle partition: 8 sensors' windows need no more, and each partition costs the first
+    # micro-batch a Python worker (the sink's write()) and a state store.
+    conf = {**quiet_conf(work, args.spark_log_level), "spark.sql.shuffle.partitions": "1"}
+    return local_session("rs_spark-demo", master=args.master, **conf)
 
 
 def _start(spark: Any, args: Any, work: str) -> tuple[Any, SlowDashboard, Any]:
