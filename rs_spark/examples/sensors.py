@@ -5,7 +5,7 @@
 default unbounded), ``rate`` (records/s between bursts, default 200), ``burst`` (records per
 burst, default 5000), ``burst_every`` (seconds, default 3), ``seed`` (default 42), ``origin``
 (the first record's time: ISO 8601 such as ``2026-05-01T12:00:00Z``, or seconds since the
-epoch; default 2025-01-01T00:00:00Z) and ``buffer`` (records, default 50000).
+epoch; default 2025-01-01T00:00:00Z) and ``buffer`` (records, default 500000).
 
 Every record is a function of its number: record ``seq`` has the sensor and temperature drawn
 from ``(seed, seq)`` and the time ``origin`` plus its place in the schedule (``rate`` records per
@@ -19,13 +19,15 @@ its start time) to get timestamps near now; every process that builds the feed t
 It stays a real push source: each subscription has a thread that emits on the feed's own clock
 (record ``p`` at once, the later ones as their time comes, relative to the subscription's start)
 through ``create`` with a bounded buffer (``buffer``, ``Overflow.DROP_OLDEST``); Spark's demand
-drains it. A sensor cannot be slowed, so if the consumer falls ``buffer`` records behind, the
-oldest waiting readings are dropped (counted in :attr:`SensorFeed.dropped`, logged once per
-subscription). Drops and replay: positions are record numbers, so after a drop a subscription has
-received fewer records than the record number it reached. A consumer that counts what it received
-(the ``reactive`` source's offsets do) and resumes at that count gets the records after the drop
-again (regenerated, equal), as many as were dropped; the dropped ones are not sent again. For
-exact replay, size ``buffer`` (and the source's ``maxRecordsPerTrigger``) so it never fills.
+drains it. The buffer holds record numbers (a few dozen bytes each), the records are made as they
+are delivered, so a long backlog costs little memory. A sensor cannot be slowed, so if the
+consumer falls ``buffer`` records behind, the oldest waiting readings are dropped (counted in
+:attr:`SensorFeed.dropped`, logged once per subscription). Drops and replay: positions are record
+numbers, so after a drop a subscription has received fewer records than the record number it
+reached. A consumer that counts what it received (the ``reactive`` source's offsets do) and
+resumes at that count gets the records after the drop again (regenerated, equal), as many as were
+dropped; the dropped ones are not sent again. For exact replay, size ``buffer`` (and the source's
+``maxRecordsPerTrigger``) so it never fills.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ..streams import Overflow, create
+from ..streams import map as map_each
 from ..streams.types import Subscriber
 
 SCHEMA = "sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG"
@@ -61,7 +64,7 @@ class FeedOptions:
     burst_every: float = 3.0
     seed: int = 42
     origin_us: int = 0  # the first record's time, microseconds since the epoch
-    buffer: int = 50_000
+    buffer: int = 500_000
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> FeedOptions:
@@ -87,7 +90,7 @@ class FeedOptions:
             burst_every=number("burst_every", 3.0, 0.001),
             seed=int(number("seed", 42, 0)),
             origin_us=parse_origin(opt.get("publisher.origin", DEFAULT_ORIGIN)),
-            buffer=int(number("buffer", 50_000, 1)),
+            buffer=int(number("buffer", 500_000, 1)),
         )
         if f.rate == 0 and f.burst == 0:
             raise ValueError("options publisher.rate and publisher.burst are both 0: the feed would never emit")
@@ -194,7 +197,9 @@ class SensorFeed:
                 raise ValueError(f"sensor feed: subscribe_at(position={position!r}): a record number >= 0 is needed")
             _Clock(self, emitter, position).start()
 
-        create(start, Overflow.DROP_OLDEST, buffer_size=self.options.buffer, on_drop=dropped).subscribe(subscriber)
+        # The buffer holds record numbers; map makes each record as it is delivered.
+        numbers = create(start, Overflow.DROP_OLDEST, buffer_size=self.options.buffer, on_drop=dropped)
+        numbers.pipe(map_each(self.record)).subscribe(subscriber)
 
 
 class _Clock:
@@ -224,7 +229,7 @@ class _Clock:
             now_us = self.base_us + int((time.monotonic() - self.t0) * 1_000_000)
             # Every record due by now (a burst shares one instant), then look at the clock again.
             while self.seq < self.end and offset_us(self.seq) <= now_us and not self.stop.is_set():
-                self.emitter.next(self.feed.record(self.seq))
+                self.emitter.next(self.seq)
                 self.seq += 1
 
 

@@ -33,7 +33,6 @@ class Brake:
 
     def __init__(self, inner: Subscriber[Any]) -> None:
         self.inner = inner
-        self._hold = threading.Event()
         self._open = threading.Event()
         self._open.set()
         self.holding = threading.Event()  # set while an on_next waits at the brake
@@ -41,17 +40,15 @@ class Brake:
     def hold(self) -> None:
         """From now on, ``on_next`` waits (in the delivering thread) until :meth:`release`."""
         self._open.clear()
-        self._hold.set()
 
     def release(self) -> None:
-        self._hold.clear()
         self._open.set()
 
     def on_subscribe(self, subscription: Subscription) -> None:
         self.inner.on_subscribe(subscription)
 
     def on_next(self, item: Any) -> None:
-        if self._hold.is_set():
+        if not self._open.is_set():
             self.holding.set()
             self._open.wait()
             self.holding.clear()
@@ -87,7 +84,7 @@ def stop_at_batch_end(query: Any, brake: Brake, timeout: float = 60.0) -> bool:
     def stop() -> None:
         try:
             query.stop()  # returns when the query thread ended, after the held commit
-        except BaseException as exc:  # re-raised in the caller's thread below
+        except Exception as exc:  # re-raised in the caller's thread below
             failure.append(exc)
 
     stopper = threading.Thread(target=stop, name="rs-spark-stop", daemon=True)
