@@ -213,7 +213,8 @@ def _run(spark: Any, args: Any, work: str, started: float) -> int:
             query.stop()
         raise
     # At the end of a micro-batch that delivers rows (or while idle): Spark has nothing to abort.
-    stop_at_batch_end(query, brake, timeout=30)
+    # At the time cap before anything was delivered there may be no such batch soon: a shorter wait.
+    stop_at_batch_end(query, brake, timeout=30 if watch.enough() else 10)
     failed = query.exception()
     dashboard.done.wait(30)
     print()
