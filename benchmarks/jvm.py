@@ -95,7 +95,7 @@ def main() -> None:
 
     with launch(extra_jars=[FIXTURES]) as g:
         jvm = g.jvm
-        cpu = Cpu(g._proc.pid) if g._proc is not None else None
+        cpu = Cpu(g.pid) if g.pid is not None else None
         S = jvm.rsspark.jvm.Sources
         kinds = {"Long": S.submissionLongs, "String": S.submissionStrings}
         for make in kinds.values():  # warm up every path (class loading, JIT)

@@ -23,6 +23,7 @@ the median over runs of n, p50, p90, p99 and max, with the spread of p50 and p99
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -79,6 +80,7 @@ class Lat:
 
     def __init__(self, warmup_until: float) -> None:
         self.warmup_until = warmup_until
+        self.recording = True  # False once the run ends: what the stop holds back is not measured
         self.lat: list[float] = []
         self.error: BaseException | None = None
 
@@ -88,6 +90,8 @@ class Lat:
 
     def on_next(self, row: Any) -> None:
         now = time.time()
+        if not self.recording:
+            return
         ts = row.column(1).to_pylist() if isinstance(row, pa.RecordBatch) else (row["t"],)
         self.lat.extend(now - t for t in ts if t >= self.warmup_until)
 
@@ -112,13 +116,18 @@ def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str) -> 
 
 def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
     import rs_spark
+    from rs_spark.examples.stopping import Brake, stop_at_batch_end
 
     sub = Lat(time.time() + a.warmup)
+    brake = Brake(sub)  # to stop at the end of a micro-batch: Spark then has nothing to abort
     df = rs_spark.read_stream(spark, ticking(rate), schema="id LONG, t DOUBLE", pollTimeout="50ms", codec="arrow")
-    q = rs_spark.write_stream(df, sub, trigger={"processingTime": "0 seconds"})
+    checkpoint = tempfile.mkdtemp(prefix="rs-bench-latency-")
+    q = rs_spark.write_stream(df, brake, checkpoint=checkpoint, trigger={"processingTime": "0 seconds"})
     time.sleep(a.warmup + a.seconds)
-    q.stop()
+    sub.recording = False
+    stop_at_batch_end(q, brake)
     rs_spark.stop_served()
+    shutil.rmtree(checkpoint, ignore_errors=True)
     return sub.lat
 
 

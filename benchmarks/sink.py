@@ -72,14 +72,14 @@ def main() -> None:
     import _sink_baselines as sinks
 
     import rs_spark
+    from rs_spark.examples.spark_log import quiet_conf
     from rs_spark.spark import local_session
 
-    spark = local_session("rs_spark-bench-sink", **{"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
+    tmp = tempfile.mkdtemp(prefix="rs-bench-sink-")
+    spark = local_session("rs_spark-bench-sink", **quiet_conf(tmp, "ERROR"))
     spark.dataSource.register(base.HandArrowSource)
     spark.dataSource.register(sinks.DiscardSink)
     b, r = args.batches, args.rows
-    tmp = tempfile.mkdtemp(prefix="rs-bench-sink-")
     runs = iter(range(100))
 
     def source():

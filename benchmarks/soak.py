@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 
@@ -105,10 +107,12 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> dict[str, objec
     """Run the soak; return samples and the largest buffered counts seen."""
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [ROOT, os.environ.get("PYTHONPATH")] if p)
     import rs_spark
+    from rs_spark.examples.spark_log import quiet_conf
+    from rs_spark.examples.stopping import Brake, stop_at_batch_end
     from rs_spark.spark import local_session
 
-    spark = local_session("rs_spark-soak", **{"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
+    work = tempfile.mkdtemp(prefix="rs-bench-soak-")  # Spark's log configuration, the checkpoint
+    spark = local_session("rs_spark-soak", **quiet_conf(work, "ERROR"))
     df = (
         spark.readStream.format("reactive")
         .schema("id LONG, name STRING, price DOUBLE")
@@ -119,7 +123,10 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> dict[str, objec
         .load()
     )
     sub = SlowSubscriber()
-    q = rs_spark.write_stream(df, sub, trigger={"processingTime": "500 milliseconds"})
+    brake = Brake(sub)  # to stop at the end of a micro-batch: Spark then has nothing to abort
+    q = rs_spark.write_stream(
+        df, brake, checkpoint=os.path.join(work, "checkpoint"), trigger={"processingTime": "500 milliseconds"}
+    )
     hub = q.rs_sink
     samples: list[dict[str, float]] = []
     max_hub = 0
@@ -162,8 +169,9 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> dict[str, objec
             )
     finally:
         stop.set()
-        q.stop()
+        stop_at_batch_end(q, brake)
         spark.stop()
+        shutil.rmtree(work, ignore_errors=True)
     third = max(1, len(samples) // 3)
     growth = {}
     for role in ("endpoint", "jvm", "reader", "workers"):

@@ -58,12 +58,17 @@ def main() -> None:
     )
     args = ap.parse_args()
 
+    import shutil
+    import tempfile
+
     import _baselines as base
 
+    from rs_spark.examples.spark_log import quiet_conf
+    from rs_spark.examples.stopping import stop_when_idle
     from rs_spark.spark import local_session
 
-    spark = local_session("rs_spark-bench-source", **{"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
+    work = tempfile.mkdtemp(prefix="rs-bench-source-")  # Spark's log configuration, the replay log of (a')
+    spark = local_session("rs_spark-bench-source", **quiet_conf(work, "ERROR"))
     spark.dataSource.register(base.HandArrowSource)
     spark.dataSource.register(base.HandTupleSource)
     b, r, dr = args.batches, args.rows, args.dict_rows
@@ -121,16 +126,12 @@ def main() -> None:
         t0 = time.time()
         while len([p for p in q.recentProgress if p["numInputRows"]]) < b and time.time() - t0 < 120:
             time.sleep(0.2)
-        q.stop()
+        stop_when_idle(q)  # between two batches (they take far less than the trigger's second)
         return steady(q.recentProgress)
 
-    import shutil
-    import tempfile
-
-    logdir = tempfile.mkdtemp(prefix="rs-bench-log-")
     results = [
         ("(a) reactive: RecordBatch publisher", r, reactive("batch_publisher", r)),
-        ("(a') same, with logPath (local disk)", r, reactive("batch_publisher", r, logPath=logdir)),
+        ("(a') same, with logPath (local disk)", r, reactive("batch_publisher", r, logPath=f"{work}/replay-log")),
         ("(b) reactive: dict publisher", dr, reactive("dict_publisher", dr)),
         ("(c) hand-written source, RecordBatches", r, hand("hand_arrow", r)),
         ("(d) hand-written source, tuples", dr, hand("hand_tuples", dr)),
@@ -154,7 +155,7 @@ def main() -> None:
         f"(b)/(d) = {rates['(b)'] / rates['(d)']:.2f}x (target >= 1.5x);  "
         f"(f)/(f') = {f_on / f_off:.0%} (target >= 90%)"
     )
-    shutil.rmtree(logdir, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
     spark.stop()
 
 

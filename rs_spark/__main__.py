@@ -5,12 +5,25 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .examples.spark_log import LEVELS
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m rs_spark", description="rs_spark command line")
     sub = ap.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the demo pipeline: bursty sensor publisher -> Spark -> slow Subscriber")
-    demo.add_argument("--seconds", type=float, default=45, help="how long to run (default 45)")
+    demo.add_argument(
+        "--batches", type=int, default=10, help="run until this many micro-batches finished (default 10) ..."
+    )
+    demo.add_argument(
+        "--deliveries",
+        type=int,
+        default=24,
+        help="... and the Subscriber received this many window averages (default 24)",
+    )
+    demo.add_argument(
+        "--seconds", type=float, default=240, help="... or stop after this many seconds at most (default 240)"
+    )
     demo.add_argument("--max-records-per-trigger", type=int, default=2000)
     demo.add_argument("--trigger", default="1 second", help="processing-time trigger interval")
     demo.add_argument(
@@ -32,6 +45,13 @@ def main(argv: list[str] | None = None) -> int:
         "--volume", type=float, default=1.0, help="scale the sensor feed: multiplies --rate and --burst (default 1)"
     )
     demo.add_argument("--master", default="local[2]")
+    demo.add_argument(
+        "--spark-log-level",
+        default="ERROR",
+        choices=LEVELS,
+        type=str.upper,
+        help="Spark's log level, from its start (default ERROR)",
+    )
     args = ap.parse_args(argv)
     if args.command == "demo":
         from .demo import run_demo

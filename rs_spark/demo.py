@@ -8,16 +8,25 @@ each commit waits for its demand, so micro-batches get longer and the source's n
 bigger. A one-line live display shows rows/s, demand outstanding, buffered elements, batch time
 and rows delivered; at the end a summary table and a PNG chart of demand and delivered elements
 per micro-batch (``--chart``; needs matplotlib, the ``demo`` extra).
+
+It runs the exactly-once configuration: a checkpoint and a replay log (option ``logPath``) in a
+temporary folder, removed at the end. It runs until it has something to show (``--batches``
+micro-batches and ``--deliveries`` window averages delivered) or for ``--seconds`` at most, then
+stops the query at the end of a micro-batch (:mod:`rs_spark.examples.stopping`), so Spark has
+nothing to abort. Spark's log goes through a log4j2 configuration at ``--spark-log-level``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
 import threading
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -60,22 +69,37 @@ class SlowDashboard:
 
 
 def run_demo(args: Any) -> int:
+    started = time.monotonic()
+    work = tempfile.mkdtemp(prefix="rs-demo-")  # checkpoint, replay log, log4j2 configuration
+    try:
+        spark = _session(args, work)
+        try:
+            return _run(spark, args, work, started)
+        finally:
+            spark.stop()
+    finally:  # also on Ctrl-C: leave nothing behind in the temp directory
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _session(args: Any, work: str) -> Any:
+    """A local SparkSession logging at ``--spark-log-level`` from its JVM's start (so the start-up
+    messages that ``setLogLevel`` would come too late for are quiet too)."""
+    from .examples.spark_log import quiet_conf
     from .spark import local_session
 
-    spark = local_session("rs_spark-demo", master=args.master, **{"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
-    checkpoint = tempfile.mkdtemp(prefix="rs-demo-ck-")
-    try:
-        return _run(spark, args, checkpoint)
-    finally:  # also on Ctrl-C: leave nothing behind in the temp directory
-        spark.stop()
-        shutil.rmtree(checkpoint, ignore_errors=True)
+    print(f"starting Spark ({args.master}); its log: {args.spark_log_level} and above", flush=True)
+    # One shuffle partition: 8 sensors' windows need no more, and each partition costs the first
+    # micro-batch a Python worker (the sink's write()) and a state store.
+    conf = {**quiet_conf(work, args.spark_log_level), "spark.sql.shuffle.partitions": "1"}
+    return local_session("rs_spark-demo", master=args.master, **conf)
 
 
-def _run(spark: Any, args: Any, checkpoint: str) -> int:
+def _start(spark: Any, args: Any, work: str) -> tuple[Any, SlowDashboard, Any]:
+    """Start the query: the sensor feed (or ``--endpoint``) -> windowed averages -> the dashboard."""
     from pyspark.sql import functions as F
 
     from .examples.sensors import SCHEMA
+    from .examples.stopping import Brake
     from .spark.sink.write_stream import write_stream
 
     reader = (
@@ -83,60 +107,128 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
         .schema(SCHEMA)
         .option("maxRecordsPerTrigger", args.max_records_per_trigger)
         .option("pollTimeout", "200ms")
-        .option("publisher.rate", args.rate)
-        .option("publisher.burst", args.burst)
+        .option("logPath", os.path.join(work, "replay-log"))  # exactly once across restarts
     )
-    reader = reader.option("endpoint", args.endpoint) if args.endpoint else reader.option("publisher", args.publisher)
-    events = reader.load()
+    if args.endpoint:
+        reader = reader.option("endpoint", args.endpoint)
+    else:
+        reader = (
+            reader.option("publisher", args.publisher)
+            .option("publisher.rate", args.rate)
+            .option("publisher.burst", args.burst)
+            # The feed's records follow from its options; pinning the origin to now gives
+            # timestamps near now, the same in every process that builds the feed.
+            .option("publisher.origin", datetime.now(UTC).isoformat())
+        )
     # Append mode (Spark's Python sinks support append and complete, not update): a window is
     # delivered once, when the watermark passes its end.
     averages = (
-        events.withWatermark("ts", "2 seconds")
+        reader.load()
+        .withWatermark("ts", "2 seconds")
         .groupBy(F.window("ts", "1 second"), "sensor")
         .agg(F.count("*").alias("n"), F.round(F.avg("temperature"), 2).alias("avg_temp"))
     )
     dashboard = SlowDashboard(args.subscriber_ms / 1000.0)
+    brake = Brake(dashboard)  # lets the demo stop the query at the end of a micro-batch
     query = write_stream(
-        averages, dashboard, checkpoint=checkpoint, trigger={"processingTime": args.trigger}, output_mode="append"
+        averages,
+        brake,
+        checkpoint=os.path.join(work, "checkpoint"),
+        trigger={"processingTime": args.trigger},
+        output_mode="append",
     )
-    hub = query.rs_sink
-    rows: list[dict[str, Any]] = []
-    seen = -1
-    start = time.time()
-    try:
-        while time.time() - start < args.seconds and query.isActive:
-            p = query.lastProgress
-            if p and p["batchId"] != seen:
-                seen = p["batchId"]
-                m = _metrics(p)
-                row = {
-                    "batch": p["batchId"],
-                    "rows": p["numInputRows"],
-                    "rows_per_s": p.get("processedRowsPerSecond") or 0.0,
-                    "outstanding": m.get("outstandingDemand", 0),
-                    "buffered": m.get("bufferedElements", 0),
-                    "received": m.get("receivedElements", 0),
-                    "ms": p["durationMs"].get("triggerExecution", 0),
-                    "delivered": dashboard.delivered,
-                    "sink_demand": hub.outstanding,
-                }
-                rows.append(row)
-                sys.stdout.write(
-                    f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  "
-                    f"{row['rows_per_s']:>8,.0f} rows/s  "
-                    f"demand outstanding {row['outstanding']:>6}  buffered {row['buffered']:>6}  "
-                    f"batch {row['ms']:>5} ms  delivered {row['delivered']:>6}   "
-                )
-                sys.stdout.flush()
+    return query, dashboard, brake
+
+
+def _row(p: dict[str, Any], dashboard: SlowDashboard, hub: Any) -> dict[str, Any]:
+    m = _metrics(p)
+    return {
+        "batch": p["batchId"],
+        "rows": p["numInputRows"],
+        "rows_per_s": p.get("processedRowsPerSecond") or 0.0,
+        "outstanding": m.get("outstandingDemand", 0),
+        "buffered": m.get("bufferedElements", 0),
+        "received": m.get("receivedElements", 0),
+        "ms": p["durationMs"].get("triggerExecution", 0),
+        "delivered": dashboard.delivered,
+        "sink_demand": hub.outstanding,
+    }
+
+
+def _show(row: dict[str, Any]) -> None:
+    sys.stdout.write(
+        f"\rbatch {row['batch']:>4}  rows {row['rows']:>6}  "
+        f"{row['rows_per_s']:>8,.0f} rows/s  "
+        f"demand outstanding {row['outstanding']:>6}  buffered {row['buffered']:>6}  "
+        f"batch {row['ms']:>5} ms  delivered {row['delivered']:>6}   "
+    )
+    sys.stdout.flush()
+
+
+class _Watch:
+    """The live display, until the demo has something to show or reaches its time cap."""
+
+    def __init__(self, query: Any, dashboard: SlowDashboard, args: Any, started: float) -> None:
+        self.query, self.dashboard, self.args, self.started = query, dashboard, args, started
+        self.rows: list[dict[str, Any]] = []
+        self.first_batch_s: float | None = None  # seconds from the demo's start to batch 0's end
+        self._shown = -1
+
+    def enough(self) -> bool:
+        return len(self.rows) >= self.args.batches and self.dashboard.delivered >= self.args.deliveries
+
+    def run(self) -> None:
+        seen = -1
+        while not self.enough() and time.monotonic() - self.started < self.args.seconds and self.query.isActive:
+            for p in self.query.recentProgress:
+                if p["batchId"] > seen:
+                    seen = p["batchId"]
+                    if self.first_batch_s is None:
+                        self.first_batch_s = time.monotonic() - self.started
+                    self.rows.append(_row(p, self.dashboard, self.query.rs_sink))
+                    _show(self.rows[-1])
+            if not self.rows:
+                self._waiting()
             time.sleep(0.2)
-        failed = query.exception()
-    finally:
-        query.stop()
+
+    def _waiting(self) -> None:
+        """Before batch 0: the seconds so far, updated once a second (the first batch takes longest:
+        Spark starts the reader process and its Python workers, and compiles the query)."""
+        s = int(time.monotonic() - self.started)
+        if s != self._shown:
+            self._shown = s
+            sys.stdout.write(f"\rwaiting for the first micro-batch: {s:4d} s")
+            sys.stdout.flush()
+
+
+def _run(spark: Any, args: Any, work: str, started: float) -> int:
+    from .examples.stopping import stop_at_batch_end
+
+    query, dashboard, brake = _start(spark, args, work)
+    watch = _Watch(query, dashboard, args, started)
+    try:
+        watch.run()
+    except BaseException:  # Ctrl-C (Spark's JVM got it too): stop where it is, if it still can
+        with contextlib.suppress(Exception):
+            query.stop()
+        raise
+    # At the end of a micro-batch that delivers rows (or while idle): Spark has nothing to abort.
+    # At the time cap before anything was delivered there may be no such batch soon: a shorter wait.
+    stop_at_batch_end(query, brake, timeout=30 if watch.enough() else 10)
+    failed = query.exception()
     dashboard.done.wait(30)
     print()
     if failed:
         print(f"query failed: {failed}", file=sys.stderr)
         return 1
+    _summary(watch, dashboard, args)
+    if args.chart:
+        print(chart(watch.rows, args.chart) if watch.rows else "chart skipped: no micro-batch finished")
+    return 0
+
+
+def _summary(watch: _Watch, dashboard: SlowDashboard, args: Any) -> None:
+    rows = watch.rows
     print(f"{'batch':>5} {'rows':>7} {'rows/s':>10} {'outstanding':>12} {'buffered':>9} {'ms':>6} {'delivered':>10}")
     for r in rows:
         print(
@@ -150,9 +242,13 @@ def _run(spark: Any, args: Any, checkpoint: str) -> int:
         f"{dashboard.delivered} window averages delivered to a Subscriber taking {args.subscriber_ms} ms per row; "
         f"Subscriber signalled: {ended}"
     )
-    if args.chart:
-        print(chart(rows, args.chart))
-    return 0
+    if watch.first_batch_s is not None:
+        print(f"first micro-batch done {watch.first_batch_s:.1f} s after the start (Spark's start-up included)")
+    if not watch.enough():
+        print(
+            f"stopped at the time cap (--seconds {args.seconds:g}) before {args.batches} micro-batches and "
+            f"{args.deliveries} deliveries: this machine is slow or busy; raise --seconds to see more"
+        )
 
 
 def chart(rows: list[dict[str, Any]], path: str) -> str:

@@ -248,9 +248,10 @@ def test_rs_spark_skip_jvm_builds_a_wheel_without_the_jar_and_says_so(dist, bare
 
 @pytest.fixture(scope="module")
 def demo(dist):
-    """The demo from the install, started before the JVM read: its --seconds are wall-clock time, so
-    they overlap that test instead of adding to the run."""
-    args = [dist.python, "-m", "rs_spark", "demo", "--seconds", "10", "--subscriber-ms", "1", "--chart", ""]
+    """The demo from the install, started before the JVM read, so its run (until the first window
+    average reaches its Subscriber) overlaps that test instead of adding to the run."""
+    args = [dist.python, "-m", "rs_spark", "demo", "--batches", "1", "--deliveries", "1", "--subscriber-ms", "1"]
+    args += ["--chart", ""]
     job = Job(args, dist.base / "demo.log", env=dist.env, cwd=dist.run_dir)
     yield job
     job.stop()
@@ -265,8 +266,10 @@ def test_a_jvm_publisher_reads_through_spark_from_the_installed_wheel(dist, demo
 
 
 def test_the_demo_runs_from_the_installed_wheel(demo):
-    out = demo.output(timeout=300)
-    # How many records arrive in --seconds depends on the machine's load (a loaded 2-core machine can
-    # take 20 s to its first micro-batch); the JVM read above checks exact data through Spark.
-    assert re.search(r"\d+ sensor records in \d+ micro-batches \(none above 2000\)", out), out[-3000:]
+    out = demo.output(timeout=600)
+    # Records arrived at both ends (exact data through Spark: the JVM read above).
+    m = re.search(r"([1-9]\d*) sensor records in \d+ micro-batches \(none above 2000\); ([1-9]\d*) window", out)
+    assert m, out[-3000:]
     assert "Subscriber signalled: on_complete" in out, out[-3000:]
+    spark_error = re.search(r"^[\d/]+ [\d:]+ ERROR ", out, re.M)  # a Spark log line at ERROR level
+    assert "Traceback" not in out and not spark_error, out[-5000:]

@@ -12,7 +12,18 @@ Imports py4j and pyarrow, never pyspark.
 """
 
 from .factory import JvmFactoryError, open_publisher
-from .gateway import JAR_NAME, Gateway, ShimNotFound, close_shared, debian_jar, jar_path, launch, shared, shim
+from .gateway import (
+    JAR_NAME,
+    Gateway,
+    ShimNotFound,
+    ShimVersionMismatch,
+    close_shared,
+    debian_jar,
+    jar_path,
+    launch,
+    shared,
+    shim,
+)
 from .publisher import JvmError, JvmPublisher
 from .schema import parse_spec, to_spec
 from .subscriber import JvmSubscriber
@@ -25,6 +36,7 @@ __all__ = [
     "JvmFactoryError",
     "Gateway",
     "ShimNotFound",
+    "ShimVersionMismatch",
     "close_shared",
     "launch",
     "shared",

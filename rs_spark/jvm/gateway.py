@@ -174,6 +174,11 @@ class Gateway:
         self.jvm = gateway.jvm
         self._proc = proc
 
+    @property
+    def pid(self) -> int | None:
+        """The JVM's process id, or None for a JVM this object did not start (e.g. Spark's own)."""
+        return None if self._proc is None else int(self._proc.pid)
+
     def gateway_process_exited(self) -> bool:
         """Whether the JVM process has ended (True for a JVM this object did not start)."""
         return self._proc is None or self._proc.poll() is not None

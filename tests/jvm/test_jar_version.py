@@ -8,8 +8,8 @@ import zipfile
 
 import pytest
 
-from rs_spark.jvm import gateway
-from rs_spark.jvm.gateway import ShimVersionMismatch, check_jar_version, jar_version
+from rs_spark.jvm import ShimVersionMismatch, gateway  # the exported name a user catches
+from rs_spark.jvm.gateway import check_jar_version, jar_version
 
 from .conftest import ROOT, build
 

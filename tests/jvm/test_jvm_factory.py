@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
 
@@ -57,6 +59,17 @@ def test_close_shared_ends_the_shared_jvms_and_the_next_use_starts_a_new_one():
     assert g.gateway_process_exited()
     h = shared([FIXTURES])
     assert h is not g and _values(open_publisher("rsspark.fixtures.Feeds#ten", [FIXTURES])) == list(range(10))
+
+
+def test_gateway_pid_is_the_process_id_of_the_jvm_it_started():
+    from rs_spark.jvm import Gateway, shared
+
+    g = shared([FIXTURES])
+    assert g.pid is not None
+    with open(f"/proc/{g.pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    assert os.path.basename(argv[0]) == b"java" and b"py4j.GatewayServer" in argv
+    assert Gateway(g.gateway, None).pid is None  # a JVM it did not start (e.g. Spark's)
 
 
 @pytest.mark.parametrize(

@@ -115,6 +115,16 @@ class _WriterBase:
             remove_staged(list(messages), self.opts)
 
     def _abort(self, messages: list[WriterCommitMessage | None], batch_id: int) -> None:
+        # Spark calls this (in a Python process it starts on the driver) after a micro-batch's write
+        # failed, e.g. because query.stop() cancelled its tasks; it logs "MicroBatchWrite[...] is
+        # aborting" at ERROR level first, for every sink, its own noop too. When Spark then logs
+        # "failed to abort", this method never ran: stop() interrupts the query thread that starts
+        # and talks to that Python process, and the interrupted channel I/O fails
+        # (ClosedByInterruptException, added to the stop as suppressed, so no trace). Seen when
+        # stop()'s job cancellation reaches the thread before its interrupt. Nothing here raises
+        # on a missing hub (the warning below). Stopping between micro-batches avoids both
+        # (rs_spark.examples.stopping); nothing is lost either way: the batch runs again after a
+        # restart and the hub's ledger keeps it from being delivered twice.
         remove_staged(list(messages), self.opts)
         if not self.opts.endpoint:
             return
