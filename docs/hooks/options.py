@@ -26,14 +26,17 @@ def _tables() -> dict[str, dict[str, str]]:
 def split_default(description: str) -> tuple[str | None, str]:
     """(default, meaning) of one option's description; the default is ``None`` when it names none.
 
-    A short parenthesis ("(default 15m)") holds the default itself and leaves the meaning; an empty
-    or long one ("FAILFAST (default)", "auto (default: small ones inside ...)") marks the word before it.
+    A short parenthesis ("(default 15m)") holds the default itself and leaves the meaning; so does a
+    long one that ends the description ("... (default: one per endpoint)"), shown as words. An empty
+    one, or a long one followed by the other choices ("FAILFAST (default), PERMISSIVE ...",
+    "auto (default: small ones inside ...), inline or fetch"), marks the word before it.
     """
     match = _DEFAULT.search(description)
     if match is None:
         return None, description
     word, value = match.group(1), match.group(2).strip()
-    if value and len(value.split()) <= 2:
+    ends = not description[match.end() :].strip()
+    if value and (len(value.split()) <= 2 or ends):
         meaning = description[: match.start(1) + len(word)] + description[match.end() :]
         return value, meaning.strip()
     return word, description
