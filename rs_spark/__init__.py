@@ -1,7 +1,11 @@
 """rs_spark: Reactive Streams for PySpark Structured Streaming.
 
 ``rs_spark.streams`` is the pure-Python Reactive Streams core; ``rs_spark.tck`` checks any
-Publisher, Subscriber or Processor against the spec rule by rule.
+Publisher, Subscriber or Processor against the spec rule by rule; ``rs_spark.net`` serves them
+across processes; ``rs_spark.spark`` is the ``reactive`` source and sink (and
+``rs_spark.spark.realtime``, Spark's real-time mode). The helpers here serve a Publisher or a
+Subscriber in this process to a query: :func:`read_stream`, :func:`write_stream`,
+:func:`serve_sink`, :func:`stop_served`.
 """
 
 from importlib import metadata as _metadata
@@ -14,7 +18,8 @@ except _metadata.PackageNotFoundError:  # imported from a source tree that was n
 
 
 def read_stream(spark: Any, publisher: Any, schema: Any = None, **options: Any) -> Any:
-    """A streaming DataFrame over ``publisher`` from this process (see rs_spark.spark.source.read_stream)."""
+    """A streaming DataFrame over ``publisher`` from this process, or over a mapping of partition ids
+    to Publishers (see rs_spark.spark.source.read_stream)."""
     from .spark.source.read_stream import read_stream as _read_stream
 
     return _read_stream(spark, publisher, schema, **options)
@@ -39,3 +44,6 @@ def stop_served() -> int:
     from .spark.source.read_stream import stop_served as _stop_served
 
     return _stop_served()
+
+
+__all__ = ["__version__", "read_stream", "write_stream", "serve_sink", "stop_served"]

@@ -26,12 +26,16 @@ DEFAULT_CORRUPT_COLUMN = "_corrupt_record"
 
 
 class Mode(enum.Enum):
+    """What to do with a malformed element (option ``mode``): fail naming it (``FAILFAST``), keep it
+    as text in the corrupt-record column (``PERMISSIVE``), or drop and count it (``DROPMALFORMED``)."""
+
     FAILFAST = "FAILFAST"
     PERMISSIVE = "PERMISSIVE"
     DROPMALFORMED = "DROPMALFORMED"
 
     @classmethod
     def parse(cls, value: str) -> Mode:
+        """The mode named ``value`` (any case); ValueError lists the three."""
         try:
             return cls(str(value).upper())
         except ValueError:

@@ -19,9 +19,11 @@ class SchemaPublisher:
         self.schema = schema
 
     def subscribe(self, subscriber: Any) -> None:
+        """Subscribe to the wrapped publisher."""
         self._publisher.subscribe(subscriber)
 
     def pipe(self, *operators: Any) -> Any:
+        """The wrapped publisher through ``operators`` (the result declares no schema)."""
         from ..streams.pipeline import pipe
 
         return pipe(self._publisher, *operators)

@@ -33,6 +33,7 @@ class HubEnd:
 
     @property
     def text(self) -> str:
+        """The end in words: ``the query ended``, ``the query failed: <error>``, ..."""
         if self.reason is EndReason.QUERY_FAILED:
             return f"{self.reason.value}: {self.error}"
         return self.reason.value

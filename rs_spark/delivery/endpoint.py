@@ -16,9 +16,12 @@ class SinkEndpoint:
         self.address = address
 
     def finish(self, error: BaseException | None = None) -> None:
+        """The query ended: the Subscriber gets ``on_complete`` (``on_error(error)``) after what was
+        delivered (:meth:`DeliveryHub.finish`)."""
         self.hub.finish(error)
 
     def stop(self) -> None:
+        """Stop serving; the Subscriber is not signalled (call :meth:`finish` first for that)."""
         self.hub.stop()
 
     def __enter__(self) -> SinkEndpoint:

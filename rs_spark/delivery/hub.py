@@ -266,6 +266,7 @@ class DeliveryHub:
     # -- state --------------------------------------------------------------------------
     @property
     def subscription(self) -> DeliverySubscription:
+        """The one Subscription the Subscriber holds, fed by every commit."""
         return self._sub
 
     @property

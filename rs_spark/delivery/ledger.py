@@ -48,9 +48,11 @@ class Ledger:
 
     @property
     def complete(self) -> bool:
+        """Whether every row of the last batch started reached ``on_next``."""
         return self.rows >= self.total
 
     def save(self) -> None:
+        """Write the ledger to its file, atomically and synced (nothing without a path)."""
         if not self.path:
             return
         d = os.path.dirname(os.path.abspath(self.path))
@@ -62,6 +64,7 @@ class Ledger:
         os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new ledger, never half
 
     def as_dict(self) -> dict[str, int]:
+        """``{"batch_id", "rows", "total"}``: what the ledger file holds."""
         return {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
 
 

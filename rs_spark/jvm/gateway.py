@@ -184,6 +184,8 @@ class Gateway:
         return self._proc is None or self._proc.poll() is not None
 
     def close(self) -> None:
+        """Shut the py4j gateway down and end the JVM this object started (terminated, killed
+        after 5 s); idempotent."""
         try:
             self.gateway.shutdown()
         except Exception:  # the JVM may be gone already

@@ -34,6 +34,9 @@ _ALIASES = {
 
 
 def parse_spec(spec: str) -> pa.Schema:
+    """The ``pyarrow.Schema`` of the shim's schema text ``"id:int64,name:string"`` (types: bool,
+    int8-64, float32/64, string, binary, timestamp, and Spark's names for them such as long or
+    double); ValueError names a field that is not ``name:type``."""
     fields = []
     for part in spec.split(","):
         name, sep, t = part.strip().rpartition(":")
@@ -47,6 +50,7 @@ def parse_spec(spec: str) -> pa.Schema:
 
 
 def to_spec(schema: pa.Schema) -> str:
+    """The shim's schema text of ``schema``; ValueError names a field whose type the shim does not carry."""
     out = []
     for f in schema:
         t = f.type

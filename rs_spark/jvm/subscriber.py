@@ -245,6 +245,7 @@ class JvmSubscriber:
 
     @property
     def rows_sent(self) -> int:
+        """Rows handed to the JVM so far (encoded into Arrow batches)."""
         return self._rows_sent
 
 

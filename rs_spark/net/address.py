@@ -30,12 +30,16 @@ class Address:
 
     @property
     def base(self) -> str:
+        """Where to connect, without name or query: ``tcp://host:port`` (``[v6]`` hosts in brackets)
+        or ``unix:///path/to.sock``."""
         if self.scheme == "unix":
             return f"unix://{self.path}"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.scheme}://{host}:{self.port}"
 
     def format(self, with_token: bool = False) -> str:
+        """The address string: :attr:`base`, ``/name`` (quoted) and the query; the token only with
+        ``with_token`` (keep such strings out of logs)."""
         s = self.base
         if self.name is not None:
             s += "/" + quote(self.name, safe="")
@@ -54,16 +58,21 @@ class Address:
         return self.format(with_token=False)  # tokens stay out of logs and error messages
 
     def with_name(self, name: str | None) -> Address:
+        """A copy naming endpoint ``name`` (None: no endpoint)."""
         return replace(self, name=name)
 
     def with_token(self, token: str | None) -> Address:
+        """A copy carrying ``token`` (None: none)."""
         return replace(self, token=token)
 
     def with_codec(self, codec: str | None) -> Address:
+        """A copy asking for ``codec`` (None: the client's default, ``json``)."""
         return replace(self, codec=codec)
 
     @property
     def is_loopback(self) -> bool:
+        """Whether only this machine can reach it: a Unix socket, ``localhost`` or a loopback IP
+        (a host name other than ``localhost`` counts as remote: it is not resolved)."""
         if self.scheme == "unix":
             return True
         if self.host == "localhost":

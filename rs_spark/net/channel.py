@@ -140,6 +140,7 @@ class RemoteProcessor:
 
     @property
     def address(self) -> str:
+        """The endpoint's address (without the token)."""
         return self._client.address_of(self._name)
 
     def close(self) -> None:
@@ -254,6 +255,7 @@ class RemoteProcessor:
 
     @property
     def done(self) -> bool:
+        """Whether the direction towards the remote Subscriber ended (completed, failed or cancelled)."""
         return self._out.done.is_set()
 
     def __repr__(self) -> str:

@@ -103,6 +103,7 @@ class Client:
 
     @property
     def codec_name(self) -> str:
+        """The codec elements cross with: ``json`` (the default), ``text``, ``bytes`` or ``arrow``."""
         return self._codec
 
     @property
@@ -131,6 +132,8 @@ class Client:
         return d
 
     def where(self, kind: str, name: str | None) -> str:
+        """How errors name endpoint ``name`` of this client: ``remote publisher tcp://host:port/name``
+        (the server's address when ``name`` is None); never with the token."""
         shown = self._addr.with_name(name).format() if name else self._addr.base
         return f"remote {kind} {shown}"
 
@@ -238,9 +241,11 @@ class Client:
         return RemotePublisher(self, name, own=False, extra=extra)
 
     def subscriber(self, name: str | None = None) -> RemoteSubscriber:
+        """The Subscriber ``name`` on this connection (fed with request-channel; single use)."""
         return RemoteSubscriber(self, name, own=False)
 
     def processor(self, name: str | None = None) -> RemoteProcessor:
+        """The Processor ``name`` on this connection (one two-way request-channel)."""
         return RemoteProcessor(self, name, own=False)
 
     def __enter__(self) -> Client:
@@ -270,6 +275,7 @@ class RemotePublisher(PublisherBase[Any]):
 
     @property
     def address(self) -> str:
+        """The endpoint's address (without the token)."""
         return self._client.address_of(self._name)
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
@@ -359,6 +365,7 @@ class RemoteSubscriber:
 
     @property
     def address(self) -> str:
+        """The endpoint's address (without the token)."""
         return self._client.address_of(self._name)
 
     def _ended(self, error: BaseException | None) -> None:
@@ -407,6 +414,7 @@ class RemoteSubscriber:
 
     @property
     def done(self) -> bool:
+        """Whether the stream ended (completed, failed or cancelled)."""
         return self._stream.done.is_set()
 
     def wait(self, timeout: float | None = None) -> None:

@@ -40,6 +40,7 @@ class ChannelData(enum.Enum):
 
     @classmethod
     def of(cls, value: str | ChannelData, where: str) -> ChannelData:
+        """``value`` (a member or its name); ValueError naming ``where``, the option and the choices."""
         return _choice(cls, value, where, "channel_data")
 
     def first_element(self, data: bytes | bytearray | memoryview) -> bool:
@@ -60,6 +61,7 @@ class ChannelOpen(enum.Enum):
 
     @classmethod
     def of(cls, value: str | ChannelOpen, where: str) -> ChannelOpen:
+        """``value`` (a member or its name); ValueError naming ``where``, the option and the choices."""
         return _choice(cls, value, where, "channel_open")
 
 

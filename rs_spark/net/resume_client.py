@@ -259,13 +259,16 @@ class ResumablePublisher(PublisherBase[Any]):
 
     @property
     def address(self) -> str:
+        """The endpoint's address (without the token)."""
         return self._client.address_of(self._name)
 
     @property
     def batch_rows(self) -> int:
+        """Arrow: the most rows per delivered batch (``batch_rows=`` of :func:`~rs_spark.net.connect`)."""
         return int(self._client.batch_rows)
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
+        """``subscribe_at(subscriber, 0)``: a new stream from its first row, or a kept stream from position 0."""
         self.subscribe_at(subscriber, 0)
 
     def subscribe_at(self, subscriber: Subscriber[Any], position: int) -> None:

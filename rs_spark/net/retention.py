@@ -52,6 +52,7 @@ class Retention:
 
     @classmethod
     def off(cls) -> Retention:
+        """No retention: readers cannot resume, streams end with their connection (plain RSocket)."""
         return cls(enabled=False)
 
 

@@ -185,14 +185,17 @@ class Server:
 
     @property
     def base_address(self) -> str:
+        """Where the server listens, without an endpoint name: ``tcp://127.0.0.1:40123``."""
         return self._addr.base
 
     @property
     def token(self) -> str | None:
+        """The token every client must present in SETUP (None: any client that reaches it)."""
         return self._token
 
     @property
     def connection_count(self) -> int:
+        """Connections open now (set up or setting up; closed ones are not counted)."""
         return len(self._conns)
 
     def stats(self) -> dict[str, Any]:
@@ -336,6 +339,9 @@ class Server:
 
     # -- Handler (reader threads) -------------------------------------------------------
     def on_setup(self, conn: Connection, f: F.Frame) -> None:
+        """A client's SETUP (the connection's reader thread): check its version, leases,
+        keepalive, data MIME type and token; one that asks for resumption goes to the resume
+        service. Raises ``Rejected``, sent to the client as ERROR, when the server cannot serve it."""
         where = self._addr.base
         if f.version[0] != 1:
             raise Rejected(
@@ -393,6 +399,10 @@ class Server:
         return name, ep
 
     def open_stream(self, conn: Connection, f: F.Frame) -> None:
+        """A REQUEST_STREAM or REQUEST_CHANNEL (the connection's reader thread): route it to the
+        endpoint its metadata names and open the stream: a publisher's (resumable when the SETUP
+        asked for it), a fetch of a resumable stream's kept rows, a processor's or a subscriber's
+        channel. Raises ``Rejected``, sent to the client as ERROR, saying why it cannot."""
         try:
             route = route_of(conn.metadata_mime, bytes(f.metadata) if f.metadata is not None else None)
         except MetadataError as exc:  # the peer is told; the parser's traceback is of no use to it

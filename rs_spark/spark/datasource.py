@@ -26,9 +26,12 @@ class ReactiveDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """``reactive``: what ``format(...)`` names."""
         return "reactive"
 
     def schema(self) -> StructType | str:
+        """The option ``schema``, or the schema a ``publisher`` factory's Publisher declares (with the
+        corrupt-record column in PERMISSIVE mode); ``OptionError`` when there is none."""
         opts = SourceOptions.parse(self.options)
         declared: Any = opts.schema
         if not declared and opts.publisher:
@@ -57,6 +60,8 @@ class ReactiveDataSource(DataSource):
         return declared
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """The streaming reader: one publisher through the driver-side reader process, or several
+        endpoints (``executorFetch``) read by executors."""
         opts = SourceOptions.parse(self.options)
         if opts.executor_fetch:
             from .source.partitioned import PartitionedStreamReader
@@ -65,16 +70,19 @@ class ReactiveDataSource(DataSource):
         return ReactiveStreamReader(opts, schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        """``spark.read``: a finite publisher read to completion on one executor."""
         return ReactiveBatchReader(SourceOptions.parse(self.options), schema)
 
     # -- sink (rs_spark/spark/sink/writer.py) --------------------------------------------------
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The streaming sink: each committed micro-batch into the Subscriber (see docs/sink.md)."""
         from .sink.options import SinkOptions
         from .sink.writer import ReactiveStreamWriter
 
         return ReactiveStreamWriter(SinkOptions.parse(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """``df.write``: the whole DataFrame into the Subscriber as one delivery (each write is new data)."""
         from .sink.options import SinkOptions
         from .sink.writer import ReactiveBatchWriter
 

@@ -6,6 +6,10 @@ Pure Python; imports no pyspark. Quick tour::
     pub = rs.range_(1_000).pipe(rs.map(lambda x: x * 2), rs.filter(lambda x: x % 3))
     for x in rs.iterate(pub, prefetch=64):   # at most 64 elements in flight
         ...
+
+Two rs_spark extensions of the specification: :class:`Replayable` (``subscribe_at``: start at a
+position, as :class:`SequencePublisher` does) and :class:`Committable` (``on_commit``: told when
+rows are safe downstream); the ``reactive`` source uses both.
 """
 
 from .aio import AsyncIteratorSubscriber, aiterate, from_async_iterable
@@ -15,15 +19,17 @@ from .drain import DrainSubscription, IteratorSubscription, QueueSubscription
 from .errors import BufferOverflowError, SpecViolation
 from .operators import batch, filter, map, take
 from .pipeline import PublisherBase, pipe
-from .sources import defer, empty, error, from_iterable, just, range_
+from .sources import SequencePublisher, defer, empty, error, from_iterable, just, range_
 from .subscribers import BlockingIterator, CallbackSubscriber, iterate, subscribe_callbacks, to_list
-from .types import Processor, Publisher, Subscriber, Subscription
+from .types import Committable, Processor, Publisher, Replayable, Subscriber, Subscription
 
 __all__ = [
     "Publisher",
     "Subscriber",
     "Subscription",
     "Processor",
+    "Replayable",
+    "Committable",
     "MAX_DEMAND",
     "add_cap",
     "DrainSubscription",
@@ -34,6 +40,7 @@ __all__ = [
     "from_iterable",
     "from_async_iterable",
     "range_",
+    "SequencePublisher",
     "just",
     "empty",
     "error",

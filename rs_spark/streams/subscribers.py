@@ -260,6 +260,7 @@ class CallbackSubscriber(_SingleSubscription):
 
     @property
     def done(self) -> bool:
+        """Whether the stream ended (completed, failed or cancelled)."""
         return self._done_event.is_set()
 
     def wait(self, timeout: float | None = None) -> None:

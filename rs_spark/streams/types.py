@@ -62,7 +62,9 @@ class Replayable(Protocol[R_co]):
     Spark last committed after a restart, so a replayable publisher needs no replay log.
     """
 
-    def subscribe_at(self, subscriber: Subscriber[R_co], position: int) -> None: ...
+    def subscribe_at(self, subscriber: Subscriber[R_co], position: int) -> None:
+        """Subscribe ``subscriber`` with the element at ``position`` (0-based) first."""
+        ...
 
 
 @runtime_checkable
@@ -77,7 +79,9 @@ class Committable(Protocol):
     again once: compare with the last one.
     """
 
-    def on_commit(self, position: int) -> None: ...
+    def on_commit(self, position: int) -> None:
+        """Every row before ``position`` is committed downstream."""
+        ...
 
 
 __all__ = ["Publisher", "Subscriber", "Subscription", "Processor", "Replayable", "Committable"]

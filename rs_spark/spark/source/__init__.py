@@ -1,8 +1,12 @@
 """The ``reactive`` source: a Publisher read with demand per micro-batch.
 
-:mod:`.reader` (Spark's reader: offsets become ``request(n)``), :mod:`.intake` (the Subscriber in
-the reader process), :mod:`.options`, :mod:`.resolve` (where the Publisher comes from),
+:mod:`.reader` (Spark's reader: offsets become ``request(n)``), :mod:`.live` (the driver-side
+reader process's state), :mod:`.intake` (the Subscriber in the reader process), :mod:`.upstream`
+(where rows can be asked for again: offsets <-> stream positions, acknowledgements),
+:mod:`.partitions` (where a micro-batch's rows are for executors), :mod:`.partitioned` (several
+endpoints as partitions, read by executors), :mod:`.data_loss` (rows that cannot be replayed,
+reported in one place), :mod:`.options`, :mod:`.resolve` (where the Publisher comes from),
 :mod:`.replay_log` (planned micro-batches made durable), :mod:`.bind_address` and
-:mod:`.sigterm` (the reader process's network and shutdown), :mod:`.read_stream` (a Publisher in
+:mod:`.sigterm` (the reader process's network and shutdown), :mod:`.read_stream` (Publishers in
 the user's process).
 """

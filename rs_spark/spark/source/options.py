@@ -75,6 +75,8 @@ class SourceOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
+        """Parse and check Spark's options (keys in any case); an unknown or unusable one raises
+        ``OptionError`` naming it and the fix."""
         check_known(options, SOURCE_OPTIONS, "format('reactive') (source)")
         o = lookup(options)
         publisher, endpoint, jvm_publisher = _the_publisher(o)
