@@ -1,6 +1,6 @@
-"""Exactly once and nothing lost under SIGKILL: a driver running two queries without a replay
+"""Exactly once and nothing lost under SIGKILL: a driver running three queries without a replay
 log (one reads an endpoint that cannot replay but keeps what it sent until Spark commits, one a
-replayable publisher) is killed at random points over 20 trials and restarted from its
+replayable publisher, one two endpoints as partitions) is killed at random points over 20 trials and restarted from its
 checkpoints each time (tests/reliability/trial.py). Every element the publishers emitted reaches
 the Subscribers once, in order, or is still kept by the endpoint for the next run."""
 
@@ -25,4 +25,4 @@ def test_sigkill_of_the_driver_loses_nothing_and_never_duplicates(tmp_path):
         figures = trial.check()
     finally:
         trial.close()
-    print(f"\n{TRIALS} SIGKILLs at {trial.kills} s after both queries subscribed: {figures}")
+    print(f"\n{TRIALS} SIGKILLs at {trial.kills} s after every query subscribed: {figures}")

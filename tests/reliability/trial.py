@@ -1,10 +1,11 @@
 """A SIGKILL trial of the driver, shared by the one-kill test and the 20-kill reliability test.
 
-One driver process (tests/reliability/driver.py) runs two queries without a replay log: one reads
-an endpoint served from this process (a publisher that cannot replay: the endpoint keeps what it
-sent until Spark commits, and the restarted reader resumes the same stream), one reads a
-replayable factory publisher (the restarted reader asks it again from the committed position).
-Both write into Subscribers served from this process with durable ledgers. The driver is killed
+One driver process (tests/reliability/driver.py) runs three queries without a replay log: one
+reads an endpoint served from this process (a publisher that cannot replay: the endpoint keeps what
+it sent until Spark commits, and the restarted reader resumes the same stream), one reads a
+replayable factory publisher (the restarted reader asks it again from the committed position), one
+reads two such endpoints as partitions (executors fetch from them). Each writes into a Subscriber
+served from this process with a durable ledger. The driver is killed
 with SIGKILL at random points and restarted from its checkpoints; at the end it stops gracefully.
 """
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 from pyspark.sql.types import StructType
 
 import rs_spark
 from rs_spark import streams as rs
 from rs_spark.spark.options import OptionError
+from rs_spark.spark.source.data_loss import DataLossError
 from rs_spark.spark.source.options import SourceOptions
 from rs_spark.spark.source.partitioned import EndpointRange, PartitionedStreamReader
 from tests.waits import wait_until
@@ -101,4 +103,29 @@ def test_a_partition_whose_publisher_fails_fails_the_query_naming_it(spark):
     q = df.writeStream.format("memory").queryName("partitions_fail").start()
     wait_until(lambda: not q.isActive, what="the query to fail", timeout=180)
     text = str(q.exception())
-    assert "partition 'bad'" in text and "gateway 7 went offline" in text
+    assert "partition 'bad'" in text and "gateway 7 went offline" in text and "after 5 records" in text
+    # The rows the partition made available before its error were read first, as on the single path.
+    assert spark.sql("select id from partitions_fail where p = 'bad' order by id").collect() == [(i,) for i in range(5)]
+
+
+def test_a_partition_gone_from_option_endpoint_is_data_loss_naming_it():
+    reader = _reader()
+    start = {"positions": {"a": 3, "b": 4, "c": 9}, "streams": {"a": "a" * 32, "b": "b" * 32, "c": "c" * 32}}
+    with pytest.raises(DataLossError, match=r"partitions c are in the checkpoint but not in option endpoint"):
+        reader.latestOffset(start, ReadAllAvailable())
+
+
+def test_a_new_partition_starts_at_position_0_with_its_key_recorded_before_any_row_is_read():
+    reader = _reader()
+    start = {"positions": {"a": 3}, "streams": {"a": "a" * 32}}
+    end = reader.latestOffset(start, ReadAllAvailable())  # no endpoint is contacted: nothing is read yet
+    assert end["positions"] == {"a": 3, "b": 0} and end["streams"]["a"] == "a" * 32
+    assert len(end["streams"]["b"]) == 32 and end["streams"]["b"] != "a" * 32
+
+
+@pytest.mark.parametrize(
+    "option", ["logPath", "prefetch", "numPartitions", "batchTransport", "minRecordsPerTrigger", "resumable"]
+)
+def test_single_reader_options_are_refused_when_executors_fetch_saying_why(option):
+    with pytest.raises(OptionError, match=f"option {option} does not apply when executors fetch from the endpoints"):
+        _reader(**{option: "1"})

@@ -24,7 +24,7 @@ SOURCE_OPTIONS: dict[str, str] = {
     "resumable": "with endpoint: read it as a resumable stream, so the serving side keeps what it sent until "
     "Spark commits and a restarted query continues without loss (default true)",
     "resumeWindow": "with endpoint: how long the serving side keeps the stream for a restarted query after the "
-    "connection drops, at most the endpoint's Retention.window (10 minutes by default), which applies when unset",
+    "connection drops, at most the endpoint's Retention.window (default: the endpoint's window, 10 minutes)",
     "schema": "DDL schema when none is given with .schema() and the publisher declares none",
     "maxRecordsPerTrigger": "at most this many records per micro-batch (ReadMaxRows)",
     "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
@@ -188,7 +188,28 @@ def _executor_fetch(o: dict[str, Any], endpoints: dict[str, str]) -> bool:
         )
     if fetch and not endpoints and "executorfetch" in o:
         raise OptionError("option executorFetch applies to option endpoint (rows fetched straight from the endpoints)")
+    if fetch:
+        _refuse_for_partitions(o)
     return fetch
+
+
+_NOT_WITH_PARTITIONS = {
+    "resumable": "the endpoints keep the rows executors fetch: they are always read as resumable streams",
+    "minrecordspertrigger": "each micro-batch takes what the partitions have (maxRecordsPerTrigger bounds it)",
+    "maxtriggerdelay": "each micro-batch takes what the partitions have (maxRecordsPerTrigger bounds it)",
+    "prefetch": "the endpoints keep rows available; nothing is prefetched into the reader",
+    "logpath": "the endpoints keep what Spark has not committed; no replay log is needed",
+    "numpartitions": "use minPartitions (Spark partitions per micro-batch, at least one per endpoint)",
+    "batchtransport": "executors fetch straight from the endpoints",
+}
+
+
+def _refuse_for_partitions(o: dict[str, Any]) -> None:
+    """Options of the single-reader path that executorFetch does not use: refused, saying why."""
+    for key, why in _NOT_WITH_PARTITIONS.items():
+        if key in o:
+            name = next(k for k in SOURCE_OPTIONS if k.lower() == key)
+            raise OptionError(f"option {name} does not apply when executors fetch from the endpoints: {why}")
 
 
 def _record_bounds(o: dict[str, Any]) -> tuple[int | None, int | None, int]:

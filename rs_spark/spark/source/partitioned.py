@@ -249,16 +249,16 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             time.sleep(0.005)  # availability arrives as metadata pushes: poll briefly within pollTimeout
 
     def _check(self, links: dict[str, _Link], positions: dict[str, int]) -> None:
-        """A partition whose publisher failed fails the query naming it; one that cannot be resumed
-        is reported as data loss and continues with a new stream."""
+        """A partition whose publisher failed fails the query naming it, once the rows it made
+        available before the error are planned; one that cannot be resumed is reported as data loss
+        and continues with a new stream."""
         for pid, link in links.items():
             err = link.error
             if isinstance(err, ResumeRejected):
                 self._replace(pid, link, positions, err)
-            elif err is not None:
+            elif err is not None and link.available <= positions.get(pid, link.start):
                 raise PublisherFailed(
-                    RuntimeError(f"partition {pid!r} ({redact(self._opts.endpoints[pid])}): {err}"),
-                    positions.get(pid, link.start),
+                    RuntimeError(f"partition {pid!r} ({redact(self._opts.endpoints[pid])}): {err}"), link.available
                 ) from err
 
     def _replace(self, pid: str, link: _Link, positions: dict[str, int], err: BaseException) -> None:

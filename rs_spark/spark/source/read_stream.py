@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ...net.address import parse
 from ...net.retention import Retention
-from ..session import check_reachable
+from ..session import check_reachable, is_local
 
 _served: list[Any] = []  # servers this process started for read_stream; stopped by stop_served()
 _lock = threading.Lock()
@@ -52,6 +52,8 @@ def read_stream(
     declared = _declared_schema(schema, next(iter(publishers.values())))
     codec = options.pop("codec", "json")
     check_reachable(spark, bind, "read_stream")
+    if len(publishers) > 1:
+        _check_executors_reach(spark, bind)
     server, token, names = _serve(publishers, bind, retention)
     register(spark)
     addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
@@ -75,6 +77,17 @@ def _by_partition(publisher: Any) -> dict[str, Any]:
         if not isinstance(pid, str) or not pid or any(c in pid for c in ",= "):
             raise ValueError(f"read_stream(): partition id {pid!r} must be a non-empty str without ',', '=' or spaces")
     return pubs
+
+
+def _check_executors_reach(spark: Any, bind: str) -> None:
+    """Several publishers are fetched by executors: on a cluster they must reach ``bind``."""
+    if is_local(spark) or not parse(bind, need_name=False).is_loopback:
+        return
+    raise ValueError(
+        f"read_stream() with several publishers serves them for Spark's executors to fetch from, and {bind} is "
+        "loopback, which executors on other hosts cannot reach; pass bind='tcp://<an address of this machine the "
+        "executors reach>:0' (a token is added)"
+    )
 
 
 def _declared_schema(schema: Any, publisher: Any) -> Any:

@@ -47,7 +47,12 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
             f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}"
         ) from exc
     kwargs = {"token": opts.token} if opts.token else {}
-    (address,) = opts.endpoints.values()  # several endpoints are read by executors (source/partitioned.py)
+    if len(opts.endpoints) != 1:
+        raise OptionError(
+            f"option endpoint names {len(opts.endpoints)} partitions ({', '.join(opts.endpoints)}); several endpoints "
+            "are read by a streaming query (spark.readStream), whose executors fetch from each; spark.read reads one"
+        )
+    (address,) = opts.endpoints.values()
     return connect(address, **kwargs)
 
 

@@ -6,7 +6,7 @@ import org.apache.spark.sql.types.StructType;
 
 import rsspark.rsocket.StreamReader;
 
-/** A publisher served by rs_spark.net, read with {@link StreamReader} (resumable unless option resume=false). */
+/** A publisher served by rs_spark.net, read with {@link StreamReader} (resumable unless option resumable=false). */
 final class EndpointFeed implements RowFeed {
     private final StreamReader<Chunk> reader;
 

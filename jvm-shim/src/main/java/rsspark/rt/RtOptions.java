@@ -36,7 +36,7 @@ public final class RtOptions implements Serializable {
         known("maxBufferedRecords", "micro-batch mode: most rows the driver holds; jvmPublisher: most rows kept "
                 + "until Spark commits them (default 100000)");
         known("pollTimeout", "micro-batch mode: how long latestOffset waits for a first new row (default 500ms)");
-        known("resume", "true (default): read the endpoint as a resumable stream, lossless across restarts; false: "
+        known("resumable", "true (default): read the endpoint as a resumable stream, lossless across restarts; false: "
                 + "plain request-stream (a restart subscribes anew)");
         known("resumeWindow", "seconds the server keeps the stream for a reader that comes back (default: the "
                 + "server's Retention.window)");
@@ -76,7 +76,7 @@ public final class RtOptions implements Serializable {
                 ? longOption(o, "maxRecordsPerTrigger", 0, 1, Integer.MAX_VALUE) : null;
         maxBufferedRecords = (int) longOption(o, "maxBufferedRecords", 100_000, 1, Integer.MAX_VALUE);
         pollTimeoutMs = durationMs(o, "pollTimeout", "500ms");
-        resume = bool(o, "resume", true);
+        resume = bool(o, "resumable", true);
         cancelOnStop = bool(o, "cancelOnStop", true);
         resumeWindow = o.containsKey("resumewindow") ? durationMs(o, "resumeWindow", "0s") / 1000.0 : 0;
         connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", "10s"));
