@@ -16,7 +16,7 @@ from pyspark.errors import StreamingQueryException
 import rs_spark
 from rs_spark.delivery import BatchAborted, QueryFailed
 
-from .subscribers import Recorder
+from ..subscribers import Recorder
 
 SCHEMA = "id LONG, name STRING, price DOUBLE"
 
@@ -205,8 +205,7 @@ def test_spec_3_9_subscriber_requesting_zero_gets_on_error_and_the_query_fails_n
 
 
 def test_subscriber_that_never_requests_fails_the_commit_after_commit_timeout(spark, tmp_path):
-    rec = Recorder(batch=0)
-    rec._request = lambda n: None  # never signals demand
+    rec = Recorder(batch=0)  # never signals demand
     q = rs_spark.write_stream(
         source(spark, count=10, per_batch=10),
         rec,
