@@ -166,10 +166,7 @@ def test_query_stop_reaches_the_subscriber_as_on_complete(spark, tmp_path):
         trigger={"processingTime": "100 milliseconds"},
     )
     try:
-        for _ in range(600):
-            if len(rec.items) >= 1000:
-                break
-            rec.done.wait(0.1)
+        rec.wait_for(1000)
     finally:
         q.stop()
     assert rec.done.wait(30) and rec.completed and rec.error is None
