@@ -15,6 +15,8 @@ from pyspark.errors import StreamingQueryException
 
 import rs_spark
 from rs_spark.delivery import BatchAborted, QueryFailed
+from rs_spark.spark.options import OptionError
+from rs_spark.spark.sink.options import SinkOptions
 
 from ..subscribers import Recorder
 
@@ -365,10 +367,20 @@ def test_unreachable_endpoint_fails_the_commit_with_the_address(spark, tmp_path)
         ({"endpoint": "tcp://127.0.0.1:1/x", "inlineMaxBytes": "lots"}, "not a size"),
     ],
 )
-def test_bad_sink_options_are_refused_with_the_fix(spark, tmp_path, options, message):
-    w = source(spark, count=1).writeStream.format("reactive").option("checkpointLocation", str(tmp_path / "ck"))
-    for k, v in options.items():
-        w = w.option(k, v)
-    with pytest.raises(StreamingQueryException, match=message):  # the options are parsed as the query starts
+def test_bad_sink_options_are_refused_with_the_fix(options, message):
+    with pytest.raises(OptionError, match=message):
+        SinkOptions.parse({"checkpointLocation": "/tmp/ck", **options})
+
+
+def test_bad_sink_options_fail_the_query_as_it_starts_saying_the_fix(spark, tmp_path):
+    """Spark hands the options to the sink as the query starts (the cases: the test above)."""
+    w = (
+        source(spark, count=1)
+        .writeStream.format("reactive")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("endpoint", "tcp://127.0.0.1:1/x")
+        .option("stagingLocaton", "/tmp")
+    )
+    with pytest.raises(StreamingQueryException, match="Did you mean 'stagingLocation'"):
         q = w.trigger(availableNow=True).start()
         q.awaitTermination(60)
