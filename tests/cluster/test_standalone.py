@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 
 import pytest
 
+from ..ports import free_port, listening
 from ..subscribers import Recorder
-from ..waits import listening, wait_until
+from ..waits import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -27,12 +27,6 @@ def _spark_home() -> str:
     import pyspark
 
     return os.path.dirname(pyspark.__file__)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_port(port: int, proc: subprocess.Popen, what: str, log: os.PathLike) -> None:
@@ -52,7 +46,7 @@ def cluster(tmp_path_factory):
         SPARK_WORKER_DIR=str(base / "work"),
     )
     spark_class = os.path.join(home, "bin", "spark-class")
-    port, ui = _free_port(), _free_port()
+    port, ui = free_port(), free_port()
     logs = []
     procs = []
 
@@ -70,7 +64,7 @@ def cluster(tmp_path_factory):
     _wait_port(port, master, "the master", base / "master.log")
     url = f"spark://127.0.0.1:{port}"
     for i in range(2):
-        wport = _free_port()
+        wport = free_port()
         start(
             [
                 "org.apache.spark.deploy.worker.Worker",
@@ -80,7 +74,7 @@ def cluster(tmp_path_factory):
                 "--port",
                 str(wport),
                 "--webui-port",
-                str(_free_port()),
+                str(free_port()),
                 "--cores",
                 "1",
                 "--memory",

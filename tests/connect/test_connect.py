@@ -6,23 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from ..waits import listening, wait_until
+from ..ports import free_port, listening
+from ..waits import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +25,7 @@ def connect_url(tmp_path_factory):
 
     home = os.path.dirname(pyspark.__file__)
     base = tmp_path_factory.mktemp("connect")
-    port = _free_port()
+    port = free_port()
     # The server's Python workers run this interpreter and import the tests' factories.
     env = dict(
         os.environ,
