@@ -46,12 +46,14 @@ class Recorder:
         self.signals_after_end = 0
         self.unrequested = 0  # on_next beyond demand (rule 1.1): also raised in on_next
         self.subscribed = threading.Event()
+        self._demand = threading.Lock()
 
     # -- for the test ------------------------------------------------------------------------------
     def request(self, n: int) -> None:
         """Signal demand for ``n`` more elements (counted in ``outstanding``)."""
-        self.outstanding += n
-        self.max_outstanding = max(self.max_outstanding, self.outstanding)
+        with self._demand:  # the test's thread and on_next's may both request
+            self.outstanding += n
+            self.max_outstanding = max(self.max_outstanding, self.outstanding)
         self.s.request(n)
 
     def wait_for(self, count: int, timeout: float = 60.0) -> None:
@@ -78,8 +80,10 @@ class Recorder:
     def on_next(self, x: Any) -> None:
         if self.done.is_set():
             self.signals_after_end += 1
-        self.outstanding -= 1
-        if self.outstanding < 0:
+        with self._demand:
+            self.outstanding -= 1
+            over = self.outstanding < 0
+        if over:
             self.unrequested += 1
             raise AssertionError(f"on_next({x!r}) was not requested (rule 1.1)")
         if self.raise_at is not None and len(self.items) == self.raise_at:
