@@ -117,6 +117,8 @@ def _stop_own_resource_tracker():
 
 
 def leftovers(token, grace_s):
+    """The marked processes still running after up to ``grace_s`` (polled: no event says a process
+    of another tree exited). Unlike tests/waits.wait_until it returns what is left instead of failing."""
     deadline = time.monotonic() + grace_s
     while True:
         pids = list(_marked(token))

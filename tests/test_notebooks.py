@@ -1,5 +1,5 @@
 """Every notebook in notebooks/ runs top to bottom in a real Jupyter kernel (nbclient +
-ipykernel, this interpreter), and is stored without outputs."""
+ipykernel, this interpreter; one kernel for all, see ``kernel``), and is stored without outputs."""
 
 from __future__ import annotations
 
@@ -29,15 +29,30 @@ def test_notebook_is_stored_without_outputs(path):
             assert not cell.outputs and cell.execution_count is None, f"{path}: clear outputs before committing"
 
 
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """One Jupyter kernel (ipykernel's own spec: this interpreter; cwd a scratch folder) for the
+    notebooks, in turn. A kernel and a Spark JVM per notebook cost half the run; each notebook still
+    starts and stops its own SparkSession, and starts with an empty namespace (``%reset -f``), so a
+    name it forgot to import or define fails as in a fresh kernel."""
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(cwd=str(tmp_path_factory.mktemp("notebooks")))
+    yield km
+    km.shutdown_kernel(now=True)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
-def test_notebook_runs_top_to_bottom(path, tmp_path):
+def test_notebook_runs_top_to_bottom(path, kernel):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
-    # The kernel is this interpreter (ipykernel's own spec); cwd is a scratch folder.
-    client = NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%reset -f"))  # nothing left from the notebook before
+    client = NotebookClient(nb, km=kernel, timeout=300)
     try:
         client.execute()
     except CellExecutionError as e:
+        kernel.restart_kernel(now=True)  # the next notebook starts clean, not in this one's wreckage
         pytest.fail(f"{os.path.basename(path)} failed:\n{e}")

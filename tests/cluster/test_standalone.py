@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
+
+from ..ports import free_port, listening
+from ..subscribers import Recorder
+from ..waits import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -27,23 +29,8 @@ def _spark_home() -> str:
     return os.path.dirname(pyspark.__file__)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(f"{what} exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"{what} did not open port {port} within {timeout} s")
+def _wait_port(port: int, proc: subprocess.Popen, what: str, log: os.PathLike) -> None:
+    wait_until(lambda: listening(port, proc, what, log), f"{what} to listen on port {port}", 60, interval=0.2)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +46,7 @@ def cluster(tmp_path_factory):
         SPARK_WORKER_DIR=str(base / "work"),
     )
     spark_class = os.path.join(home, "bin", "spark-class")
-    port, ui = _free_port(), _free_port()
+    port, ui = free_port(), free_port()
     logs = []
     procs = []
 
@@ -74,10 +61,10 @@ def cluster(tmp_path_factory):
         ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
         "master",
     )
-    _wait_port(port, master, "the master")
+    _wait_port(port, master, "the master", base / "master.log")
     url = f"spark://127.0.0.1:{port}"
     for i in range(2):
-        wport = _free_port()
+        wport = free_port()
         start(
             [
                 "org.apache.spark.deploy.worker.Worker",
@@ -87,7 +74,7 @@ def cluster(tmp_path_factory):
                 "--port",
                 str(wport),
                 "--webui-port",
-                str(_free_port()),
+                str(free_port()),
                 "--cores",
                 "1",
                 "--memory",
@@ -97,7 +84,7 @@ def cluster(tmp_path_factory):
             ],
             f"worker{i}",
         )
-        _wait_port(wport, procs[-1], f"worker {i}")
+        _wait_port(wport, procs[-1], f"worker {i}", base / f"worker{i}.log")
     yield url, env, base
     for p in procs:
         p.terminate()
@@ -135,16 +122,16 @@ def test_spark_submit_example_pipeline_on_a_standalone_cluster(cluster):
         "--log-path",
         str(log),
         "--total",
-        "12000",
+        "6000",
         "--max-records-per-trigger",
-        "4000",
+        "3000",  # two micro-batches: enough to show batches read from the replay log, and it truncated
         "--partitions",
         "2",
     ]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=str(base))
     tail = (r.stdout + r.stderr)[-4000:]
     assert r.returncode == 0, tail
-    assert "rs_spark pipeline: 12000 readings (12000 distinct)" in r.stdout, tail
+    assert "rs_spark pipeline: 6000 readings (6000 distinct)" in r.stdout, tail
     m = re.search(r"Subscriber received (\d+) hot readings \((\d+) distinct; Parquet has (\d+)", r.stdout)
     assert m and int(m.group(1)) == int(m.group(2)) == int(m.group(3)) > 0, tail
     # executors in separate JVMs ran the tasks
@@ -187,34 +174,13 @@ def _pids(match: str) -> list:
 def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplicates_nothing(cluster):
     """Tasks retry on the surviving executors; the sink hub sees every record once, in order."""
     import signal
-    import threading
 
     from rs_spark.delivery import serve_sink
 
     url, env, base = cluster
-    seen, lock = [], threading.Lock()
-
-    class Slow:
-        def on_subscribe(self, s):
-            self.s = s
-            s.request(50)
-
-        def on_next(self, row):
-            with lock:
-                seen.append(row["id"])
-                n = len(seen)
-            time.sleep(0.001)
-            if n % 50 == 0:
-                self.s.request(50)
-
-        def on_error(self, e):
-            pass
-
-        def on_complete(self):
-            pass
-
+    rec = Recorder(batch=50, delay=0.001)  # slow: the kills land while micro-batches are being delivered
     total = 9000
-    ep = serve_sink(Slow())
+    ep = serve_sink(rec)
     cmd = [
         sys.executable,
         os.path.join(ROOT, "tests", "reliability", "driver.py"),
@@ -236,15 +202,12 @@ def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplica
     p = subprocess.Popen(cmd, cwd=ROOT, env=denv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = {}
     try:
-        deadline = time.time() + 180
-        while len(seen) < 1000 and time.time() < deadline and p.poll() is None:
-            time.sleep(0.1)
+        wait_until(lambda: len(rec.items) >= 1000 or p.poll() is not None, "1000 rows delivered", 180)
         executors = _pids("CoarseGrainedExecutorBackend")
         assert executors, "no executor JVM found"
         os.kill(executors[0], signal.SIGKILL)
-        killed["executor"] = len(seen)
-        while len(seen) < 4000 and time.time() < deadline and p.poll() is None:
-            time.sleep(0.1)
+        killed["executor"] = len(rec.items)
+        wait_until(lambda: len(rec.items) >= 4000 or p.poll() is not None, "4000 rows delivered", 180)
         # Only an executor's Python worker: the driver's own Python processes (the stream reader,
         # the sink's commit) are not retried by Spark; killing them fails the query by design.
         executors = set(_pids("CoarseGrainedExecutorBackend"))
@@ -255,7 +218,7 @@ def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplica
         ]
         if workers:
             os.kill(max(workers), signal.SIGKILL)  # the newest: a forked worker more likely than the daemon
-            killed["python worker"] = len(seen)
+            killed["python worker"] = len(rec.items)
         out, err = p.communicate(timeout=400)
         assert p.returncode == 0, err[-4000:]
     finally:
@@ -263,8 +226,9 @@ def test_killing_an_executor_jvm_and_a_python_worker_mid_batch_loses_and_duplica
             p.kill()
         ep.stop()
     assert "executor" in killed
-    assert seen == list(range(total)), (
-        f"{len(seen)} delivered, {len(set(seen))} distinct; first problem at "
-        f"{next((i for i, x in enumerate(seen) if x != i), None)}"
+    ids = [row["id"] for row in rec.items]
+    assert ids == list(range(total)), (
+        f"{len(ids)} delivered, {len(set(ids))} distinct; first problem at "
+        f"{next((i for i, x in enumerate(ids) if x != i), None)}"
     )
     print(f"\nkilled {killed} (rows delivered at the kill); {total} rows delivered exactly once, in order")

@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import pytest
+
+from ..ports import free_port, listening
+from ..waits import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +25,7 @@ def connect_url(tmp_path_factory):
 
     home = os.path.dirname(pyspark.__file__)
     base = tmp_path_factory.mktemp("connect")
-    port = _free_port()
+    port = free_port()
     # The server's Python workers run this interpreter and import the tests' factories.
     env = dict(
         os.environ,
@@ -61,20 +56,17 @@ def connect_url(tmp_path_factory):
     ]
     log = open(base / "server.log", "w")
     proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(base))
-    deadline = time.time() + 120
-    while True:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"the Connect server exited with {proc.returncode}: {(base / 'server.log').read_text()[-3000:]}"
-            )
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                break
-        except OSError:
-            if time.time() > deadline:
-                proc.kill()
-                raise AssertionError("the Connect server did not listen within 120 s")
-            time.sleep(0.5)
+    try:
+        wait_until(
+            lambda: listening(port, proc, "the Connect server", base / "server.log"),
+            f"the Connect server to listen on 127.0.0.1:{port}",
+            120,
+            interval=0.2,
+        )
+    except BaseException:
+        proc.kill()
+        log.close()
+        raise
     yield f"sc://127.0.0.1:{port}"
     proc.terminate()
     try:

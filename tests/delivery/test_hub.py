@@ -5,7 +5,6 @@ by rs_spark.tck."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pyarrow as pa
 import pytest
@@ -15,7 +14,8 @@ from rs_spark import streams as rs
 from rs_spark.delivery import DeliveryHub, EndReason, HubEnd, SinkError, serve_sink
 from rs_spark.delivery.wire import tag_batch
 from rs_spark.tck import PublisherVerification, Timeouts
-from tests.spark.subscribers import Recorder
+from tests.subscribers import Recorder
+from tests.waits import wait_until
 
 
 def rows(lo, hi):
@@ -97,25 +97,10 @@ def test_ledger_file_keeps_exactly_once_across_a_hub_restart(tmp_path):
         ep.stop()
 
 
-def _until(cond, timeout=10.0):
-    """Wait until ``cond()`` holds (polled: the hub's state changes on its delivery thread)."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def test_demand_bounds_what_the_hub_holds():
     """A Subscriber that requested 5 and stopped: the hub holds at most one record batch of the
     commit (the channel is asked for the next only when the Subscriber took the previous)."""
-    rec = Recorder(batch=5)
-
-    def on_next(x):
-        rec.items.append(x)  # never requests more
-
-    rec.on_next = on_next
+    rec = Recorder(batch=5, refill=False)  # never requests more
     ep = serve_sink(rec)
     outcome = []
 
@@ -129,7 +114,7 @@ def test_demand_bounds_what_the_hub_holds():
     try:
         t.start()
         # The drain is done once the hub has counted the 5 rows as taken from the first record batch.
-        assert _until(lambda: len(rec.items) == 5 and ep.hub.buffered == 995), (len(rec.items), ep.hub.buffered)
+        wait_until(lambda: len(rec.items) == 5 and ep.hub.buffered == 995, "5 rows taken and 995 buffered", 10)
         assert ep.hub.outstanding == 0 and ep.hub.delivered == 5
         ep.hub.finish()  # the query ends: the commit still waiting for demand is refused
         t.join(20)

@@ -12,6 +12,8 @@ from rs_spark import streams as rs
 from rs_spark.jvm import JvmError, JvmPublisher, JvmSubscriber, ShimNotFound
 from rs_spark.streams.subscribers import BlockingIterator
 
+from ..waits import wait_until
+
 
 def _all(pub, prefetch=64):
     it = BlockingIterator(prefetch=prefetch)
@@ -113,14 +115,6 @@ class _Manual:
         assert self.s.wait_ended(10), "the pump did not stop after cancel"
 
 
-def _wait(cond, timeout=10.0):
-    """Poll what has no event to wait on here (JVM-side state, files)."""
-    end = time.monotonic() + timeout
-    while not cond() and time.monotonic() < end:
-        time.sleep(0.005)
-    return cond()
-
-
 def test_python_demand_is_jvm_demand_and_nothing_is_requested_ahead(jvm):
     pub = JvmPublisher(jvm.rsspark.jvm.Sources.submissionEndless(), jvm)
     m = _Manual()
@@ -196,7 +190,7 @@ class _Slow(_Manual):
     def on_next(self, x):
         self.worst = max(self.worst, self.s.requested_rows - self.rows())
         super().on_next(x)
-        time.sleep(0.001)
+        time.sleep(0.001)  # not synchronisation: the slow consumer under test
 
 
 @pytest.mark.parametrize("elements", ["values", "batches"])
@@ -231,7 +225,7 @@ def test_file_hand_off_maps_each_batch_and_leaves_no_file_behind(jvm):
     assert pa.Table.from_batches(batches).column("value").to_pylist() == list(range(50_000))
     assert len(batches) >= 50_000 // 4096
     # the pump removes its private hand-off folder once the stream has ended (on its own thread)
-    assert _wait(lambda: set(glob.glob("/dev/shm/rs-spark-jvm-*")) - before == set())
+    wait_until(lambda: set(glob.glob("/dev/shm/rs-spark-jvm-*")) - before == set(), "the hand-off folder removed", 10)
 
 
 def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
@@ -241,7 +235,7 @@ def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
     rs.from_iterable([{"id": i, "symbol": f"S{i}", "price": i / 4, "buy": i % 2 == 0} for i in range(20)]).subscribe(
         sub
     )
-    assert _wait(rec.isComplete)
+    wait_until(rec.isComplete, "the records subscriber complete", 10)
     items = list(rec.items())
     assert len(items) == 20 and items[3].symbol() == "S3" and items[3].price() == 0.75
     assert rec.violation() is None
@@ -250,12 +244,12 @@ def test_python_publisher_into_jvm_subscriber_with_records_beans_and_maps(jvm):
     rs.from_iterable([("Q1", 1), ("Q2", 2)]).subscribe(
         JvmSubscriber(bean, jvm, schema="symbol:string,size:int32", kind="rsspark.fixtures.Quote")
     )
-    assert _wait(bean.isComplete)
+    wait_until(bean.isComplete, "the beans subscriber complete", 10)
     assert [(q.getSymbol(), q.getSize()) for q in bean.items()] == [("Q1", 1), ("Q2", 2)]
 
     maps = C(1000)
     rs.from_iterable([{"k": "a", "v": 1.5}]).subscribe(JvmSubscriber(maps, jvm))
-    assert _wait(maps.isComplete)
+    wait_until(maps.isComplete, "the maps subscriber complete", 10)
     m = maps.items()[0]
     assert m.getClass().getName() == "java.util.LinkedHashMap" and (m["k"], m["v"]) == ("a", 1.5)
 
@@ -266,7 +260,7 @@ def test_record_batches_feed_a_jvm_subscriber_row_by_row_within_its_demand(jvm):
         pa.record_batch([pa.array(range(i * 100, i * 100 + 100), pa.int64())], names=["value"]) for i in range(5)
     ]
     rs.from_iterable(batches).subscribe(JvmSubscriber(col, jvm, elements="batches"))
-    assert _wait(col.isComplete)
+    wait_until(col.isComplete, "the JVM subscriber complete", 10)
     assert list(col.items()) == list(range(500)) and col.violation() is None
 
 
@@ -299,7 +293,7 @@ def test_a_python_error_reaches_the_jvm_subscriber_after_the_elements(jvm):
         raise ValueError("bad sensor")
 
     rs.defer(gen).subscribe(JvmSubscriber(col, jvm, schema="value:int64"))
-    assert _wait(lambda: col.errorText() is not None)
+    wait_until(lambda: col.errorText() is not None, "the error at the JVM subscriber", 10)
     assert list(col.items()) == [1, 2]
     assert "ValueError: bad sensor" in col.errorText()
 

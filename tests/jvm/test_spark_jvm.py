@@ -3,37 +3,22 @@ readStream.format("reactive"), and a Spark query writes into a JVM Subscriber.""
 
 from __future__ import annotations
 
-import os
 import uuid
 
 import pytest
 
 from tests.waits import wait_until
 
-from .conftest import ROOT, build, extra_jars
+from .conftest import build, extra_jars
 
 pytestmark = pytest.mark.slow  # a SparkSession and streaming queries: > 20 s together
-
-
-@pytest.fixture(scope="module")
-def spark():
-    build()
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [ROOT, os.environ.get("PYTHONPATH")] if p)
-    from pyspark.sql import SparkSession
-
-    from rs_spark.spark import local_session
-
-    existing = SparkSession.getActiveSession()
-    session = local_session("rs_spark-jvm-tests", **{"spark.sql.streaming.pollingDelay": "10ms"})
-    yield session
-    if existing is None:
-        session.stop()
 
 
 @pytest.fixture(scope="module")
 def j(spark):
     from rs_spark.spark.jvm import jvm
 
+    build()
     return jvm(spark, extra_jars())  # the one helper call: the shim joins the running driver
 
 

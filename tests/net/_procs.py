@@ -77,7 +77,7 @@ def push_to_subscriber(address, count, delay, keepalive, lifetime):
 
     def slow():
         for i in range(count):
-            time.sleep(delay)
+            time.sleep(delay)  # not synchronisation: the client's pace
             yield i
 
     sub = net.connect_subscriber(address, keepalive=keepalive, lifetime=lifetime)
@@ -89,7 +89,7 @@ def read_forever(address, keepalive, lifetime):
     """Read a served publisher one element at a time, slowly, until killed."""
     it = rs.iterate(net.connect(address, keepalive=keepalive, lifetime=lifetime), prefetch=1)
     for _ in it:
-        time.sleep(0.05)
+        time.sleep(0.05)  # not synchronisation: a slow reader's pace
 
 
 def serve_spilling(port, spill, counter_file, conn, token):

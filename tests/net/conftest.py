@@ -1,3 +1,8 @@
+"""Fixtures of the net tests: a plain server, spawned child processes serving or reading, TLS files.
+
+A module that needs a server configured otherwise (limits, TLS, WebSocket) defines its own
+``server`` fixture, which takes the place of this one there."""
+
 from __future__ import annotations
 
 import multiprocessing as mp
@@ -6,6 +11,8 @@ import signal
 import tempfile
 
 import pytest
+
+from rs_spark import net
 
 from . import _procs
 
@@ -32,6 +39,15 @@ class Child:
                 pass
             self.proc.kill()
         self.proc.join(10)
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A ``net.Server`` on 127.0.0.1 with default settings, shared by the module's tests (each
+    registers its own names)."""
+    s = net.Server()
+    yield s
+    s.stop()
 
 
 @pytest.fixture(params=["tcp", "unix"])

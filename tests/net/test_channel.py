@@ -14,15 +14,10 @@ from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.tck import IdentityProcessorVerification, Timeouts
 
+from ..subscribers import Recorder
+
 NET = Timeouts(default=1.0, no_signals=0.1, poll=0.01, gc=0.5)
 _names = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = net.Server()
-    yield s
-    s.stop()
 
 
 def test_channel_carries_elements_both_ways_json(server):
@@ -64,36 +59,19 @@ def test_channel_slow_answer_subscriber_slows_the_sender(server):
 
     addr = server.add_processor(f"slow{next(_names)}", make)
     proc = net.connect_processor(addr)
-    got = []
-    done = threading.Event()
-    subs = {}
-
-    class Slow:
-        def on_subscribe(self, s):
-            subs["s"] = s
-            s.request(5)
-
-        def on_next(self, x):
-            got.append(x)
-
-        def on_error(self, e):
-            done.set()
-
-        def on_complete(self):
-            done.set()
-
-    proc.subscribe(Slow())
+    sub = Recorder(batch=5, refill=False)
+    proc.subscribe(sub)
     rs.range_(10_000).subscribe(proc)
     # Only 5 answers requested: the processor (map) requests what its subscriber asks, so the
     # server sees at most a small bounded number of elements beyond the 5, never the 10 000.
-    deadline = threading.Event()
-    deadline.wait(0.5)
-    assert got == list(range(5))
+    sub.wait_for(5, 10)
+    threading.Event().wait(0.5)  # not synchronisation: the window in which nothing more may arrive
+    assert sub.items == list(range(5))
     with seen_lock:
         assert len(seen) <= 5
-    subs["s"].request(2**63 - 1)
-    assert done.wait(10)
-    assert got == list(range(10_000))
+    sub.request(2**63 - 1)
+    assert sub.wait_done(10).error is None
+    assert sub.items == list(range(10_000))
 
 
 def test_channel_server_error_reaches_the_client_answers(server):

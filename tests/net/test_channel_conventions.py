@@ -4,42 +4,13 @@ never before it was requested; the implied credit of the first element is counte
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.net import ChannelData, ChannelOpen
 
-
-class Stepping:
-    """Requests one element at a time and checks none arrives unrequested (rule 1.1)."""
-
-    def __init__(self) -> None:
-        self.got, self.requested, self.done, self.error = [], 0, threading.Event(), None
-        self.unrequested = 0
-
-    def on_subscribe(self, s):
-        self.s = s
-        self._ask()
-
-    def _ask(self):
-        self.requested += 1
-        self.s.request(1)
-
-    def on_next(self, x):
-        self.got.append(x)
-        if len(self.got) > self.requested:
-            self.unrequested += 1
-        self._ask()
-
-    def on_error(self, e):
-        self.error = e
-        self.done.set()
-
-    def on_complete(self):
-        self.done.set()
+from ..subscribers import Recorder
 
 
 @pytest.mark.parametrize(
@@ -50,7 +21,7 @@ class Stepping:
 def test_matching_conventions_deliver_every_element_once_in_order(data, open_, codec):
     import pyarrow as pa
 
-    sub = Stepping()
+    sub = Recorder(batch=1)  # one at a time: any element beyond demand is counted
     server = net.Server(channel_data=data)
     address = server.add_subscriber("sink", sub)
     if codec == "arrow":
@@ -63,22 +34,22 @@ def test_matching_conventions_deliver_every_element_once_in_order(data, open_, c
         assert sub.done.wait(30) and sub.error is None, sub.error
         assert sub.unrequested == 0
         if codec == "arrow":
-            assert pa.Table.from_batches(sub.got).column("x").to_pylist() == list(range(60))
+            assert pa.Table.from_batches(sub.items).column("x").to_pylist() == list(range(60))
         else:
-            assert sub.got == items
+            assert sub.items == items
     finally:
         server.stop()
 
 
 @pytest.mark.parametrize("publisher,expect_error", [(rs.empty(), False), (rs.error(KeyError("gone")), True)])
 def test_an_empty_or_failing_publisher_opens_the_channel_without_an_element(publisher, expect_error):
-    sub = Stepping()
+    sub = Recorder(batch=1)
     server = net.Server()
     remote = net.connect_subscriber(server.add_subscriber("sink", sub))
     try:
         publisher.subscribe(remote)
         assert sub.done.wait(30)
-        assert sub.got == []  # nothing invented from the data-less REQUEST_CHANNEL
+        assert sub.items == []  # nothing invented from the data-less REQUEST_CHANNEL
         assert (sub.error is not None) == expect_error
         if expect_error:
             assert "gone" in str(sub.error)
@@ -89,13 +60,13 @@ def test_an_empty_or_failing_publisher_opens_the_channel_without_an_element(publ
 def test_parameters_mode_never_delivers_the_request_data():
     """The ``rsocket`` package's reading: a client putting parameters in the REQUEST_CHANNEL data
     (here rs_spark's first_element client, standing in for it) does not see them become an element."""
-    sub = Stepping()
+    sub = Recorder(batch=1)
     server = net.Server(channel_data=ChannelData.PARAMETERS)
     remote = net.connect_subscriber(server.add_subscriber("sink", sub), channel_open=ChannelOpen.FIRST_ELEMENT)
     try:
         rs.from_iterable(["params", 1, 2]).subscribe(remote)
         assert sub.done.wait(30)
-        assert sub.got == [1, 2]
+        assert sub.items == [1, 2]
     finally:
         server.stop()
 

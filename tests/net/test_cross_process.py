@@ -12,6 +12,7 @@ import pytest
 from rs_spark import net
 from rs_spark import streams as rs
 
+from ..subscribers import Recorder
 from . import _procs
 from .conftest import CTX
 
@@ -42,7 +43,7 @@ def test_demand_end_to_end_slow_remote_subscriber_bounds_the_publisher(publisher
     for x in it:
         assert x == consumed
         consumed += 1
-        time.sleep(0.005)
+        time.sleep(0.005)  # not synchronisation: the slow consumer under test
         worst = max(worst, publisher_child.produced.value - consumed)
         if consumed == 200:
             break
@@ -105,42 +106,20 @@ def test_dropped_server_ends_the_stream_with_on_error_within_keepalive_bound(pub
     assert f"lifetime of {lifetime} s" in str(errors[0])
 
 
-class _Recorder:
-    """A served subscriber: ``flowing`` once an element arrived, ``done`` at its terminal signal."""
-
-    def __init__(self) -> None:
-        self.errors: list[BaseException] = []
-        self.flowing = threading.Event()
-        self.done = threading.Event()
-
-    def on_subscribe(self, s):
-        s.request(1000)
-
-    def on_next(self, x):
-        self.flowing.set()
-
-    def on_error(self, e):
-        self.errors.append(e)
-        self.done.set()
-
-    def on_complete(self):
-        self.done.set()
-
-
 @pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGKILL], ids=["SIGSTOP", "SIGKILL"])
 def test_dropped_client_ends_the_served_subscriber_with_on_error_within_keepalive_bound(bind, sig):
     """SIGSTOP (silent: the keepalive notices), or SIGKILL (the socket closes), the client process
     feeding a served subscriber: the subscriber gets on_error either way."""
-    sub = _Recorder()
+    sub = Recorder(batch=1000, refill=False)  # enough to see the stream flow; then the client waits
     server = net.serve(sub, name="sink", bind=bind)
     child = CTX.Process(target=_procs.push_to_subscriber, args=(server.address, 10**6, 0.01, 0.2, 1.0), daemon=True)
     try:
         child.start()
-        assert sub.flowing.wait(60), "no element arrived from the client process"
+        sub.wait_for(1, 60)  # the stream flows
         os.kill(child.pid, sig)
         # The bound: the client's keepalive lifetime (1 s) plus slack for a loaded machine, not forever.
         assert sub.done.wait(6), f"the served subscriber got no signal after the client got {sig.name}"
-        assert sub.errors and isinstance(sub.errors[0], net.ConnectionLost), sub.errors
+        assert isinstance(sub.error, net.ConnectionLost), sub.error
     finally:
         if child.is_alive():
             os.kill(child.pid, signal.SIGCONT)

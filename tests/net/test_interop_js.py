@@ -8,12 +8,6 @@ that element (before: 999 of 1000 arrived one way, one null element too many the
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import queue
-import shutil
-import subprocess
 import threading
 
 import pytest
@@ -21,68 +15,12 @@ import pytest
 from rs_spark import net
 from rs_spark import streams as rs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-JS = os.path.join(ROOT, "interop", "js")
-NODE = shutil.which("node")
+from ..js_peer import JsPeer, js_server_at
+from ..subscribers import Recorder
+
 TOKEN = "js-interop-token"
 
-pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js is not installed: rsocket-js cannot run")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _installed():
-    if not os.path.isdir(os.path.join(JS, "node_modules", "rsocket-core")):
-        pytest.fail("rsocket-js is not installed: run `npm ci --prefix interop/js` (.ci/setup does)")
-
-
-class JsPeer:
-    """``node peer.js ...`` with its stdout read line by line as JSON; ends when stdin closes."""
-
-    def __init__(self, *args: object) -> None:
-        self.proc = subprocess.Popen(
-            [NODE, os.path.join(JS, "peer.js"), *map(str, args)],
-            cwd=JS,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            self.lines.put(line)
-
-    def next(self, timeout: float = 60.0) -> dict:
-        try:
-            return json.loads(self.lines.get(timeout=timeout))
-        except queue.Empty:
-            self.close()
-            raise AssertionError(
-                f"rsocket-js said nothing in {timeout} s; stderr: {self.proc.stderr.read()}"
-            ) from None  # queue.Empty says nothing more
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()  # type: ignore[union-attr]
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for f in (self.proc.stdout, self.proc.stderr):
-            f.close()  # type: ignore[union-attr]
-
-
-@contextlib.contextmanager
-def js_server_at(count: int, step: int):
-    """An rsocket-js server with ``count`` numbers and a sink requesting ``step`` at a time: (peer, port)."""
-    peer = JsPeer("server", count, step)
-    try:
-        yield peer, peer.next()["port"]
-    finally:
-        peer.close()
+pytestmark = pytest.mark.usefixtures("rsocket_js")
 
 
 @pytest.fixture
@@ -91,38 +29,14 @@ def js_server():
         yield server
 
 
-class Collecting:
-    """A served Subscriber requesting ``step`` at a time; over-delivery would be a rule 1.1 error."""
-
-    def __init__(self, step: int) -> None:
-        self.step, self.got, self.done, self.error = step, [], threading.Event(), None
-
-    def on_subscribe(self, s):
-        self.s = s
-        s.request(self.step)
-
-    def on_next(self, x):
-        self.got.append(x)
-        if len(self.got) % self.step == 0:
-            self.s.request(self.step)
-
-    def on_error(self, e):
-        self.error = e
-        self.done.set()
-
-    def on_complete(self):
-        self.done.set()
-
-
 def test_a_js_channel_delivers_its_first_element_to_a_served_subscriber():
-    sub = Collecting(step=7)
+    sub = Recorder(batch=7)  # over-delivery would be a rule 1.1 error
     server = net.serve(sub, name="sink", token=TOKEN)
     peer = JsPeer("client", server.address.rsplit(":", 1)[1].split("/")[0], "sink", 1000, TOKEN)
     try:
         stats = peer.next()
-        assert sub.done.wait(60), f"the served subscriber did not complete; got {len(sub.got)}"
-        assert sub.error is None, sub.error
-        assert sub.got == list(range(1000))  # element 0 came in the REQUEST_CHANNEL frame
+        assert sub.wait_done(60).error is None, sub.error
+        assert sub.items == list(range(1000))  # element 0 came in the REQUEST_CHANNEL frame
         # credits counted on the wire: one implied for element 0, then only what REQUEST_N granted
         assert stats["sent"] == 1000 and stats["requested"] <= 1000 + 7
     finally:

@@ -20,6 +20,7 @@ from rsocket.payload import Payload  # noqa: E402
 from rsocket.rsocket_client import RSocketClient  # noqa: E402
 from rsocket.transports.tcp import TransportTCP  # noqa: E402
 
+from ..subscribers import Recorder  # noqa: E402
 from ._rsocket_py import RsocketPyServer  # noqa: E402
 
 pytestmark = pytest.mark.timeout(60)
@@ -123,32 +124,12 @@ async def _feed_with_rsocket_py(port, name, data, count, done):
 def test_an_rsocket_py_channel_feeds_a_served_subscriber_without_losing_or_inventing(channel_data, data):
     """rsocket-py's request payload is parameters: empty data is no element under auto; non-empty
     parameters need channel_data='parameters' on the server (documented)."""
-    import threading
-
-    got, done = [], threading.Event()
-
-    class Sub:
-        def on_subscribe(self, s):
-            self.s = s
-            s.request(3)
-
-        def on_next(self, x):
-            got.append(x)
-            if len(got) % 3 == 0:
-                self.s.request(3)
-
-        def on_error(self, e):
-            got.append(e)
-            done.set()
-
-        def on_complete(self):
-            done.set()
-
+    sub = Recorder(batch=3)
     server = net.Server(channel_data=channel_data)
-    server.add_subscriber("sink", Sub())
+    server.add_subscriber("sink", sub)
     try:
         a = net.parse_address(server.address_of("sink"))
-        asyncio.run(asyncio.wait_for(_feed_with_rsocket_py(a.port, "sink", data, 50, done), 40))
-        assert done.is_set() and got == list(range(50))
+        asyncio.run(asyncio.wait_for(_feed_with_rsocket_py(a.port, "sink", data, 50, sub.done), 40))
+        assert sub.done.is_set() and sub.error is None and sub.items == list(range(50))
     finally:
         server.stop()

@@ -16,13 +16,6 @@ MAX = 2**63 - 1
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def server():
-    s = net.Server()
-    yield s
-    s.stop()
-
-
 class TestServedPublisher(PublisherVerification):
     """Every publisher rule, checked on the Publisher that connect() returns."""
 

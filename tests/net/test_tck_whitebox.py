@@ -40,13 +40,6 @@ class _Probed:
         self.probe.register_on_complete()
 
 
-@pytest.fixture(scope="module")
-def server():
-    s = net.Server()
-    yield s
-    s.stop()
-
-
 class TestConnectedSubscriberWhitebox(SubscriberWhiteboxVerification):
     timeouts = NET
 

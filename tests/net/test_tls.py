@@ -16,6 +16,8 @@ from rs_spark import streams as rs
 from rs_spark.net import frames as F
 from rs_spark.net import metadata as M
 
+from ..waits import wait_until
+
 pytestmark = pytest.mark.timeout(120)
 
 TOKEN = "tls-test-token"
@@ -34,14 +36,16 @@ def server(tls):
     s.stop()
 
 
-def _threads_settle(baseline: int, server) -> bool:
+def _threads_settle(baseline: int, server) -> None:
     """Wait (bounded) until the server has no connection and the thread count is back to ``baseline``."""
-    ev = threading.Event()
-    for _ in range(200):
-        if server.connection_count == 0 and threading.active_count() <= baseline:
-            return True
-        ev.wait(0.05)
-    return False
+    wait_until(
+        lambda: server.connection_count == 0 and threading.active_count() <= baseline,
+        lambda: (
+            f"no connection and at most {baseline} threads: {server.connection_count} connections "
+            f"and {threading.active_count()} threads remain"
+        ),
+        10,
+    )
 
 
 def test_tls_stream_end_to_end_with_a_self_signed_certificate(server, tls):
@@ -110,10 +114,7 @@ def test_tls_streams_complete_30_runs_in_a_row_without_hanging(server, tls):
             assert out["small"] == list(range(1500)) and out["numbers"] == list(range(5000)), f"run {run + 1}"
         completed += 1
     assert completed == 30
-    assert _threads_settle(baseline, server), (
-        f"threads or connections left over: {threading.active_count()} threads (baseline {baseline}), "
-        f"{server.connection_count} connections"
-    )
+    _threads_settle(baseline, server)
 
 
 def test_wrong_or_missing_token_over_tls_is_refused_before_any_stream_opens(tls):
@@ -185,4 +186,4 @@ def test_silent_client_during_the_tls_handshake_is_closed_within_the_setup_timeo
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.settimeout(10)
         assert sock.recv(4096) == b"", "the server sent something to a client that never started TLS"
-    assert _threads_settle(baseline, server)
+    _threads_settle(baseline, server)

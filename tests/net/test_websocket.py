@@ -21,6 +21,8 @@ from rs_spark.net.address import parse
 from rs_spark.net.websocket import accept_value, client_handshake, encode_frame, mask
 from rs_spark.tck import PublisherVerification, Timeouts
 
+from ..waits import wait_until
+
 pytestmark = pytest.mark.timeout(120)
 
 BATCH = pa.record_batch({"x": pa.array(range(65536), pa.int64())})
@@ -222,9 +224,5 @@ def test_twenty_ws_streams_in_a_row_leave_no_pump_threads_behind(server):
 
     for _ in range(20):
         assert rs.to_list(net.connect(server.address_of("numbers")), timeout=10, request_size=512)[-1] == 4999
-    ev = threading.Event()
-    for _ in range(100):  # connections close asynchronously: bounded wait
-        if not ws_threads():
-            break
-        ev.wait(0.05)
-    assert not ws_threads(), [t.name for t in ws_threads()]
+    # connections close asynchronously
+    wait_until(lambda: not ws_threads(), lambda: f"no pump thread left: {[t.name for t in ws_threads()]}", 5)

@@ -16,6 +16,8 @@ from rs_spark.net.address import parse
 from rs_spark.net.bridge import InboundSubscription
 from rs_spark.net.codecs import make_codec
 
+from ..subscribers import Recorder
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -297,26 +299,9 @@ def test_spec_3_9_request_zero_across_the_wire_errors_locally_and_cancels_the_so
 
     s = net.serve(rs.defer(gen), name="g")
     try:
-        errors = []
-        done = threading.Event()
-
-        class Sub:
-            def on_subscribe(self, sub):
-                self.sub = sub
-                sub.request(1)
-
-            def on_next(self, x):
-                self.sub.request(0)
-
-            def on_error(self, e):
-                errors.append(e)
-                done.set()
-
-            def on_complete(self):
-                done.set()
-
-        net.connect(s.address).subscribe(Sub())
-        assert done.wait(10) and isinstance(errors[0], ValueError) and "3.9" in str(errors[0])
+        sub = Recorder(batch=1, bad_request_after=1)
+        net.connect(s.address).subscribe(sub)
+        assert sub.wait_done(10) and isinstance(sub.error, ValueError) and "3.9" in str(sub.error)
         assert closed.wait(10), "the remote source was not cancelled"
     finally:
         s.stop()
@@ -387,36 +372,17 @@ def test_arrow_serving_asks_its_publisher_only_for_what_the_peer_credit_covers()
 
     s = net.serve(Batches(), name="b")
     try:
-        got = []
-        arrived = {3: threading.Event(), 23: threading.Event()}
-
-        class Sub:
-            def on_subscribe(self, sub):
-                self.sub = sub
-                sub.request(3)
-
-            def on_next(self, b):
-                got.append(b.num_rows)
-                if len(got) in arrived:
-                    arrived[len(got)].set()
-
-            def on_error(self, e):
-                got.append(e)
-
-            def on_complete(self):
-                pass
-
-        sub = Sub()
+        sub = Recorder(batch=3, refill=False)
         net.connect(s.address, codec="arrow", batch_rows=rows).subscribe(sub)
-        assert arrived[3].wait(10)
+        sub.wait_for(3, 10)
         granted[0] = 23
-        sub.sub.request(20)
-        assert arrived[23].wait(10)
-        sub.sub.cancel()
+        sub.request(20)
+        sub.wait_for(23, 10)
+        sub.s.cancel()
         # The cancel runs on the server's signal thread after every ask before it, and the stream
         # asks for nothing once cancelled: what was produced is now final.
         assert upstream_cancelled.wait(10)
-        assert got == [rows] * 23
+        assert sub.error is None and [b.num_rows for b in sub.items] == [rows] * 23
         assert not overasked, f"asks beyond the credit (produced, n, granted): {overasked}"
         assert produced[0] <= 23 + 1, f"the server took {produced[0]} batches from its publisher for a credit of 23"
         assert any(n > 1 for n in asked), f"requests were {asked}: one per batch"

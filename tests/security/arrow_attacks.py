@@ -16,9 +16,11 @@ def _ipc_stream(batch: pa.RecordBatch, **write_options) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def out_of_range_binary_ipc(kind=pa.binary()) -> bytes:
-    """Three values whose last offset, patched into the serialized body, points 4096 bytes past a
-    6-byte data buffer: a reader that trusts it returns neighbouring heap (or crashes)."""
+def out_of_range_binary_ipc(kind: pa.DataType | None = None) -> bytes:
+    """Three values of ``kind`` (binary unless given; string works too) whose last offset, patched
+    into the serialized body, points 4096 bytes past a 6-byte data buffer: a reader that trusts it
+    returns neighbouring heap (or crashes)."""
+    kind = pa.binary() if kind is None else kind
     good = _ipc_stream(pa.RecordBatch.from_arrays([pa.array([b"ab", b"cd", b"ef"], kind)], names=["payload"]))
     offsets = struct.pack("<4i", 0, 2, 4, 6)
     assert good.count(offsets) == 1

@@ -13,6 +13,8 @@ import pytest
 
 from rs_spark.net.batch_fetch import Address, BatchServer, FetchError, fetch
 
+from ..waits import wait_until
+
 TABLE = pa.table({"id": pa.array(range(1000), pa.int64())})
 HANDLERS = 4
 
@@ -33,13 +35,6 @@ def _handlers():
     return sum(1 for t in threading.enumerate() if t.name == "rs-spark-batch-fetch")
 
 
-def _wait(cond, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def test_400_idle_connections_hold_at_most_max_handlers_threads_and_are_closed(server):
     idle = []
     for _ in range(400):  # non-blocking connects: past the listen backlog the kernel holds them back
@@ -52,7 +47,7 @@ def test_400_idle_connections_hold_at_most_max_handlers_threads_and_are_closed(s
         deadline = time.monotonic() + 2
         while time.monotonic() < deadline:  # sample while the attack is on
             peak = max(peak, _handlers())
-            time.sleep(0.01)
+            time.sleep(0.01)  # not synchronisation: the sampling interval of the bound under test
         assert 0 < peak <= HANDLERS
         first = idle[0]
         first.setblocking(True)
@@ -61,7 +56,7 @@ def test_400_idle_connections_hold_at_most_max_handlers_threads_and_are_closed(s
     finally:
         for c in idle:
             c.close()
-    _wait(lambda: _handlers() == 0, "the handler threads to end")
+    wait_until(lambda: _handlers() == 0, "the handler threads to end")
     assert pa.Table.from_batches(fetch(server.grant(1, 0, 10), 1, 0, 10)).num_rows == 10  # still serving
 
 

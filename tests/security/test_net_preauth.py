@@ -101,7 +101,7 @@ def test_cheap_connections_before_setup_hold_little_memory_and_few_threads(victi
                     pass
             peak_rss, peak_threads = max(peak_rss, _rss_mb(pid)), max(peak_threads, _threads(pid))
             socks = [s for s in socks if not _closed_by_server(s)]
-            time.sleep(0.02)
+            time.sleep(0.02)  # not synchronisation: the attack's pace and sampling interval
     finally:
         for s in socks:
             s.close()

@@ -115,7 +115,7 @@ def slow(options):
 
     def gen():
         for i in range(n):
-            time.sleep(interval)
+            time.sleep(interval)  # not synchronisation: the slow publisher's pace
             yield (i, f"s{i}", 1.0)
 
     return rs.defer(gen)

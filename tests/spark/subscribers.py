@@ -1,69 +1,10 @@
-"""Subscribers for the sink tests: in-process recorders and factories for executor tasks."""
+"""Subscriber factories for the sink tests' executor tasks (option ``subscriber``); the in-process
+recorder is tests/subscribers.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import threading
-
-
-class Recorder:
-    """Requests ``batch`` at a time (re-requesting when they arrive) and records everything:
-    elements, the most demand ever outstanding, the batch id seen per element, terminal signals."""
-
-    def __init__(self, batch=2**62, cancel_after=None, raise_at=None, delay=0.0, bad_request_after=None):
-        self.bad_request_after = bad_request_after
-        self.items = []
-        self.batch_ids = []
-        self.batch = batch
-        self.cancel_after = cancel_after
-        self.raise_at = raise_at
-        self.delay = delay
-        self.error = None
-        self.completed = False
-        self.done = threading.Event()
-        self.max_outstanding = 0
-        self._outstanding = 0
-        self.s = None
-        self.signals_after_end = 0
-
-    def on_subscribe(self, s):
-        self.s = s
-        self._request(self.batch)
-
-    def _request(self, n):
-        self._outstanding += n
-        self.max_outstanding = max(self.max_outstanding, self._outstanding)
-        self.s.request(n)
-
-    def on_next(self, x):
-        if self.done.is_set():
-            self.signals_after_end += 1
-        self._outstanding -= 1
-        assert self._outstanding >= 0, "more on_next than requested (rule 1.1)"
-        if self.raise_at is not None and len(self.items) == self.raise_at:
-            raise RuntimeError(f"subscriber refuses element {self.raise_at}")
-        self.items.append(x)
-        self.batch_ids.append(getattr(self.s, "batch_id", None))
-        if self.delay:
-            threading.Event().wait(self.delay)
-        if self.cancel_after is not None and len(self.items) == self.cancel_after:
-            self.s.cancel()
-            self.done.set()
-            return
-        if self.bad_request_after is not None and len(self.items) == self.bad_request_after:
-            self.s.request(0)  # illegal (rule 3.9)
-            return
-        if self._outstanding == 0:
-            self._request(self.batch)
-
-    def on_error(self, e):
-        self.error = e
-        self.done.set()
-
-    def on_complete(self):
-        self.completed = True
-        self.done.set()
 
 
 def to_files(options):

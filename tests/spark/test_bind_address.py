@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 
 import pyarrow as pa
@@ -17,6 +16,7 @@ from rs_spark.net.batch_fetch import BatchServer
 from rs_spark.spark.source.bind_address import LOOPBACK, binds_for, parse_submit_args
 
 from .publishers import SCHEMA
+from .queries import wait_for_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TABLE = pa.table({"id": pa.array(range(10), pa.int64())})
@@ -163,10 +163,7 @@ def test_in_local_mode_the_reader_process_listens_on_loopback_only(spark):
         .start()
     )
     try:
-        deadline = time.monotonic() + 120
-        while not any(p["numInputRows"] for p in q.recentProgress):  # a fetched micro-batch ran
-            assert q.isActive and time.monotonic() < deadline, f"no micro-batch ran: {q.exception()}"
-            time.sleep(0.05)
+        wait_for_rows(q)  # a fetched micro-batch ran
         new = _listeners(_python_descendants(jvm_pid)) - before
     finally:
         q.stop()

@@ -11,9 +11,9 @@ import pytest
 import rs_spark
 from rs_spark import net
 
-from ..net.test_interop_js import NODE, js_server_at
+from ..js_peer import js_server_at
 
-pytestmark = pytest.mark.skipif(NODE is None, reason="Node.js is not installed: rsocket-js cannot run")
+pytestmark = pytest.mark.usefixtures("rsocket_js")
 
 
 @pytest.fixture

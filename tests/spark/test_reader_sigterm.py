@@ -12,7 +12,9 @@ import uuid
 
 import pytest
 
+from ..waits import wait_until
 from .publishers import SCHEMA
+from .queries import wait_for_rows
 
 EXIT_BOUND_S = 30.0  # stop() waits up to 10 s for the publisher to accept cancel
 
@@ -23,14 +25,6 @@ def _events(path):
             return [line.split() for line in f if line.strip()]
     except FileNotFoundError:
         return []
-
-
-def _wait(cond, what, timeout=120.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def _alive(pid):
@@ -60,7 +54,7 @@ def _start(spark, events):
 
 
 def _reader_pid(events):
-    _wait(lambda: any(e[0] == "created" for e in _events(events)), "the reader process to create its publisher")
+    wait_until(lambda: any(e[0] == "created" for e in _events(events)), "the reader to create its publisher", 120)
     return int(next(e[1] for e in _events(events) if e[0] == "created"))
 
 
@@ -73,7 +67,7 @@ def _sigterm(pid, times):
 
 
 def _assert_exited_after_one_cancel(pid, events):
-    _wait(lambda: not _alive(pid), f"reader process {pid} to exit after SIGTERM", timeout=EXIT_BOUND_S)
+    wait_until(lambda: not _alive(pid), f"reader process {pid} to exit after SIGTERM", EXIT_BOUND_S)
     mine = [kind for kind, p in _events(events) if int(p) == pid]
     assert mine.count("cancelled") == mine.count("subscribed") <= 1, mine
 
@@ -91,7 +85,7 @@ def test_repeated_sigterm_during_micro_batches_exits_once_cancelled(spark, tmp_p
     q = _start(spark, events)
     try:
         pid = _reader_pid(events)
-        _wait(lambda: sum(p["numInputRows"] for p in q.recentProgress) >= 400, "two micro-batches with rows")
+        wait_for_rows(q, batches=2, rows=400)
         _sigterm(pid, times)
         _assert_exited_after_one_cancel(pid, events)
         assert ["cancelled", str(pid)] in _events(events)  # it was subscribed, so it must have cancelled
@@ -114,7 +108,7 @@ def test_sigterm_while_the_query_stops_exits_once_cancelled(spark, tmp_path):
     events = str(tmp_path / "events")
     q = _start(spark, events)
     pid = _reader_pid(events)
-    _wait(lambda: any(p["numInputRows"] for p in q.recentProgress), "a micro-batch with rows")
+    wait_for_rows(q)
     stopper = threading.Thread(target=_stop_quietly, args=(q,))
     stopper.start()  # Spark calls the reader's stop() and then destroys the process: signals race both
     _sigterm(pid, 3)
@@ -133,7 +127,7 @@ def test_sigterm_bursts_at_random_points_exit_once_cancelled(spark, tmp_path, se
         time.sleep(rnd.uniform(0.0, 1.5))  # not synchronisation: a random point in the reader's life to signal at
         for _ in range(rnd.randint(2, 3)):
             _sigterm(pid, 1)
-            time.sleep(rnd.uniform(0.0, 0.02))
+            time.sleep(rnd.uniform(0.0, 0.02))  # not synchronisation: random gaps within the burst
         _assert_exited_after_one_cancel(pid, events)
     finally:
         _stop_quietly(q)

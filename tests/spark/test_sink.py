@@ -15,8 +15,10 @@ from pyspark.errors import StreamingQueryException
 
 import rs_spark
 from rs_spark.delivery import BatchAborted, QueryFailed
+from rs_spark.spark.options import OptionError
+from rs_spark.spark.sink.options import SinkOptions
 
-from .subscribers import Recorder
+from ..subscribers import Recorder
 
 SCHEMA = "id LONG, name STRING, price DOUBLE"
 
@@ -166,10 +168,7 @@ def test_query_stop_reaches_the_subscriber_as_on_complete(spark, tmp_path):
         trigger={"processingTime": "100 milliseconds"},
     )
     try:
-        for _ in range(600):
-            if len(rec.items) >= 1000:
-                break
-            rec.done.wait(0.1)
+        rec.wait_for(1000)
     finally:
         q.stop()
     assert rec.done.wait(30) and rec.completed and rec.error is None
@@ -205,8 +204,7 @@ def test_spec_3_9_subscriber_requesting_zero_gets_on_error_and_the_query_fails_n
 
 
 def test_subscriber_that_never_requests_fails_the_commit_after_commit_timeout(spark, tmp_path):
-    rec = Recorder(batch=0)
-    rec._request = lambda n: None  # never signals demand
+    rec = Recorder(batch=0)  # never signals demand
     q = rs_spark.write_stream(
         source(spark, count=10, per_batch=10),
         rec,
@@ -369,10 +367,20 @@ def test_unreachable_endpoint_fails_the_commit_with_the_address(spark, tmp_path)
         ({"endpoint": "tcp://127.0.0.1:1/x", "inlineMaxBytes": "lots"}, "not a size"),
     ],
 )
-def test_bad_sink_options_are_refused_with_the_fix(spark, tmp_path, options, message):
-    w = source(spark, count=1).writeStream.format("reactive").option("checkpointLocation", str(tmp_path / "ck"))
-    for k, v in options.items():
-        w = w.option(k, v)
-    with pytest.raises(StreamingQueryException, match=message):  # the options are parsed as the query starts
+def test_bad_sink_options_are_refused_with_the_fix(options, message):
+    with pytest.raises(OptionError, match=message):
+        SinkOptions.parse({"checkpointLocation": "/tmp/ck", **options})
+
+
+def test_bad_sink_options_fail_the_query_as_it_starts_saying_the_fix(spark, tmp_path):
+    """Spark hands the options to the sink as the query starts (the cases: the test above)."""
+    w = (
+        source(spark, count=1)
+        .writeStream.format("reactive")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .option("endpoint", "tcp://127.0.0.1:1/x")
+        .option("stagingLocaton", "/tmp")
+    )
+    with pytest.raises(StreamingQueryException, match="Did you mean 'stagingLocation'"):
         q = w.trigger(availableNow=True).start()
         q.awaitTermination(60)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
@@ -12,7 +11,9 @@ from pyspark.errors import StreamingQueryException
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.source.options import SourceOptions
 
+from ..waits import wait_until
 from .publishers import SCHEMA
+from .queries import count, wait_for_count, wait_for_rows
 
 P = "tests.spark.publishers"
 
@@ -68,9 +69,7 @@ def test_memory_bound_buffered_plus_requested_never_exceeds_max_buffered_records
     df = _stream(spark, "endless", **{"maxRecordsPerTrigger": 500, "maxBufferedRecords": 800})
     q, name = _run_to_memory(df, spark)
     try:
-        deadline = time.time() + 60
-        while len([p for p in q.recentProgress if p["numInputRows"]]) < 4 and time.time() < deadline:
-            time.sleep(0.2)
+        wait_for_rows(q, batches=4)
         progress = list(q.recentProgress)
     finally:
         q.stop()
@@ -223,9 +222,7 @@ def test_restart_from_checkpoint_replays_the_uncommitted_batch_identically(spark
         q1.awaitTermination(120)
     q2 = run("second", fail_on=-1)
     try:
-        deadline = time.time() + 60
-        while 4 not in batches and time.time() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: 4 in batches, "micro-batch 4 of the restarted query", 60)
     finally:
         q2.stop()
     first_try, replay = batches[2][0], batches[2][1]
@@ -295,14 +292,12 @@ def test_query_stop_cancels_the_subscription(spark, tmp_path):
     marker = tmp_path / "cancelled"
     df = _stream(spark, "cancel_marker", **{"publisher.marker": str(marker), "maxRecordsPerTrigger": 50})
     q, _ = _run_to_memory(df, spark)
-    deadline = time.time() + 60
-    while not [p for p in q.recentProgress if p["numInputRows"]] and time.time() < deadline:
-        time.sleep(0.1)
-    q.stop()
-    deadline = time.time() + 30
-    while not marker.exists() and time.time() < deadline:
-        time.sleep(0.1)
-    assert marker.exists(), "stopping the query must cancel the subscription (the generator was not closed)"
+    try:
+        wait_for_rows(q)
+    finally:
+        q.stop()
+    # stopping the query must cancel the subscription, which closes the generator
+    wait_until(marker.exists, "the generator closed after query.stop() (the subscription cancelled)", 30)
 
 
 def test_min_records_per_trigger_waits_for_enough_records(spark):
@@ -310,9 +305,7 @@ def test_min_records_per_trigger_waits_for_enough_records(spark):
     df = _stream(spark, "slow", **{"publisher.count": 30, "publisher.interval_ms": 20, "minRecordsPerTrigger": 10})
     q, name = _run_to_memory(df, spark)
     try:
-        deadline = time.time() + 60
-        while spark.sql(f"select count(*) from {name}").first()[0] < 30 and time.time() < deadline:
-            time.sleep(0.2)
+        wait_for_count(spark, name, 30)
         sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     finally:
         q.stop()
@@ -327,10 +320,8 @@ def test_max_trigger_delay_releases_a_smaller_batch(spark):
     )
     q, name = _run_to_memory(df, spark)
     try:
-        deadline = time.time() + 60
-        while spark.sql(f"select count(*) from {name}").first()[0] < 6 and time.time() < deadline:
-            time.sleep(0.2)
-        total = spark.sql(f"select count(*) from {name}").first()[0]
+        wait_for_count(spark, name, 6)
+        total = count(spark, name)
     finally:
         q.stop()
     assert total == 6
@@ -340,9 +331,7 @@ def test_slow_publisher_yields_small_batches_instead_of_stalling(spark):
     df = _stream(spark, "slow", **{"publisher.count": 20, "publisher.interval_ms": 50, "maxRecordsPerTrigger": 1000})
     q, name = _run_to_memory(df, spark)
     try:
-        deadline = time.time() + 60
-        while spark.sql(f"select count(*) from {name}").first()[0] < 20 and time.time() < deadline:
-            time.sleep(0.2)
+        wait_for_count(spark, name, 20)
         sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
     finally:
         q.stop()

@@ -148,6 +148,8 @@ class TestCreateOnAThread(PublisherVerification):
                         if em.next(i):
                             i += 1
                     else:
+                        # not test synchronisation: a producer thread honouring demand polls for it
+                        # (an Emitter offers no "demand arrived" event)
                         threading.Event().wait(0.001)
                 em.complete()
 
