@@ -17,74 +17,11 @@ from rs_spark.net.errors import ResumeRejected
 from rs_spark.net.metadata import COMPOSITE
 from rs_spark.net.retention import Retention
 from tests.net._procs import serve_spilling
+from tests.publishers import Counting
+from tests.subscribers import Recorder
 from tests.waits import wait_until
 
 TOKEN = "resume-test-token"
-
-
-class Rec:
-    """Requests ``want`` elements; records what arrives."""
-
-    def __init__(self, want: int) -> None:
-        self.items: list = []
-        self.want = want
-        self.error: BaseException | None = None
-        self.done = threading.Event()
-        self.s = None
-
-    def on_subscribe(self, s) -> None:
-        self.s = s
-        s.request(self.want)
-
-    def on_next(self, x) -> None:
-        self.items.append(x)
-
-    def on_error(self, e) -> None:
-        self.error = e
-        self.done.set()
-
-    def on_complete(self) -> None:
-        self.done.set()
-
-
-class Counting:
-    """from_iterable over range(n), counting the demand it received and whether it was cancelled."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.requested = 0
-        self.cancelled = threading.Event()
-        self.commits: list[int] = []
-
-    def subscribe(self, subscriber) -> None:
-        outer = self
-
-        class Watch:
-            def on_subscribe(self, s):
-                class S:
-                    def request(self, k):
-                        outer.requested += k
-                        s.request(k)
-
-                    def cancel(self):
-                        outer.cancelled.set()
-                        s.cancel()
-
-                subscriber.on_subscribe(S())
-
-            def on_next(self, x):
-                subscriber.on_next(x)
-
-            def on_error(self, e):
-                subscriber.on_error(e)
-
-            def on_complete(self):
-                subscriber.on_complete()
-
-        rs.from_iterable(range(self.n)).subscribe(Watch())
-
-    def on_commit(self, position: int) -> None:
-        self.commits.append(position)
 
 
 @pytest.fixture
@@ -110,7 +47,7 @@ def _stream(server):
 def test_a_new_reader_resumes_at_its_acknowledged_position_and_gets_every_later_row_once(serve):
     server = serve(rs.range_(1000))
     first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Rec(100)
+    r1 = Recorder(100, refill=False)
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 100, what="100 rows")
     r1.s.on_commit(40)
@@ -118,7 +55,7 @@ def test_a_new_reader_resumes_at_its_acknowledged_position_and_gets_every_later_
     r1.s.detach()  # as a reader process that dies: no CANCEL, the connection just goes
     wait_until(lambda: _stream(server)["state"] == "detached", what="the stream to wait for a resume")
     second = net.connect(server.address, token=TOKEN).resumable(first.key)
-    r2 = Rec(10_000)
+    r2 = Recorder(10_000, refill=False)
     second.subscribe_at(r2, 40)
     assert r2.done.wait(20) and r2.error is None, r2.error
     assert r2.items == list(range(40, 1000))
@@ -129,7 +66,7 @@ def test_a_new_reader_resumes_at_its_acknowledged_position_and_gets_every_later_
 def test_retention_keeps_only_rows_not_acknowledged(serve):
     server = serve(rs.range_(1000))
     pub = net.connect(server.address, token=TOKEN).resumable()
-    r = Rec(300)
+    r = Recorder(300, refill=False)
     pub.subscribe(r)
     wait_until(lambda: len(r.items) == 300, what="300 rows")
     r.s.on_commit(250)
@@ -141,7 +78,7 @@ def test_retention_keeps_only_rows_not_acknowledged(serve):
 def test_a_full_retention_stops_asking_the_publisher_until_acknowledged(serve):
     pub = Counting(10_000)
     server = serve(pub, retention=Retention(max_records=200))
-    r = Rec(5000)
+    r = Recorder(5000, refill=False)
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 200, what="the first 200 rows")
     assert pub.requested == 200  # the reader wants 5000; the bound held the publisher at 200
@@ -154,7 +91,7 @@ def test_a_full_retention_stops_asking_the_publisher_until_acknowledged(serve):
 def test_the_publisher_hears_on_commit_once_per_position_in_order(serve):
     pub = Counting(1000)
     server = serve(pub)
-    r = Rec(500)
+    r = Recorder(500, refill=False)
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 500, what="500 rows")
     for p in (100, 100, 50, 300, 500):
@@ -165,7 +102,7 @@ def test_the_publisher_hears_on_commit_once_per_position_in_order(serve):
 def test_a_stream_nobody_resumes_is_cancelled_after_its_window_and_its_rows_counted_lost(serve):
     pub = Counting(1000)
     server = serve(pub, retention=Retention(window=0.5))
-    r = Rec(100)
+    r = Recorder(100, refill=False)
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 100, what="100 rows")
     r.s.on_commit(30)
@@ -180,7 +117,7 @@ def test_a_stream_nobody_resumes_is_cancelled_after_its_window_and_its_rows_coun
 def test_a_reader_that_cancels_ends_the_stream_at_once(serve):
     pub = Counting(1000)
     server = serve(pub)
-    r = Rec(10)
+    r = Recorder(10, refill=False)
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 10, what="10 rows")
     r.s.cancel()
@@ -191,7 +128,7 @@ def test_a_reader_that_cancels_ends_the_stream_at_once(serve):
 def test_resuming_an_unknown_stream_past_its_start_is_refused_saying_why(serve):
     server = serve(rs.range_(10))
     pub = net.connect(server.address, token=TOKEN).resumable("0" * 32)
-    r = Rec(10)
+    r = Recorder(10, refill=False)
     pub.subscribe_at(r, 5)
     assert r.done.wait(10)
     assert isinstance(r.error, ResumeRejected)
@@ -203,7 +140,7 @@ def test_a_stream_named_before_it_was_opened_is_opened_under_its_key_at_position
     reader restarted with that key and nothing received opens it then, under the same key."""
     server = serve(rs.range_(10))
     pub = net.connect(server.address, token=TOKEN).resumable("1" * 32)
-    r = Rec(100)
+    r = Recorder(100, refill=False)
     pub.subscribe_at(r, 0)
     assert r.done.wait(10) and r.error is None
     assert r.items == list(range(10))
@@ -212,12 +149,12 @@ def test_a_stream_named_before_it_was_opened_is_opened_under_its_key_at_position
 def test_an_expired_stream_is_not_opened_again_as_new(serve):
     server = serve(rs.range_(100), retention=Retention(window=0.2))
     first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Rec(5)
+    r1 = Recorder(5, refill=False)
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 5, what="5 rows")
     r1.s.detach()
     wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the expiry")
-    r2 = Rec(5)
+    r2 = Recorder(5, refill=False)
     net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 0)
     assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
     assert "the stream expired" in str(r2.error) and r2.items == []
@@ -226,14 +163,14 @@ def test_an_expired_stream_is_not_opened_again_as_new(serve):
 def test_resuming_before_the_acknowledged_position_is_refused(serve):
     server = serve(rs.range_(1000))
     first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Rec(100)
+    r1 = Recorder(100, refill=False)
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 100, what="100 rows")
     r1.s.on_commit(60)
     wait_until(lambda: _stream(server)["ackedPosition"] == 60, what="the acknowledgement")
     r1.s.detach()
     wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
-    r2 = Rec(10)
+    r2 = Recorder(10, refill=False)
     net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
     assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
     assert "earlier rows were acknowledged and freed" in str(r2.error)
@@ -242,12 +179,12 @@ def test_resuming_before_the_acknowledged_position_is_refused(serve):
 def test_the_resume_token_needs_the_endpoint_token(serve):
     server = serve(rs.range_(1000))
     first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Rec(10)
+    r1 = Recorder(10, refill=False)
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 10, what="10 rows")
     r1.s.detach()
     wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
-    thief = Rec(10)  # knows the stream key (it is in Spark's offsets), not the endpoint's token
+    thief = Recorder(10, refill=False)  # knows the stream key (it is in Spark's offsets), not the endpoint's token
     net.connect(server.address, token="guessed").resumable(first.key).subscribe_at(thief, 0)
     assert thief.done.wait(10) and isinstance(thief.error, net.Refused)  # not resumed, and not let in as new
     assert "wrong token" in str(thief.error) and thief.items == []
@@ -270,7 +207,7 @@ def test_a_peer_asking_for_rsocket_byte_position_resumption_is_refused():
 
 def test_acknowledging_more_than_was_received_is_a_value_error(serve):
     server = serve(rs.range_(100))
-    r = Rec(10)
+    r = Recorder(10, refill=False)
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 10, what="10 rows")
     with pytest.raises(ValueError, match="cannot acknowledge position 11: only 10 received"):
@@ -403,7 +340,7 @@ def test_cancel_reaches_a_publisher_whose_request_is_still_running(serve):
             subscriber.on_subscribe(S())
 
     server = serve(Slow(), retention=Retention.off())
-    r = Rec(1000)
+    r = Recorder(1000, refill=False)
     net.connect(server.address, token=TOKEN).subscribe(r)
     assert started.wait(10)
     r.s.cancel()
@@ -452,14 +389,14 @@ def test_elements_that_arrive_while_the_reader_is_away_are_kept_not_dropped(serv
 
     server = serve(Late())
     first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Rec(20)
+    r1 = Recorder(20, refill=False)
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 10, what="the first 10")
     r1.s.detach()
     wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
     gate.set()  # the publisher answers the demand it already had while nobody is connected
     wait_until(lambda: _stream(server)["endPosition"] > 10, what="late elements kept")
-    r2 = Rec(len(emitted) + 100)
+    r2 = Recorder(len(emitted) + 100, refill=False)
     net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
     wait_until(lambda: len(r2.items) >= len(emitted) - 10, what="the late elements")
     assert r2.items[: len(emitted) - 10] == emitted[10:]
@@ -486,7 +423,7 @@ def test_with_spill_the_kept_rows_survive_a_sigkill_of_the_serving_process(tmp_p
     p1, address = _spawn_spilling(port, spill, counter)
     try:
         first = net.connect(address, token=TOKEN).resumable()
-        r1 = Rec(300)
+        r1 = Recorder(300, refill=False)
         first.subscribe(r1)
         wait_until(lambda: len(r1.items) == 300, what="300 rows")
         r1.s.on_commit(100)
@@ -498,7 +435,7 @@ def test_with_spill_the_kept_rows_survive_a_sigkill_of_the_serving_process(tmp_p
     assert any(spill.iterdir()), "nothing was spilled"
     p2, _ = _spawn_spilling(port, spill, counter)
     try:
-        r2 = Rec(500)
+        r2 = Recorder(500, refill=False)
         net.connect(address, token=TOKEN).resumable(first.key).subscribe_at(r2, 100)
         wait_until(lambda: len(r2.items) == 500 or r2.error, what="500 rows from the restarted server")
         assert r2.error is None, r2.error
@@ -513,7 +450,7 @@ def test_a_tampered_spill_is_refused_naming_the_file(tmp_path):
     server = net.serve(rs.range_(1000), name="nums", token=TOKEN, retention=Retention(spill=str(spill)))
     try:
         first = net.connect(server.address, token=TOKEN).resumable()
-        r1 = Rec(50)
+        r1 = Recorder(50, refill=False)
         first.subscribe(r1)
         wait_until(lambda: len(r1.items) == 50, what="50 rows")
         r1.s.detach()
@@ -526,7 +463,7 @@ def test_a_tampered_spill_is_refused_naming_the_file(tmp_path):
     segment.write_bytes(bytes(data))
     again = net.serve(rs.range_(1000), name="nums", token=TOKEN, retention=Retention(spill=str(spill)))
     try:
-        r2 = Rec(10)
+        r2 = Recorder(10, refill=False)
         net.connect(again.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 0)
         assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
         assert segment.name in str(r2.error) and "the file was changed, or rows are missing" in str(r2.error)

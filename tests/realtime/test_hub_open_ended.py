@@ -9,7 +9,7 @@ from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.delivery import serve_sink
 from rs_spark.delivery.wire import META_OPEN, tag_batch
-from tests.spark.subscribers import Recorder
+from tests.subscribers import Recorder
 
 
 def open_ended(epoch: int, start: int, lo: int, hi: int) -> pa.RecordBatch:

@@ -10,9 +10,9 @@ import threading
 import pytest
 
 import rs_spark
-from rs_spark import streams as rs
 from rs_spark.net import Retention
 from rs_spark.spark.source.read_stream import served
+from tests.publishers import Counting
 from tests.reliability.trial import Trial
 from tests.waits import wait_until
 
@@ -27,39 +27,6 @@ def test_a_driver_sigkill_loses_and_duplicates_nothing_from_an_endpoint_or_a_rep
         trial.check()
     finally:
         trial.close()
-
-
-class _Counting:
-    """Dicts {"id": n} from 0, counting the demand it was asked for."""
-
-    def __init__(self) -> None:
-        self.requested = 0
-
-    def subscribe(self, subscriber) -> None:
-        outer = self
-
-        class Watch:
-            def on_subscribe(self, s):
-                class S:
-                    def request(self, k):
-                        outer.requested += k
-                        s.request(k)
-
-                    def cancel(self):
-                        s.cancel()
-
-                subscriber.on_subscribe(S())
-
-            def on_next(self, x):
-                subscriber.on_next(x)
-
-            def on_error(self, e):
-                subscriber.on_error(e)
-
-            def on_complete(self):
-                subscriber.on_complete()
-
-        rs.range_(10**9).pipe(rs.map(lambda i: {"id": i})).subscribe(Watch())
 
 
 class _Gate:
@@ -91,7 +58,7 @@ def test_a_stalled_query_pauses_the_publisher_at_the_retention_bound_and_drops_n
     Retention.max_records rows beyond the last acknowledgement and asks its publisher for no
     more (backpressure to the source of data) although the reader wants more; nothing is
     dropped: once the Subscriber takes rows again every id arrives once, in order."""
-    pub = _Counting()
+    pub = Counting(10**9, as_row=lambda i: {"id": i})
     df = rs_spark.read_stream(
         spark,
         pub,

@@ -29,10 +29,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
-    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 from pyspark.sql.types import StructType
@@ -46,6 +44,7 @@ from ...streams.types import Subscription
 from .data_loss import report_data_loss
 from .intake import PublisherFailed
 from .options import SourceOptions
+from .reader import default_read_limit
 from .sigterm import SigtermStop
 
 log = logging.getLogger("rs_spark.source")
@@ -169,12 +168,7 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return _Offsets.to({}, {})
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        o = self._opts
-        if o.max_records_per_trigger is not None:
-            return ReadMaxRows(o.max_records_per_trigger)
-        if o.min_records_per_trigger is not None:
-            return ReadMinRows(o.min_records_per_trigger)
-        return ReadAllAvailable()
+        return default_read_limit(self._opts)
 
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = True

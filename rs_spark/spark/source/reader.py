@@ -52,6 +52,15 @@ log = logging.getLogger("rs_spark.source")
 _INLINE_MAX_BYTES = 1 << 20
 
 
+def default_read_limit(o: SourceOptions) -> ReadLimit:
+    """Spark's read limit from maxRecordsPerTrigger / minRecordsPerTrigger (else everything available)."""
+    if o.max_records_per_trigger is not None:
+        return ReadMaxRows(o.max_records_per_trigger)
+    if o.min_records_per_trigger is not None:
+        return ReadMinRows(o.min_records_per_trigger)
+    return ReadAllAvailable()
+
+
 class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Streaming reader: demand per micro-batch from the read limit."""
 
@@ -80,12 +89,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return {"offset": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
-        o = self._opts
-        if o.max_records_per_trigger is not None:
-            return ReadMaxRows(o.max_records_per_trigger)
-        if o.min_records_per_trigger is not None:
-            return ReadMinRows(o.min_records_per_trigger)
-        return ReadAllAvailable()
+        return default_read_limit(self._opts)
 
     def prepareForTriggerAvailableNow(self) -> None:
         # AvailableNow reads until the publisher completes or goes quiet for pollTimeout.
