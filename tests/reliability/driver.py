@@ -28,10 +28,11 @@ def _start(spark, q: dict, a: argparse.Namespace):
     options = {
         "maxRecordsPerTrigger": "300",
         "pollTimeout": "100ms",
-        "numPartitions": "2",
         "failOnDataLoss": a.fail_on_data_loss,
         **q.get("options", {}),
     }
+    if "," not in q.get("source", ""):  # one reader: its rows split over two tasks (partitions plan their own)
+        options.setdefault("numPartitions", "2")
     for k, v in options.items():
         r = r.option(k, str(v))
     w = (

@@ -72,7 +72,9 @@ class _Link:
         self.error: BaseException | None = None
         self.completed = False
         self.requested = position  # the position up to which rows were asked for
-        self._acked = position
+        # Nothing acknowledged by this process yet: the first latestOffset acknowledges the
+        # checkpoint's position, which the endpoint may not have heard (the last reader died first).
+        self._acked = -1
         self._ready = threading.Event()
         # The stream named by the checkpoint: resumed, or opened under that key if it is new.
         self.publisher.subscribe_at(self, position)
@@ -191,6 +193,8 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         if not any(take.values()):
             return start
         ends = {pid: positions.get(pid, links[pid].start) + take.get(pid, 0) for pid in links}
+        if self._opts.prefetch:  # the next micro-batch's rows are made available while Spark runs this one
+            self._ask(links, ends, max_rows)
         return _Offsets.to(ends, {pid: link.key for pid, link in links.items()})
 
     def _subscribe(self, positions: dict[str, int], streams: dict[str, str], new: list[str]) -> dict[str, _Link]:

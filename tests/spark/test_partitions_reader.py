@@ -1,0 +1,83 @@
+"""The partitioned reader's demand and acknowledgements against a real endpoint, without Spark: its
+methods are called as Spark's reader process calls them (rs_spark/spark/source/partitioned.py)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from pyspark.sql.streaming.datasource import ReadMaxRows
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from rs_spark import net
+from rs_spark import streams as rs
+from rs_spark.spark.source.options import SourceOptions
+from rs_spark.spark.source.partitioned import PartitionedStreamReader
+from tests.waits import wait_until
+
+TOKEN = "partitions-reader-test"
+SCHEMA = StructType([StructField("p", StringType()), StructField("id", LongType())])
+
+
+def _serve() -> net.Server:
+    return net.serve(rs.range_(10**9).pipe(rs.map(lambda i: {"p": "a", "id": i})), name="a", token=TOKEN)
+
+
+def _reader(server: net.Server) -> PartitionedStreamReader:
+    opts = SourceOptions.parse(
+        {"endpoint": f"a={server.address}", "token": TOKEN, "executorFetch": "true", "pollTimeout": "10s"}
+    )
+    return PartitionedStreamReader(opts, SCHEMA)
+
+
+def _latest(reader: PartitionedStreamReader, start: dict, rows: int) -> dict:
+    """latestOffset off the main thread, as Spark's reader process does not call it (the reader
+    installs its SIGTERM handler only on the main thread)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(reader.latestOffset, start, ReadMaxRows(rows)).result(60)
+
+
+def _stream(server: net.Server) -> dict:
+    streams = server.stats()["streams"]
+    return streams[0] if streams else {}
+
+
+def test_the_next_micro_batch_is_made_available_while_spark_runs_this_one():
+    """Option prefetch (default true): once a micro-batch is planned the endpoints are asked for
+    the next one, so the publisher makes it while Spark runs this one (before: only at the next
+    latestOffset, which then waited for the publisher every micro-batch)."""
+    server = _serve()
+    reader = _reader(server)
+    try:
+        o0 = _latest(reader, reader.initialOffset(), 100)  # names the new stream, opens nothing
+        o1 = _latest(reader, o0, 100)
+        assert o1["positions"] == {"a": 100}
+        wait_until(
+            lambda: _stream(server).get("endPosition", 0) >= 200,
+            what="the endpoint to make the next micro-batch's 100 rows available",
+        )
+    finally:
+        reader.stop()
+        server.stop()
+
+
+def test_a_restarted_reader_acknowledges_the_checkpoint_position_at_its_first_latest_offset():
+    """Spark committed a micro-batch, then the reader process died before it acknowledged it: the
+    next reader process tells the endpoint at once (before: only after its own next commit, so the
+    endpoint kept the committed rows and its publisher did not hear on_commit)."""
+    server = _serve()
+    first = _reader(server)
+    try:
+        o0 = _latest(first, first.initialOffset(), 100)
+        o1 = _latest(first, o0, 100)
+    finally:
+        first.stop()  # no commit(o1): the process is gone; the endpoint keeps the stream for a reader
+    wait_until(lambda: _stream(server).get("state") == "detached", what="the stream to wait for a reader")
+    assert _stream(server)["ackedPosition"] == 0
+    second = _reader(server)
+    try:
+        _latest(second, o1, 100)  # Spark restarts from its checkpoint: o1 committed
+        wait_until(lambda: _stream(server)["ackedPosition"] == 100, what="the acknowledgement of position 100")
+        assert _stream(server)["firstPosition"] == 100
+    finally:
+        second.stop()
+        server.stop()
