@@ -31,7 +31,7 @@ def _start(spark, q: dict, a: argparse.Namespace):
         "failOnDataLoss": a.fail_on_data_loss,
         **q.get("options", {}),
     }
-    if "," not in q.get("source", ""):  # one reader: its rows split over two tasks (partitions plan their own)
+    if "," not in (q.get("source") or ""):  # one reader: its rows split over two tasks (partitions plan their own)
         options.setdefault("numPartitions", "2")
     for k, v in options.items():
         r = r.option(k, str(v))
