@@ -275,6 +275,11 @@ def returns_none(options):
     return None
 
 
+def returns_partitions(options):
+    """A mapping of partition ids to Publishers, which option publisher does not take."""
+    return {"eu": rs.from_iterable([1, 2]), "us": rs.from_iterable([3])}
+
+
 def many_malformed(options):
     """``publisher.count`` dict records; those whose id is in ``publisher.bad`` (comma list) have a bad price."""
     n = _int(options, "count", 5000)

@@ -168,3 +168,10 @@ def test_factory_returning_a_non_publisher_is_refused_saying_what_it_returned(sp
     q, _ = _start(spark, factory)
     text = _fails(q)
     assert f"the factory returned {shown}, which is not a Publisher" in text
+
+
+def test_factory_returning_a_mapping_of_partitions_is_refused_saying_how_to_read_partitions(spark):
+    q, _ = _start(spark, "returns_partitions")
+    text = _fails(q)
+    assert "the factory returned a mapping of 2 partitions" in text and "['eu', 'us']" in text
+    assert "option endpoint as id=address" in text and "rs_spark.read_stream" in text

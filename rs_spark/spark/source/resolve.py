@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..factories import load_factory
@@ -33,6 +34,13 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
                 f"option publisher={opts.publisher!r}: the factory raised {type(exc).__name__}: {exc}. Fix the "
                 f"factory, or the options it reads (they reach it under the 'publisher.' prefix, lower-cased)"
             ) from exc
+        if isinstance(pub, Mapping):
+            raise PublisherFactoryError(
+                f"option publisher={opts.publisher!r}: the factory returned a mapping of {len(pub)} partitions "
+                f"({_short(list(pub)[:8])}); option publisher takes one Publisher. Serve each partition's Publisher "
+                "(rs_spark.net.serve) and list them in option endpoint as id=address, or pass the mapping to "
+                "rs_spark.read_stream(spark, {...})"
+            )
         if pub is None or not callable(getattr(pub, "subscribe", None)):
             raise PublisherFactoryError(
                 f"option publisher={opts.publisher!r}: the factory returned {_short(pub)}, which is not a Publisher "
