@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from rs_spark import net
 from rs_spark import streams as rs
@@ -100,6 +101,8 @@ class Trial:
     partitions_seen: Seen = field(default_factory=Seen)
     kills: list[float] = field(default_factory=list)
     reports: list[str] = field(default_factory=list)
+    err: Path = field(init=False)  # the stderr file of the latest driver run
+    spark_races: int = 0  # runs that ended on their own in Spark's race (see _spark_race)
 
     def __post_init__(self) -> None:
         self.source = net.serve(self.counter, name="counter")
@@ -136,9 +139,18 @@ class Trial:
         if stop_file:
             cmd += ["--stop-file", stop_file]
         env = dict(os.environ, PYTHONPATH=ROOT)
-        return subprocess.Popen(  # its own process group: the JVM and workers die with it
-            cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-        )
+        # stderr to a file: a pipe nobody reads while the driver runs could fill and block it
+        self.err = self.tmp / f"driver-{len(self.reports)}{'-last' if stop_file else ''}.err"
+        with open(self.err, "w") as err:  # its own process group: the JVM and workers die with it
+            return subprocess.Popen(
+                cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True
+            )
+
+    def _stderr(self) -> str:
+        """What the driver wrote to stderr: its causes (Spark's stack traces are long), then its tail."""
+        text = self.err.read_text(errors="replace")
+        causes = [line for line in text.splitlines() if line.startswith("Caused by") or "Exception:" in line]
+        return "\n".join(causes[-10:]) + "\n...\n" + text[-3000:]
 
     def stream(self, endpoint: str = "counter") -> dict:
         streams = [s for s in self.source.stats()["streams"] if s["endpoint"] == endpoint]
@@ -148,29 +160,46 @@ class Trial:
         """How often each stream was taken up by a reader (opened or resumed), and the factory subscribed."""
         return (*(self.stream(e).get("attaches", 0) for e in ("counter", *self.shards)), len(lines(self.marker)))
 
-    def _wait_resumed(self, run: int, p: subprocess.Popen, before: tuple[int, ...]) -> None:
-        """Run ``run`` is reading every publisher (each stream taken up once more than ``before``)."""
+    def _wait_resumed(self, run: int, p: subprocess.Popen, before: tuple[int, ...]) -> bool:
+        """Run ``run`` is reading every publisher (each stream taken up once more than ``before``);
+        False if it ended on its own in Spark's race, which the trial takes as one more crash."""
         wait_until(
             lambda: p.poll() is not None or all(a > b for a, b in zip(self._taken(), before, strict=True)),
             what=f"run {run} to take up every publisher",
             timeout=120,
         )
-        assert p.poll() is None, p.stderr.read()[-3000:]
+        if p.poll() is not None and self._spark_race():
+            self.spark_races += 1
+            self.reports.append(self.err.read_text(errors="replace"))
+            return False
+        assert p.poll() is None, self._stderr()
+        return True
+
+    def _spark_race(self) -> bool:
+        """Whether the driver's query failed in a race inside Spark, not in rs_spark: with three
+        queries in one driver, Spark's serialization of a micro-batch's write job (a closure holding
+        no rs_spark object) sometimes finds a Scala collection changed under it ('Task not
+        serializable ... Illegal size 5 of collection, expected 6'; 2 of ~40 runs under CI load).
+        A failed query is restarted from its checkpoint like a killed one, and the trial's checks
+        hold across it."""
+        text = self.err.read_text(errors="replace")
+        return "Task not serializable" in text and "Illegal size" in text and "of collection, expected" in text
 
     def kill(self, runs: int, seed: int) -> None:
         rng = random.Random(seed)
         for run in range(runs):
             before = self._taken()
             p = self._driver()
-            assert p.stdout.readline().strip() == "STARTED", p.stderr.read()[-3000:]
-            self._wait_resumed(run, p, before)
+            assert p.stdout.readline().strip() == "STARTED", self._stderr()
+            if not self._wait_resumed(run, p, before):
+                continue
             if run % 2:  # every other run is killed once it has delivered: mid-stream, not only at start-up
                 self._wait_delivering(p)
             delay = rng.uniform(0.0, 3.0)  # the kill point: mid-batch, mid-commit, mid-prefetch
             threading.Event().wait(delay)
             os.killpg(p.pid, signal.SIGKILL)
             p.wait(30)
-            self.reports.append(p.stderr.read())
+            self.reports.append(self.err.read_text(errors="replace"))
             self.kills.append(round(delay, 1))
 
     def _wait_delivering(self, p: subprocess.Popen) -> None:
@@ -188,17 +217,20 @@ class Trial:
         seen = (self.endpoint_seen, self.factory_seen, self.partitions_seen)
         before = [len(s.ids) for s in seen]
         taken = self._taken()
-        p = self._driver(stop_file=str(stop_file))
-        self._wait_resumed(run, p, taken)
+        for _ in range(3):  # a run that Spark's race ended is started again
+            p = self._driver(stop_file=str(stop_file))
+            if self._wait_resumed(run, p, taken):
+                break
+            taken = self._taken()
         wait_until(
             lambda: p.poll() is not None or all(len(s.ids) > b + 300 for s, b in zip(seen, before, strict=True)),
             what="the last run to deliver from every query",
             timeout=180,
         )
         stop_file.write_text("stop")
-        _, err = p.communicate(timeout=180)
-        self.reports.append(err)
-        assert p.returncode == 0, err[-3000:]
+        p.communicate(timeout=180)
+        self.reports.append(self.err.read_text(errors="replace"))
+        assert p.returncode == 0, self._stderr()
 
     def _check_partitions(self) -> dict[str, int]:
         """Per partition: exactly once, in order, every emitted row delivered or still kept."""
@@ -240,6 +272,7 @@ class Trial:
         return {
             "partitions delivered": shards,
             "kills": len(self.kills),
+            "runs ended by Spark's race": self.spark_races,
             "endpoint delivered": len(ep),
             "endpoint emitted": emitted,
             "factory delivered": len(fac),
