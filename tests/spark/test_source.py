@@ -306,10 +306,16 @@ def test_min_records_per_trigger_waits_for_enough_records(spark):
     q, name = _run_to_memory(df, spark)
     try:
         wait_for_count(spark, name, 30)
-        sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+
+        def sizes() -> list[int]:
+            return [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+
+        # The memory sink shows a batch's rows before Spark records that batch's progress.
+        wait_until(lambda: sum(sizes()) >= 30, lambda: f"progress of every batch: {sizes()}")
+        got = sizes()
     finally:
         q.stop()
-    assert sum(sizes) == 30 and min(sizes) >= 10, sizes
+    assert sum(got) == 30 and min(got) >= 10, got
 
 
 def test_max_trigger_delay_releases_a_smaller_batch(spark):
@@ -332,7 +338,10 @@ def test_slow_publisher_yields_small_batches_instead_of_stalling(spark):
     q, name = _run_to_memory(df, spark)
     try:
         wait_for_count(spark, name, 20)
-        sizes = [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]
+        sizes = wait_until(
+            lambda: (s := [p["numInputRows"] for p in q.recentProgress if p["numInputRows"]]) and sum(s) >= 20 and s,
+            "the progress of every batch",  # recorded after the memory sink shows the batch's rows
+        )
     finally:
         q.stop()
-    assert sum(sizes) == 20 and len(sizes) >= 2 and max(sizes) < 20
+    assert sum(sizes) == 20 and len(sizes) >= 2 and max(sizes) < 20, sizes
