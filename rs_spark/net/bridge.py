@@ -142,6 +142,16 @@ class InboundSubscription(QueueSubscription):
             self._granted += deficit
             self._unsent = add_cap(self._unsent, deficit)
 
+    def _count_received_locked(self, k: int) -> bool:
+        """Count ``k`` elements against the credits granted (under ``_wlock``) and top the credits
+        up; True if they were more than requested (rule 1.1), the caller then fails the stream."""
+        self._inflight -= k
+        self._received += k
+        if self._inflight < 0:
+            return True
+        self._top_up_locked()
+        return False
+
     def _top_up_locked(self) -> None:
         # Sent under the lock: the opening frame must precede every REQUEST_N.
         conn = self._conn
@@ -216,11 +226,7 @@ class InboundSubscription(QueueSubscription):
         with self._wlock:
             if not self._wire_open:
                 return False  # read off a connection after it closed: the stream already ended here (or resumes)
-            self._inflight -= k
-            self._received += k
-            over = self._inflight < 0
-            if not over:
-                self._top_up_locked()
+            over = self._count_received_locked(k)
         if over:
             self._protocol_failure(
                 f"the remote publisher sent more than was requested: {self._received} "

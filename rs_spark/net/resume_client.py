@@ -113,11 +113,7 @@ class ResumableSubscription(InboundSubscription):
             k = end - (self._origin + self._received)
             if k <= 0 or not self._wire_open:
                 return
-            self._inflight -= k
-            self._received += k
-            over = self._inflight < 0
-            if not over:
-                self._top_up_locked()
+            over = self._count_received_locked(k)
         if over:
             self._protocol_failure(f"the server made rows available up to {end}, more than were requested (rule 1.1)")
             return
