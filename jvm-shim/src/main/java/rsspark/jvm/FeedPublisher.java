@@ -71,6 +71,7 @@ public final class FeedPublisher implements Flow.Publisher<Object>, AutoCloseabl
         try {
             sub.onSubscribe(subscription);
         } catch (Throwable t) { // rule 2.13: consider the subscription cancelled
+            Fatal.throwIfFatal(t);
             cancelled = true;
         }
         subscriber = sub;
@@ -187,6 +188,7 @@ public final class FeedPublisher implements Flow.Publisher<Object>, AutoCloseabl
                         try {
                             s.onNext(o);
                         } catch (Throwable t) { // rule 2.13: the subscriber broke; cancel
+                            Fatal.throwIfFatal(t);
                             cancelled = true;
                             emitted = e;
                             finish();
@@ -203,7 +205,8 @@ public final class FeedPublisher implements Flow.Publisher<Object>, AutoCloseabl
                             finish();
                             try {
                                 s.onComplete();
-                            } catch (Throwable ignored) { // rule 2.13
+                            } catch (Throwable t) { // rule 2.13
+                                Fatal.throwIfFatal(t);
                             }
                         }
                     }
@@ -226,7 +229,8 @@ public final class FeedPublisher implements Flow.Publisher<Object>, AutoCloseabl
     private static void signalError(Flow.Subscriber<Object> s, Throwable t) {
         try {
             s.onError(t);
-        } catch (Throwable ignored) { // rule 2.13
+        } catch (Throwable broken) { // rule 2.13
+            Fatal.throwIfFatal(broken);
         }
     }
 

@@ -20,25 +20,11 @@ import org.apache.spark.sql.types.StructType;
  * frees what Spark committed. Used by the stream execution thread only.
  */
 final class DriverBuffer {
-    private static final class Entry {
-        final long position;
-        final Chunk chunk;
-
-        Entry(long position, Chunk chunk) {
-            this.position = position;
-            this.chunk = chunk;
-        }
-
-        long end() {
-            return position + chunk.size();
-        }
-    }
-
     private final RtOptions o;
     private final StructType schema;
     private final String key;
     private final String run;
-    private final ArrayDeque<Entry> entries = new ArrayDeque<>();
+    private final ArrayDeque<KeptChunk> entries = new ArrayDeque<>();
     private RowFeed feed;
     private long base; // position of the first buffered row
     private long received; // position after the last buffered row
@@ -73,11 +59,11 @@ final class DriverBuffer {
             fill(TimeUnit.MILLISECONDS.toNanos(200));
         }
         List<InternalRow> rows = new ArrayList<>((int) (end.position - start.position));
-        for (Entry e : entries) {
-            if (e.end() <= start.position || e.position >= end.position) continue;
-            int from = (int) Math.max(0, start.position - e.position);
-            int to = (int) Math.min(e.chunk.size(), end.position - e.position);
-            rows.addAll(e.chunk.rows.subList(from, to));
+        for (KeptChunk e : entries) {
+            if (e.end() <= start.position || e.position() >= end.position) continue;
+            int from = (int) Math.max(0, start.position - e.position());
+            int to = (int) Math.min(e.chunk().size(), end.position - e.position());
+            rows.addAll(e.chunk().rows.subList(from, to));
         }
         return RtInputPartition.inline(schema, o, key, start.position, end.position, rows);
     }
@@ -121,7 +107,7 @@ final class DriverBuffer {
         while (received - base < o.maxBufferedRecords) {
             Chunk c = feed.poll(wait);
             if (c == null) return;
-            entries.addLast(new Entry(received, c));
+            entries.addLast(new KeptChunk(received, c));
             received += c.size();
             wait = 0;
         }

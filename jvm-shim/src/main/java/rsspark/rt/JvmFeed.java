@@ -105,20 +105,6 @@ final class JvmFeed implements RowFeed {
     }
 
     /** Kept rows from {@code position} on: one chunk (a JVM publisher's elements as the query's rows). */
-    private static final class Entry {
-        final long position;
-        final Chunk chunk;
-
-        Entry(long position, Chunk chunk) {
-            this.position = position;
-            this.chunk = chunk;
-        }
-
-        long end() {
-            return position + chunk.size();
-        }
-    }
-
     private enum State { ACTIVE, COMPLETE, FAILED, CANCELLED }
 
     /** One subscription to a JVM publisher in this JVM, shared by the successive tasks of a query. */
@@ -128,7 +114,7 @@ final class JvmFeed implements RowFeed {
         private final RtOptions o;
         private final ReentrantLock lock = new ReentrantLock();
         private final Condition changed = lock.newCondition();
-        private final ArrayDeque<Entry> kept = new ArrayDeque<>();
+        private final ArrayDeque<KeptChunk> kept = new ArrayDeque<>();
         private final List<Object> pending = new ArrayList<>(); // received, not yet converted
         private final BatchEncoder encoder;
         private final ArrowRows decoder;
@@ -284,11 +270,11 @@ final class JvmFeed implements RowFeed {
 
         /** The kept rows from the cursor on, up to the end of the chunk the cursor is in (null: none yet). */
         private Chunk takeLocked() {
-            for (Entry e : kept) {
+            for (KeptChunk e : kept) {
                 if (e.end() <= cursor) continue;
-                int from = (int) (cursor - e.position);
+                int from = (int) (cursor - e.position());
                 cursor = e.end();
-                return from == 0 ? e.chunk : new Chunk(e.chunk.rows.subList(from, e.chunk.size()));
+                return from == 0 ? e.chunk() : new Chunk(e.chunk().rows.subList(from, e.chunk().size()));
             }
             return null;
         }
@@ -299,7 +285,7 @@ final class JvmFeed implements RowFeed {
             try {
                 byte[] ipc = encoder.encode(pending, 0, pending.size(), converted);
                 Chunk c = decoder.decode(ipc, 0, ipc.length);
-                kept.addLast(new Entry(converted, c));
+                kept.addLast(new KeptChunk(converted, c));
                 converted += c.size();
                 pending.clear();
             } catch (BatchEncoder.EncodeException e) {

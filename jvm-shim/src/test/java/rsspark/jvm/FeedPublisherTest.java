@@ -190,6 +190,33 @@ class FeedPublisherTest {
     }
 
     @Test
+    void spec_2_13_aFatalErrorFromOnNextIsRethrownNotSwallowed() {
+        FeedPublisher f = Shim.feed("value");
+        f.subscribe(new Flow.Subscriber<Object>() {
+            public void onSubscribe(Flow.Subscription s) { s.request(10); }
+            public void onNext(Object o) { throw new StackOverflowError("subscriber recursed"); }
+            public void onError(Throwable t) {}
+            public void onComplete() {}
+        });
+        StackOverflowError e = assertThrows(StackOverflowError.class, () -> f.offer(longs(0, 3)));
+        assertEquals("subscriber recursed", e.getMessage());
+        f.close();
+    }
+
+    @Test
+    void spec_2_13_aFatalErrorFromOnSubscribeIsRethrownNotSwallowed() {
+        FeedPublisher f = Shim.feed("value");
+        Flow.Subscriber<Object> s = new Flow.Subscriber<>() {
+            public void onSubscribe(Flow.Subscription s) { throw new OutOfMemoryError("no heap left"); }
+            public void onNext(Object o) {}
+            public void onError(Throwable t) {}
+            public void onComplete() {}
+        };
+        assertThrows(OutOfMemoryError.class, () -> f.subscribe(s));
+        f.close();
+    }
+
+    @Test
     void reactiveStreamsSubscribersAreBridgedWithFlowAdapters() throws Exception {
         assertTrue(Interop.reactiveStreamsAvailable());
         List<Object> seen = Collections.synchronizedList(new ArrayList<>());
