@@ -227,6 +227,42 @@ def _rule(table: dict[str, tuple[str, str, str]], jvm: str, rule: str, status: s
     return mark
 
 
+# Rules 3.10-3.16 of a Subscription: permissions, or rules the Publisher keeps; nothing a Subscriber
+# verification can observe. Both verifications list them, as the JVM TCK does.
+_UNTESTED_SUBSCRIPTION_RULES = [
+    (
+        "request_may_synchronously_call_on_next_on_subscriber",
+        "requestMaySynchronouslyCallOnNextOnSubscriber",
+        "3.10",
+        "a permission, nothing to test",
+    ),
+    (
+        "request_may_synchronously_call_on_complete_or_on_error",
+        "requestMaySynchronouslyCallOnCompleteOrOnError",
+        "3.11",
+        "a permission, nothing to test",
+    ),
+    (
+        "cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
+        "cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
+        "3.14",
+        "a permission, nothing to test",
+    ),
+    (
+        "cancel_must_not_throw_exception_and_must_signal_on_error",
+        "cancelMustNotThrowExceptionAndMustSignalOnError",
+        "3.15",
+        "a rule for publishers",
+    ),
+    (
+        "request_must_not_throw_exception_and_must_on_error_the_subscriber",
+        "requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
+        "3.16",
+        "a rule for publishers",
+    ),
+]
+
+
 class SubscriberBlackboxVerification(_Base):
     """The JVM TCK's 26 blackbox subscriber tests; implement :meth:`create_subscriber`."""
 
@@ -423,36 +459,7 @@ class SubscriberBlackboxVerification(_Base):
             "3.8",
             "a rule for publishers",
         ),
-        (
-            "request_may_synchronously_call_on_next_on_subscriber",
-            "requestMaySynchronouslyCallOnNextOnSubscriber",
-            "3.10",
-            "a permission, nothing to test",
-        ),
-        (
-            "request_may_synchronously_call_on_complete_or_on_error",
-            "requestMaySynchronouslyCallOnCompleteOrOnError",
-            "3.11",
-            "a permission, nothing to test",
-        ),
-        (
-            "cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
-            "cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
-            "3.14",
-            "a permission",
-        ),
-        (
-            "cancel_must_not_throw_exception_and_must_signal_on_error",
-            "cancelMustNotThrowExceptionAndMustSignalOnError",
-            "3.15",
-            "a rule for publishers",
-        ),
-        (
-            "request_must_not_throw_exception_and_must_on_error_the_subscriber",
-            "requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
-            "3.16",
-            "a rule for publishers",
-        ),
+        *_UNTESTED_SUBSCRIPTION_RULES,
     ]:
         _n = f"test_untested_spec{spec_id(_r)}_blackbox_{_name}"
         locals()[_n] = _untested(B, _n, f"untested_spec{spec_id(_r)}_blackbox_{_jvm}", _r, _why)
@@ -728,38 +735,7 @@ class SubscriberWhiteboxVerification(_Base):
         puppet.trigger_request(3)
         env.verify_no_async_errors()
 
-    for _name, _jvm, _r, _why in [
-        (
-            "request_may_synchronously_call_on_next_on_subscriber",
-            "requestMaySynchronouslyCallOnNextOnSubscriber",
-            "3.10",
-            "a permission",
-        ),
-        (
-            "request_may_synchronously_call_on_complete_or_on_error",
-            "requestMaySynchronouslyCallOnCompleteOrOnError",
-            "3.11",
-            "a permission",
-        ),
-        (
-            "cancel_may_cause_the_publisher_to_shutdown_if_no_other_subscription_exists",
-            "cancelMayCauseThePublisherToShutdownIfNoOtherSubscriptionExists",
-            "3.14",
-            "a permission",
-        ),
-        (
-            "cancel_must_not_throw_exception_and_must_signal_on_error",
-            "cancelMustNotThrowExceptionAndMustSignalOnError",
-            "3.15",
-            "a rule for publishers",
-        ),
-        (
-            "request_must_not_throw_exception_and_must_on_error_the_subscriber",
-            "requestMustNotThrowExceptionAndMustOnErrorTheSubscriber",
-            "3.16",
-            "a rule for publishers",
-        ),
-    ]:
+    for _name, _jvm, _r, _why in _UNTESTED_SUBSCRIPTION_RULES:
         _n = f"test_untested_spec{spec_id(_r)}_{_name}"
         locals()[_n] = _untested(W, _n, f"untested_spec{spec_id(_r)}_{_jvm}", _r, _why)
     del _name, _jvm, _r, _why, _n
