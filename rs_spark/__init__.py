@@ -8,13 +8,9 @@ Subscriber in this process to a query: :func:`read_stream`, :func:`write_stream`
 :func:`serve_sink`, :func:`stop_served`.
 """
 
-from importlib import metadata as _metadata
 from typing import Any
 
-try:
-    __version__ = _metadata.version("rs-spark")  # one source of truth: pyproject.toml
-except _metadata.PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+from ._version import __version__
 
 
 def read_stream(spark: Any, publisher: Any, schema: Any = None, **options: Any) -> Any:

@@ -30,3 +30,43 @@ def test_the_package_tests_and_benchmarks_are_formatted():
 def test_mypy_finds_nothing_in_the_package():
     r = _run("mypy", "--no-incremental")
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_import_linter_contracts_hold():
+    """docs/architecture.md's layers, pyspark only in rs_spark.spark (and the programs above it), and
+    no module inside the package importing its root: the contracts in pyproject.toml."""
+    r = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "lint-imports"), "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_import_linter_contracts_catch_an_upward_import(tmp_path):
+    """The contracts can fail: a copy of the package where the core imports the Spark layer, the
+    delivery layer imports pyspark and the network layer imports the package root breaks all three."""
+    import shutil
+
+    shutil.copytree(os.path.join(ROOT, "rs_spark"), tmp_path / "rs_spark", ignore=shutil.ignore_patterns("jars"))
+    shutil.copy(os.path.join(ROOT, "pyproject.toml"), tmp_path / "pyproject.toml")
+    (tmp_path / "rs_spark" / "streams" / "upward.py").write_text("import rs_spark.spark.session\n")
+    (tmp_path / "rs_spark" / "delivery" / "spark_rows.py").write_text("import pyspark.sql\n")
+    (tmp_path / "rs_spark" / "net" / "root.py").write_text("from rs_spark import read_stream\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    r = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "lint-imports"), "--no-cache"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    out = r.stdout + r.stderr
+    assert r.returncode != 0, out
+    assert "Contracts: 0 kept, 3 broken." in out, out
+    assert "rs_spark.streams.upward -> rs_spark.spark.session" in out, out
+    assert "rs_spark.delivery.spark_rows -> pyspark" in out, out
+    assert "rs_spark.net.root -> rs_spark" in out, out

@@ -7,7 +7,7 @@ ended: the query's end or the Subscriber's), :mod:`.ledger` (what was delivered:
 across restarts), :mod:`.wire` (the commit channel's record-batch
 tags and acknowledgement), :mod:`.commit_channel`, :mod:`.control` (abort / end messages),
 :mod:`.endpoint` (:func:`serve_sink`), :mod:`.elements` (what a Subscriber receives per row).
-Never imports pyspark (except to build ``rows`` elements).
+Never imports pyspark: ``rows`` elements are registered by :mod:`rs_spark.spark`.
 """
 
 from .control import send_control

@@ -20,7 +20,7 @@ again, and a batch cut off mid-way (commit process killed) resumes at the first 
 delivered when Spark retries it (its rows replay identically from the checkpoint). With
 ``ledger=`` the ledger is also kept in a file, so a restarted hub continues where it stopped.
 
-No pyspark here: this package runs in any Python process (``rows`` elements import it when used).
+No pyspark here: this package runs in any Python process (``rows`` elements are made by rs_spark.spark).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from ..streams.errors import throw_if_fatal
 from ..streams.types import Subscriber
 from .commit_channel import CommitChannel, Offer
 from .control import ControlSubscriber
-from .elements import batch_elements
+from .elements import batch_elements, check_elements
 from .end import EndReason, HubEnd
 from .errors import BatchAborted, SinkError
 from .ledger import Ledger
@@ -225,6 +225,7 @@ class DeliveryHub:
     ) -> None:
         if elements not in ELEMENTS:
             raise ValueError(f"elements={elements!r}: use one of {', '.join(ELEMENTS)}")
+        check_elements(elements)
         if subscriber is None or not callable(getattr(subscriber, "on_subscribe", None)):
             raise TypeError(
                 f"the sink needs a Reactive Streams Subscriber (on_subscribe/on_next/on_error/"

@@ -68,7 +68,7 @@ def jar_path() -> str:
     st = os.stat(p)
     key = (p, st.st_mtime_ns, st.st_size)
     if key not in _checked:
-        from .. import __version__
+        from .._version import __version__
 
         if not __version__.endswith("+unknown"):  # a source tree never installed has no version to compare
             check_jar_version(p, __version__)
@@ -264,7 +264,7 @@ def shim(jvm: Any) -> Any:
             "the session with rs_spark.spark.jvm.configure(builder) (it adds the jar to spark.jars), or pass "
             f"--jars {os.path.join(_HERE, 'jars', JAR_NAME)}; standalone, use rs_spark.jvm.launch(). ({exc})"
         ) from None
-    from .. import __version__
+    from .._version import __version__
 
     # None: classes loaded from a directory, not a versioned jar; "+unknown": an uninstalled source tree.
     if loaded is not None and loaded != __version__ and not __version__.endswith("+unknown"):

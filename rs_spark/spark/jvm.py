@@ -95,7 +95,7 @@ def read_jvm_stream(
     None: declared by a record / bean / scalar class via ``schema_of`` is not known up front,
     so give one. Other keyword arguments become source options.
     """
-    from .. import read_stream
+    from .source.read_stream import read_stream
 
     pa_schema = arrow_schema(schema)
     if pa_schema is None:

@@ -4,9 +4,13 @@ num_rows empty tuples while factory mode gave nothing)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pyarrow as pa
 import pytest
 
+import rs_spark.spark  # noqa: F401  (registers the "rows" elements with rs_spark.delivery)
 from rs_spark.delivery.elements import batch_elements
 from rs_spark.delivery.hub import _Current
 
@@ -31,3 +35,21 @@ def test_a_batch_without_columns_gives_one_empty_element_per_row(mode, empty):
 def test_an_unknown_mode_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="one of dicts, tuples, rows"):
         batch_elements(BATCH, "frames")
+
+
+def test_the_delivery_layer_runs_without_pyspark_and_says_how_to_get_rows():
+    """A process serving a sink with only rs_spark.delivery never imports pyspark; asking it for
+    pyspark Rows says what to import instead of failing later inside a commit."""
+    code = (
+        "import sys\n"
+        "from rs_spark.delivery import DeliveryHub, serve_sink\n"
+        "from rs_spark.streams import CallbackSubscriber\n"
+        "assert 'pyspark' not in sys.modules, 'rs_spark.delivery imported pyspark'\n"
+        "try:\n"
+        "    DeliveryHub(CallbackSubscriber(on_next=print), elements='rows')\n"
+        "except ValueError as e:\n"
+        "    print(e)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "elements='rows': pyspark Rows are made by rs_spark.spark: import rs_spark.spark" in r.stdout
