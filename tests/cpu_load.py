@@ -1,0 +1,29 @@
+"""CPU load beside a test: one busy process per core, each ending by itself after ``seconds`` and
+killed when the block ends, whatever happened in it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+_BUSY = "import time, sys\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"
+
+
+class CpuLoad:
+    """``with CpuLoad(seconds):`` runs ``os.cpu_count()`` busy Python processes for the block."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> CpuLoad:
+        for _ in range(os.cpu_count() or 1):
+            self.procs.append(subprocess.Popen([sys.executable, "-c", _BUSY, str(self.seconds)]))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
