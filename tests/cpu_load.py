@@ -1,5 +1,10 @@
 """CPU load beside a test: one busy process per core, each ending by itself after ``seconds`` and
-killed when the block ends, whatever happened in it."""
+killed when the block ends, whatever happened in it.
+
+The busy processes run at nice 10: they take every idle cycle and shift the timing of everything
+else, but do not starve a new process of the tested program (Spark gives a new Python worker a fixed
+10 s to connect back, PythonWorkerFactory; on a machine already busy, an unniced load made that fail
+before the behaviour under test was reached)."""
 
 from __future__ import annotations
 
@@ -7,7 +12,13 @@ import os
 import subprocess
 import sys
 
-_BUSY = "import time, sys\nend = time.monotonic() + float(sys.argv[1])\nwhile time.monotonic() < end:\n    pass\n"
+_BUSY = """
+import os, sys, time
+os.nice(10)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    pass
+"""
 
 
 class CpuLoad:
