@@ -1,6 +1,7 @@
 """The distribution as users get it. A clean clone of HEAD builds a wheel that carries the JVM shim;
-the wheel installs into a fresh venv (not editable) and runs, from there, the demo and a JVM
-publisher read through Spark; the sdist carries jvm-shim/ and builds the same wheel offline.
+the wheel installs into a fresh venv (not editable) and runs, from there, the demo (also three times
+under CPU load: it must stop cleanly every time) and a JVM publisher read through Spark; the sdist
+carries jvm-shim/ and builds the same wheel offline.
 
 The fresh venv gets pyspark, pyarrow and py4j as links to this interpreter's installed packages
 (400 MB not copied again); rs_spark itself comes from the wheel only. Builds run offline
