@@ -8,6 +8,7 @@ import os
 import pytest
 
 import rs_spark
+from rs_spark.examples import stopping
 from rs_spark.examples.stopping import Brake, stop_at_batch_end
 
 from ..cpu_load import CpuLoad
@@ -23,7 +24,10 @@ def _batches(folder: str) -> list[int]:
 
 
 @pytest.mark.timeout(300)
-def test_stop_at_batch_end_lets_the_held_batch_commit_and_plans_no_batch_after_it(spark, tmp_path):
+def test_stop_at_batch_end_lets_the_held_batch_commit_and_plans_no_batch_after_it(spark, tmp_path, monkeypatch):
+    marked: list[bool] = []
+    real = stopping.mark_terminated
+    monkeypatch.setattr(stopping, "mark_terminated", lambda q: marked.append(real(q)) or marked[-1])
     # Each commit takes about PER_BATCH x 2 ms in the Subscriber, ten times the trigger interval:
     # Spark plans the next micro-batch as soon as one ends, so there is no idle moment to stop in.
     rec = Recorder(batch=64, delay=0.002)
@@ -45,6 +49,7 @@ def test_stop_at_batch_end_lets_the_held_batch_commit_and_plans_no_batch_after_i
     finally:
         if q.isActive:
             q.stop()
+    assert marked == [True], "the query was not marked terminated: stop() interrupted it instead"
     assert not q.isActive and q.exception() is None
     assert rec.done.wait(30) and rec.completed and rec.error is None
     # Every micro-batch Spark planned was committed: none was started and then aborted by the stop.
