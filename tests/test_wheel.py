@@ -1,6 +1,7 @@
 """The distribution as users get it. A clean clone of HEAD builds a wheel that carries the JVM shim;
-the wheel installs into a fresh venv (not editable) and runs, from there, the demo and a JVM
-publisher read through Spark; the sdist carries jvm-shim/ and builds the same wheel offline.
+the wheel installs into a fresh venv (not editable) and runs, from there, the demo (also three times
+under CPU load: it must stop cleanly every time) and a JVM publisher read through Spark; the sdist
+carries jvm-shim/ and builds the same wheel offline.
 
 The fresh venv gets pyspark, pyarrow and py4j as links to this interpreter's installed packages
 (400 MB not copied again); rs_spark itself comes from the wheel only. Builds run offline
@@ -22,6 +23,8 @@ from importlib import metadata
 
 import pytest
 
+from .cpu_load import CpuLoad
+from .demo_check import UNDER_LOAD, assert_stopped_cleanly
 from .jvm.conftest import FIXTURES, build
 
 pytestmark = pytest.mark.slow  # builds two wheels and an sdist, and starts Spark twice
@@ -273,3 +276,19 @@ def test_the_demo_runs_from_the_installed_wheel(demo):
     assert "Subscriber signalled: on_complete" in out, out[-3000:]
     spark_error = re.search(r"^[\d/]+ [\d:]+ ERROR ", out, re.M)  # a Spark log line at ERROR level
     assert "Traceback" not in out and not spark_error, out[-5000:]
+
+
+@pytest.mark.timeout(3 * 900 + 60)
+def test_the_installed_demo_stops_cleanly_every_run_under_cpu_load(dist):
+    """Issue 32: the demo from the installed wheel stops at a micro-batch boundary under load, with no
+    aborted batch and no traceback (pyspark's accumulator server included), three runs in a row."""
+    for i in range(3):
+        run_dir = dist.base / f"demo-under-load-{i}"
+        run_dir.mkdir()
+        with CpuLoad(seconds=900):
+            job = Job([dist.python, "-m", "rs_spark", *UNDER_LOAD], run_dir / "out.log", env=dist.env, cwd=run_dir)
+            try:
+                out = job.output(timeout=900)
+            finally:
+                job.stop()
+        assert_stopped_cleanly(out, f"run {i + 1} of 3")

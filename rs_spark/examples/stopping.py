@@ -11,10 +11,13 @@ Two ways to stop at a boundary instead:
 
 - :class:`Brake` and :func:`stop_at_batch_end`, for a query writing into a Subscriber with
   :func:`rs_spark.write_stream`. The commit that delivers a micro-batch is the last step of that
-  batch, and Spark does not interrupt it: ``stop()`` waits for it. So the brake holds the next
-  ``on_next`` (a commit with rows is then in progress and waits), the query is stopped from another
-  thread, and once Spark has marked it stopped (``isActive`` is false: no batch starts after this
-  one) the brake lets the commit finish. The batch is delivered and committed, then the query ends.
+  batch. The brake holds the next ``on_next``: a commit with rows is then in progress, and the
+  query's thread waits in it, past the point where Spark checks that the query is still active
+  before a batch writes. The query is then marked terminated *without* the interrupt that
+  ``stop()`` sends (:func:`rs_spark.spark.batch_end.mark_terminated`), and the brake lets the
+  commit finish: the batch is delivered and committed, Spark starts no other, and the query's
+  thread ends by itself; ``stop()`` then finds nothing to interrupt. On Spark Connect (no driver
+  JVM to mark) it falls back to ``stop()`` from another thread while the commit is held.
 - :func:`stop_when_idle`, for any query whose batches are shorter than its processing-time
   trigger: it stops right after a batch ended, while the query waits for its next trigger.
 """
@@ -25,6 +28,7 @@ import threading
 import time
 from typing import Any
 
+from ..spark.batch_end import mark_terminated
 from ..streams.types import Subscriber, Subscription
 
 
@@ -68,7 +72,8 @@ def stop_at_batch_end(query: Any, brake: Brake, timeout: float = 60.0) -> bool:
 
     Returns True once the query ended at a batch boundary. If no batch delivers rows within
     ``timeout`` seconds, it falls back to :func:`stop_when_idle` (same ``timeout``) and returns
-    what that returns.
+    what that returns; if the held batch does not end within ``timeout`` seconds once released,
+    the query is stopped (interrupted) and it returns False.
     """
     brake.hold()
     deadline = time.monotonic() + timeout
@@ -79,18 +84,41 @@ def stop_at_batch_end(query: Any, brake: Brake, timeout: float = 60.0) -> bool:
         if time.monotonic() >= deadline:
             brake.release()
             return stop_when_idle(query, timeout)
+    # The query's thread waits in this batch's commit: no batch starts after it once it is marked.
+    try:
+        marked = mark_terminated(query)
+    except BaseException:  # Ctrl-C: never leave the commit held
+        brake.release()
+        raise
+    if not marked:
+        return _stop_while_held(query, brake)
+    brake.release()
+    ended = _await_end(query, timeout)
+    query.stop()  # the thread has ended: nothing left to interrupt (else: it is interrupted now)
+    return ended
+
+
+def _await_end(query: Any, timeout: float) -> bool:
+    """Wait for ``query``'s thread to end; True if it did (a failure too: ``query.exception()``)."""
+    try:
+        return bool(query.awaitTermination(timeout))
+    except Exception:  # it failed; the caller reads query.exception()
+        return True
+
+
+def _stop_while_held(query: Any, brake: Brake) -> bool:
+    """Spark Connect: ``stop()`` from another thread while the commit is held, released once the
+    query is marked stopped. Spark's interrupt may still reach the commit (an abort is logged)."""
     failure: list[BaseException] = []
 
     def stop() -> None:
         try:
-            query.stop()  # returns when the query thread ended, after the held commit
+            query.stop()
         except Exception as exc:  # re-raised in the caller's thread below
             failure.append(exc)
 
     stopper = threading.Thread(target=stop, name="rs-spark-stop", daemon=True)
     stopper.start()
-    # stop() marks the query terminated before it interrupts the query thread: from then on no
-    # batch starts, so the held commit may finish (and stop() waits for it).
     while query.isActive and stopper.is_alive():
         time.sleep(0.01)
     brake.release()
@@ -111,7 +139,11 @@ def stop_when_idle(query: Any, timeout: float = 60.0, poll: float = 0.02) -> boo
     while query.isActive:
         now = _batch_id(query)
         if now != last and not query.status["isTriggerActive"]:
-            query.stop()  # a batch just ended: the next trigger is most of an interval away
+            # A batch just ended and the thread waits for the next trigger, most of an interval away:
+            # marked now, the query ends at that trigger without an interrupt.
+            if mark_terminated(query):
+                _await_end(query, timeout)
+            query.stop()
             return True
         last = now
         if time.monotonic() >= deadline:

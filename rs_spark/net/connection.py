@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from ..streams.errors import throw_if_fatal
 from . import frames as F
+from .budget import FRAME_OVERHEAD, OutboundBudget
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, ResumeRejected
 from .framing import IDLE, FrameReader, send_buffers
 from .metadata import MetadataError
@@ -65,13 +66,23 @@ class Limits:
     """Queued outgoing bytes above which the peer is taken to have stopped reading: the connection is
     closed (streams pause at ``high_water_bytes``, so only a peer that never reads gets here). Never
     below ``high_water_bytes + 2 * max_frame_bytes``, which paused streams may still have queued."""
+    max_server_backlog_bytes: int = 256 * 1024 * 1024
+    """Server side: queued outgoing bytes of all its connections together (each frame charged its length
+    plus ``budget.FRAME_OVERHEAD``). A frame that would pass it closes the connection holding the most
+    (usually a peer that stopped reading), or its own if it still does not fit."""
 
     def __post_init__(self) -> None:
         if not 64 <= self.max_frame_bytes <= F.MAX_FRAME_LENGTH:
             raise ValueError(
                 f"Limits.max_frame_bytes must be within 64..{F.MAX_FRAME_LENGTH}, got {self.max_frame_bytes}"
             )
-        for f in ("max_streams", "max_connections", "high_water_bytes", "max_backlog_bytes"):
+        for f in (
+            "max_streams",
+            "max_connections",
+            "high_water_bytes",
+            "max_backlog_bytes",
+            "max_server_backlog_bytes",
+        ):
             if getattr(self, f) < 1:
                 raise ValueError(f"Limits.{f} must be >= 1, got {getattr(self, f)}")
         for f in ("setup_timeout", "max_lifetime"):
@@ -108,6 +119,13 @@ class Handler(Protocol):
     def on_metadata_push(self, conn: Connection, frame: F.Frame) -> None: ...
 
 
+def _length(frame: list[F.Buffer]) -> int:
+    n = 0
+    for b in frame:
+        n += len(b)
+    return n
+
+
 def _rest(frame: list[F.Buffer], sent: int) -> list[F.Buffer]:
     """The part of ``frame`` (a list of buffers) after its first ``sent`` bytes."""
     out: list[F.Buffer] = []
@@ -135,6 +153,7 @@ class Connection:
         keepalive: float = 2.0,
         lifetime: float = 10.0,
         on_closed: Callable[[Connection], None] | None = None,
+        budget: OutboundBudget | None = None,
     ) -> None:
         self.sock = sock
         self.client = client
@@ -159,6 +178,8 @@ class Connection:
         self._flush_on_close = False
         self._out: deque[list[F.Buffer]] = deque()
         self._out_bytes = 0
+        self._budget = budget  # the server's, shared by its connections (None: a client's)
+        self._writer_done = False  # after this, nothing queued is ever written: send() refuses
         self._cond = threading.Condition(threading.Lock())
         self._paused: dict[int, Callable[[], None]] = {}
         self._writing = False  # the writer thread is inside a send
@@ -221,6 +242,9 @@ class Connection:
                 self._flush_on_close = True
                 for fr in final:
                     self._out.append(fr)
+                    self._charge(_length(fr), force=True)
+            else:
+                self._drop_queued()
             self._cond.notify_all()
         if final is None or not self._writer.is_alive():
             self._shutdown(socket.SHUT_RDWR)
@@ -271,11 +295,12 @@ class Connection:
     # -- sending ------------------------------------------------------------------------
     def send(self, frame: list[F.Buffer]) -> bool:
         """Queue one encoded frame; False if the connection is closed (the frame is dropped)."""
-        n = 0
-        for b in frame:
-            n += len(b)
+        n = _length(frame)
+        if self._budget is not None and not self._take_budget(n + FRAME_OVERHEAD):
+            return False  # closed: over the server's outbound budget
         with self._cond:
-            if self._closed is not None:
+            if self._closed is not None or self._writer_done:
+                self._give(n, 1)
                 return False
             if n >= 65536 and self._direct and not self._out and not self._writing:
                 # A big frame and an idle writer: try the send here, without blocking (saves a thread hand-off per
@@ -288,9 +313,11 @@ class Connection:
                 except OSError:
                     sent = 0  # the writer will meet the error and close
                 if sent >= n:
+                    self._give(n, 1)
                     return True
                 frame = _rest(frame, sent)
                 n -= sent
+                self._give(sent, 0)
             self._out.append(frame)
             self._out_bytes += n
             if len(self._out) == 1:
@@ -311,6 +338,61 @@ class Connection:
         """Bytes queued or being written."""
         return self._out_bytes
 
+    # -- the server's outbound budget -----------------------------------------------------
+    def _take_budget(self, cost: int) -> bool:
+        """Charge the server's budget ``cost`` bytes for a frame; if it does not fit, close the connection
+        holding the most of it and try again, else close this one and return False."""
+        budget = self._budget
+        assert budget is not None
+        if budget.take(self, cost):
+            return True
+        victim, _ = budget.largest()
+        if isinstance(victim, Connection) and victim is not self:
+            victim.over_budget(budget)  # drops its queue: its bytes are credited back now
+            if budget.take(self, cost):
+                return True
+        self.over_budget(budget)
+        return False
+
+    def over_budget(self, budget: OutboundBudget) -> None:
+        """Close this connection: its server's connections have too much queued for sending."""
+        with self._cond:
+            mine = self._out_bytes
+        log.warning(
+            "rs_spark.net: closing %s: the server's connections have %d bytes queued for sending, more than "
+            "Limits.max_server_backlog_bytes (%d); %d of them for this peer, which reads too slowly or not at all",
+            self.label,
+            budget.used,
+            budget.limit,
+            mine,
+        )
+        self.close(
+            ProtocolError(
+                f"{self.label}: closed by the server: its connections have more than "
+                f"Limits.max_server_backlog_bytes ({budget.limit}) queued for sending; {mine} bytes of them "
+                "for this peer, which reads too slowly or not at all",
+                self.label,
+            )
+        )
+
+    def _charge(self, n: int, force: bool = False) -> None:
+        """Count a frame of ``n`` bytes queued without :meth:`send` (final frames); under ``_cond``."""
+        self._out_bytes += n
+        if self._budget is not None:
+            self._budget.take(self, n + FRAME_OVERHEAD, force=force)
+
+    def _give(self, n: int, frames: int) -> None:
+        """Credit the server's budget for ``frames`` frames of ``n`` bytes written or dropped."""
+        if self._budget is not None:
+            self._budget.give(self, n + frames * FRAME_OVERHEAD)
+
+    def _drop_queued(self) -> None:
+        """Forget the frames still queued (closed, not flushing); under ``_cond``."""
+        n = sum(_length(fr) for fr in self._out)
+        self._give(n, len(self._out))
+        self._out_bytes -= n
+        self._out.clear()
+
     def wait_drain(self, stream_id: int, resume: Callable[[], None]) -> bool:
         """If the backlog is above the high-water mark, call ``resume`` (on the signal thread)
         once it has drained below half of it and return True; else return False."""
@@ -323,6 +405,7 @@ class Connection:
     def _write_loop(self) -> None:
         sock = self.sock
         cond = self._cond
+        inflight = (0, 0)  # bytes and frames taken from the queue, not yet written
         try:
             while True:
                 with cond:
@@ -330,24 +413,14 @@ class Connection:
                         cond.wait()
                     if not self._out or (self._closed is not None and not self._flush_on_close):
                         break
-                    batch: list[F.Buffer] = []
-                    n = 0
-                    out = self._out
-                    while out and n < 4 * 1024 * 1024:
-                        fr = out.popleft()
-                        batch.extend(fr)
-                        for b in fr:
-                            n += len(b)
+                    batch, inflight = self._take_batch()
                     self._writing = True
+                n = inflight[0]
                 small = n < 256 * 1024
                 send_buffers(sock, [b"".join(batch)] if small and len(batch) > 1 else batch)
                 with cond:
-                    self._writing = False
-                    self._out_bytes -= n
-                    resume: list[Callable[[], None]] = []
-                    if self._paused and self._out_bytes < self.limits.high_water_bytes // 2:
-                        resume = list(self._paused.values())
-                        self._paused.clear()
+                    resume = self._written(*inflight)
+                    inflight = (0, 0)
                 for r in resume:
                     self.worker.submit(r)
         except OSError as exc:
@@ -360,8 +433,35 @@ class Connection:
                     )
                 )
         finally:
+            with cond:  # nothing queued will be written now: credit it all back
+                self._writer_done = True
+                self._written(*inflight)
+                self._drop_queued()
             if self._closed is not None and self._flush_on_close:
                 self._shutdown(socket.SHUT_WR)  # FIN after the last frame; the reader waits for the peer's
+
+    def _take_batch(self) -> tuple[list[F.Buffer], tuple[int, int]]:
+        """Frames from the queue, up to about 4 MiB, as one list of buffers; and their bytes and count."""
+        batch: list[F.Buffer] = []
+        n = frames = 0
+        out = self._out
+        while out and n < 4 * 1024 * 1024:
+            fr = out.popleft()
+            frames += 1
+            batch.extend(fr)
+            n += _length(fr)
+        return batch, (n, frames)
+
+    def _written(self, n: int, frames: int) -> list[Callable[[], None]]:
+        """Account ``frames`` frames of ``n`` bytes as gone; the paused streams to resume. Under ``_cond``."""
+        self._writing = False
+        self._out_bytes -= n
+        self._give(n, frames)
+        resume: list[Callable[[], None]] = []
+        if self._paused and self._out_bytes < self.limits.high_water_bytes // 2:
+            resume = list(self._paused.values())
+            self._paused.clear()
+        return resume
 
     # -- reading ------------------------------------------------------------------------
     def _read_loop(self) -> None:

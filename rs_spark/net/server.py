@@ -19,6 +19,7 @@ from . import frames as F
 from .address import Address, parse
 from .auth import check_token
 from .bridge import InboundSubscription
+from .budget import OutboundBudget
 from .channel import serve_channel
 from .codecs import Codec, make_codec
 from .connection import Connection, Limits, Rejected
@@ -100,6 +101,7 @@ class Server:
         self._token = token
         self._ssl = ssl
         self.limits = limits or Limits()
+        self._outbound = OutboundBudget(self.limits.max_server_backlog_bytes)  # shared by the connections
         self._lock = threading.Lock()
         self._endpoints: dict[str, _Endpoint] = {}
         self._conns: set[Connection] = set()
@@ -197,6 +199,12 @@ class Server:
     def connection_count(self) -> int:
         """Connections open now (set up or setting up; closed ones are not counted)."""
         return len(self._conns)
+
+    @property
+    def outbound(self) -> OutboundBudget:
+        """Bytes queued for sending by all connections (``used``, ``peak``), bounded by
+        ``Limits.max_server_backlog_bytes`` (``limit``)."""
+        return self._outbound
 
     def stats(self) -> dict[str, Any]:
         """Resumable streams: per stream its endpoint, state and rows kept, sent, acknowledged,
@@ -314,6 +322,7 @@ class Server:
             keepalive=self.limits.max_lifetime,
             lifetime=self.limits.max_lifetime,
             on_closed=closed,
+            budget=self._outbound,
         )
         with self._lock:
             self._conns.add(conn)
