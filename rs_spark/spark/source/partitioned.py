@@ -160,6 +160,7 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._lock = threading.Lock()
         self._changed = threading.Condition()  # a link's rows became available, or its stream ended
         self._moved_reported = False
+        self._vanished_reported = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -246,7 +247,8 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def _vanished(self, positions: dict[str, int]) -> None:
         """Partitions in the checkpoint that option endpoint no longer names (as Kafka's deleted partitions)."""
         gone = [pid for pid in positions if pid not in self._opts.endpoints]
-        if gone:
+        if gone and not self._vanished_reported:
+            self._vanished_reported = True
             report_data_loss(
                 self._opts,
                 f"format('reactive'): partitions {', '.join(gone)} are in the checkpoint but not in option endpoint; "
@@ -327,7 +329,12 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         s_pos, _ = self._offset(start)
         e_pos, streams = self._offset(end)
-        ranges = [(pid, streams[pid], s_pos.get(pid, 0), e) for pid, e in e_pos.items() if e > s_pos.get(pid, 0)]
+        self._vanished(e_pos)  # a batch planned before a restart, with partitions no longer named
+        ranges = [
+            (pid, streams[pid], s_pos.get(pid, 0), e)
+            for pid, e in e_pos.items()
+            if e > s_pos.get(pid, 0) and pid in self._opts.endpoints
+        ]
         total = sum(e - s for _, _, s, e in ranges)
         if not total:
             return []
