@@ -9,6 +9,11 @@ log) and one :meth:`parse`:
 * :class:`PartitionedOffset` (executors fetch from several endpoints, :mod:`.partitioned`): the
   position and stream key of each partition.
 
+``release`` (omitted when 0) counts micro-batches planned without rows so that Spark commits the
+one before them (Spark calls ``commit`` only once it plans another batch; until then the publisher
+keeps those rows, which can leave an endpoint at its retention bound with nothing to send): see
+docs/guarantees.md, "Acknowledgements".
+
 Field ``v`` is the version (:data:`VERSION`); offsets written before versions existed have none and
 are version 0, with the same fields. An offset of a newer version, or of no known shape, is
 refused with :class:`OffsetError` saying what to do.
@@ -84,6 +89,7 @@ class StreamOffset:
     offset: int
     stream: str | None = None
     position: int | None = None
+    release: int = 0
 
     def json(self) -> dict[str, Any]:
         """The JSON object Spark keeps in its offset log."""
@@ -92,6 +98,8 @@ class StreamOffset:
             d["stream"] = self.stream
         if self.position is not None:
             d["position"] = self.position
+        if self.release:
+            d["release"] = self.release
         return d
 
     @classmethod
@@ -100,12 +108,13 @@ class StreamOffset:
         _version(d)
         if "offset" not in d:
             raise _refuse(d, "has no field offset (records read), so it is not a one-reader offset")
-        _only(d, {"offset", "stream", "position"}, "one-reader")
+        _only(d, {"offset", "stream", "position", "release"}, "one-reader")
         stream = _key(d, d["stream"], "stream") if "stream" in d else None
         position = _count(d, d["position"], "position") if "position" in d else None
         if stream is not None and position is None:
             raise _refuse(d, "names a stream but no position in it")
-        return cls(_count(d, d["offset"], "offset"), stream, position)
+        release = _count(d, d.get("release", 0), "release")
+        return cls(_count(d, d["offset"], "offset"), stream, position, release)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +123,14 @@ class PartitionedOffset:
 
     positions: Mapping[str, int] = dataclasses.field(default_factory=dict)
     streams: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    release: int = 0
 
     def json(self) -> dict[str, Any]:
         """The JSON object Spark keeps in its offset log."""
-        return {"v": VERSION, "positions": dict(self.positions), "streams": dict(self.streams)}
+        d: dict[str, Any] = {"v": VERSION, "positions": dict(self.positions), "streams": dict(self.streams)}
+        if self.release:
+            d["release"] = self.release
+        return d
 
     @classmethod
     def parse(cls, d: Any) -> PartitionedOffset:
@@ -125,7 +138,7 @@ class PartitionedOffset:
         _version(d)
         if "positions" not in d:
             raise _refuse(d, "has no field positions, so it is not a partitioned offset")
-        _only(d, {"positions", "streams"}, "partitioned")
+        _only(d, {"positions", "streams", "release"}, "partitioned")
         positions, streams = d["positions"], d.get("streams", {})
         if not isinstance(positions, dict) or not isinstance(streams, dict):
             raise _refuse(d, "has positions or streams that are not objects keyed by partition id")
@@ -135,6 +148,7 @@ class PartitionedOffset:
         return cls(
             {pid: _count(d, p, f"partition {pid!r} position") for pid, p in positions.items()},
             {pid: _key(d, k, f"partition {pid!r} stream") for pid, k in streams.items()},
+            _count(d, d.get("release", 0), "release"),
         )
 
 

@@ -17,6 +17,7 @@ Kafka shares ``maxOffsetsPerTrigger``); each partition is asked only for what it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -123,6 +124,11 @@ class _Link:
         s.request(position - self.requested)
         self.requested = position
 
+    @property
+    def acked(self) -> int:
+        """The last position this process acknowledged (-1: none)."""
+        return self._acked
+
     def acknowledge(self, position: int) -> None:
         s = self.subscription
         if s is not None and position > self._acked and position <= self.available:
@@ -226,11 +232,25 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._check(links, positions)
         take = self._rate_limit(links, positions, max_rows)
         if not any(take.values()):
-            return start
+            return self._release(links, positions, start) or start
         ends = {pid: positions.get(pid, links[pid].start) + take.get(pid, 0) for pid in links}
         if self._opts.prefetch:  # the next micro-batch's rows are made available while Spark runs this one
             self._ask(links, ends, max_rows)
         return _to(ends, {pid: link.key for pid, link in links.items()})
+
+    def _release(self, links: dict[str, _Link], positions: dict[str, int], start: dict) -> dict | None:
+        """Nothing to plan while rows before ``start`` are not acknowledged: an offset naming no new
+        rows (``release`` + 1), so Spark plans an empty micro-batch and then commits the one ending
+        at ``start`` (only then: docs/guarantees.md), and an endpoint at its retention bound can go
+        on. Once per position; never in AvailableNow (which ends)."""
+        if self._available_now:
+            return None
+        if not any(pid in positions and positions[pid] > max(link.acked, 0) for pid, link in links.items()):
+            return None
+        o = parse_offset(start)
+        if not isinstance(o, PartitionedOffset):
+            return None
+        return dataclasses.replace(o, release=o.release + 1).json()
 
     def _subscribe(self, positions: dict[str, int], streams: dict[str, str], new: list[str]) -> dict[str, _Link]:
         """The links (opened once per reader process), each at its committed position."""

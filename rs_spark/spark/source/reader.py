@@ -16,6 +16,7 @@ Acknowledgements upstream follow Spark's ``commit`` only (docs/guarantees.md, "A
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -156,12 +157,24 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         elements, taken = live.intake.take_rows(max_rows)
         if not elements:
             self._nothing_to_plan(live, s)
-            return start
+            return self._release(live, begin) or start
         end = live.plan(s, elements, taken)
         if self._opts.prefetch:
             live.intake.demand_up_to(want)
         live.note_received()  # so a crash's in-flight records are counted at the next start
         return live.upstream.offset(end).json()
+
+    def _release(self, live: Live, begin: StreamOffset) -> dict | None:
+        """Nothing to plan while the rows before ``begin`` are not acknowledged: an offset naming no
+        new rows (``release`` + 1), so Spark plans an empty micro-batch and then calls commit for
+        the batch ending at ``begin`` (only then: docs/guarantees.md), and the publisher (an endpoint
+        at its retention bound) can go on. Once per position; never in AvailableNow (which ends)."""
+        position = begin.position
+        if self._available_now or position is None or position <= max(live.upstream.acked, 0):
+            return None
+        if live.upstream.origin is None or live.upstream.key != begin.stream:
+            return None  # a stream this process started over: nothing of `begin` to acknowledge
+        return dataclasses.replace(begin, release=begin.release + 1).json()
 
     def _rate_limit(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         """``(max_rows, min_rows)`` of this micro-batch, from Spark's limit and the options."""
