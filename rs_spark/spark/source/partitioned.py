@@ -223,9 +223,13 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             positions, streams = {**positions, **dict.fromkeys(new, 0)}, {**streams, **{p: new_key() for p in new}}
             if not self._available_now:  # AvailableNow takes the first answer as its target: open at once
                 return _to(positions, streams)
-        # Nothing is acknowledged here: with asyncProgressTrackingEnabled Spark asks for the next
-        # batch before the commit log holds the last one; commit() acknowledges (docs/guarantees.md).
+        # Acknowledged in commit() only: with asyncProgressTrackingEnabled Spark asks for the next
+        # batch before the commit log holds the last one (docs/guarantees.md). Spark refuses async
+        # progress tracking with AvailableNow, whose last batch gets no commit(): here it can.
         links = self._subscribe(positions, streams, new)
+        if self._available_now:
+            for pid, link in links.items():
+                link.acknowledge(positions.get(pid, link.start))
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else self._opts.max_records_per_trigger
         self._ask(links, positions, max_rows)
         self._wait(links, positions, max_rows)

@@ -139,8 +139,11 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if first is not None:
             return first.json()
         live.subscribe()
-        # Nothing is acknowledged here: with asyncProgressTrackingEnabled Spark asks for the next
-        # batch before the commit log holds the last one; commit() acknowledges (docs/guarantees.md).
+        # Acknowledged in commit() only: with asyncProgressTrackingEnabled Spark asks for the next
+        # batch before the commit log holds the last one (docs/guarantees.md). Spark refuses async
+        # progress tracking with AvailableNow, whose last batch gets no commit(): here it can.
+        if self._available_now:
+            live.acknowledge(s)
         planned = live.planned_end(s)
         if planned is not None:  # logged before a restart but never run: replay it first
             return live.upstream.offset(planned).json()
