@@ -3,15 +3,18 @@ methods are called as Spark's reader process calls them (rs_spark/spark/source/p
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from rs_spark import net
 from rs_spark import streams as rs
+from rs_spark.spark.source.data_loss import DataLossError
 from rs_spark.spark.source.options import SourceOptions
-from rs_spark.spark.source.partitioned import PartitionedStreamReader
+from rs_spark.spark.source.partitioned import EndpointRange, PartitionedStreamReader
 from tests.waits import wait_until
 
 TOKEN = "partitions-reader-test"
@@ -87,4 +90,31 @@ def test_a_restarted_reader_acknowledges_only_what_spark_commits_not_at_latest_o
         assert _stream(server)["firstPosition"] == 100
     finally:
         second.stop()
+        server.stop()
+
+
+def test_executor_side_loss_follows_fail_on_data_loss():
+    """What an executor does for a planned range its endpoint no longer keeps (here: a stream the
+    endpoint never had): failOnDataLoss=true fails the task saying so; false warns naming the
+    positions and yields no rows for them, as Kafka's executor-side consumer skips."""
+    server = _serve()
+    try:
+        lost = EndpointRange("a", "f" * 32, 100, 200)
+        strict = _reader(server)
+        with pytest.raises(DataLossError, match=r"partition 'a' .* no longer keeps positions \[100, 200\)"):
+            list(strict.read(lost))
+        opts = SourceOptions.parse(
+            {"endpoint": f"a={server.address}", "token": TOKEN, "executorFetch": "true", "failOnDataLoss": "false"}
+        )
+        records: list[logging.LogRecord] = []
+        handler = logging.Handler()
+        handler.emit = records.append  # type: ignore[method-assign]
+        logging.getLogger("rs_spark.source").addHandler(handler)
+        try:
+            assert list(PartitionedStreamReader(opts, SCHEMA).read(lost)) == []
+        finally:
+            logging.getLogger("rs_spark.source").removeHandler(handler)
+        text = " ".join(r.getMessage() for r in records)
+        assert "no longer keeps positions [100, 200)" in text and "skip these 100 rows" in text
+    finally:
         server.stop()
