@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..streams.demand import add_cap
@@ -46,7 +46,7 @@ _BACKOFF = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 class ResumableSubscription(InboundSubscription):
     """The Subscription of a resumable stream: positions, acknowledgements, reconnection."""
 
-    __slots__ = ("_origin", "_acked", "_retention", "_publisher", "_reconnecting", "_gone", "_available")
+    __slots__ = ("_origin", "_acked", "_retention", "_publisher", "_reconnecting", "_gone", "_available", "_listeners")
 
     def __init__(
         self, subscriber: Subscriber[Any], codec: Codec, where: str, publisher: ResumablePublisher, origin: int
@@ -67,6 +67,7 @@ class ResumableSubscription(InboundSubscription):
         self._reconnecting = False
         self._gone = threading.Event()  # cancelled, ended or detached: stop reconnecting
         self._available = threading.Condition()  # positions only: rows made available
+        self._listeners: list[Callable[[], None]] = []
 
     # -- positions and acknowledgements -------------------------------------------------------
     @property
@@ -117,8 +118,21 @@ class ResumableSubscription(InboundSubscription):
         if over:
             self._protocol_failure(f"the server made rows available up to {end}, more than were requested (rule 1.1)")
             return
+        self._notify_available()
+
+    def on_available(self, listener: Callable[[], None]) -> None:
+        """Positions only: call ``listener`` (no arguments, quickly: on the connection's reader thread)
+        after rows are made available and after a terminal signal, for a caller waiting on several
+        streams at once (:meth:`wait_available` waits on one)."""
+        with self._available:
+            self._listeners.append(listener)
+
+    def _notify_available(self) -> None:
         with self._available:
             self._available.notify_all()
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
 
     def wait_available(self, position: int, timeout: float) -> int:
         """Positions only: wait until rows up to ``position`` are available (or the stream ended,
@@ -161,8 +175,7 @@ class ResumableSubscription(InboundSubscription):
     def on_frame(self, f: F.Frame) -> None:
         super().on_frame(f)
         if self._publisher.positions and f.type in (F.PAYLOAD, F.ERROR):  # a terminal signal: wake waiters
-            with self._available:
-                self._available.notify_all()
+            self._notify_available()
 
     def on_connection_closed(self, error: BaseException) -> None:
         # A refusal (wrong token, unknown or expired stream) is final: only a dropped connection is resumed.

@@ -307,3 +307,10 @@ def cancel_recording(options):
 
     note("created")
     return rs.defer(gen)
+
+
+def replayable(options):
+    """``publisher.count`` tuples (id, name, price) from a list: Replayable (``subscribe_at``), so
+    Spark's offsets carry its position and a restarted query asks again from there."""
+    n = _int(options, "count", 100)
+    return rs.from_iterable([(i, f"r-{i}", i * 0.5) for i in range(n)])

@@ -69,7 +69,7 @@ def test_the_limit_is_shared_in_proportion_to_what_each_partition_has_available(
 
 def test_a_busy_partition_is_split_over_several_tasks():
     reader = _reader(minPartitions=4)
-    start = {"positions": {"a": 0, "b": 0}, "streams": {}}
+    start = {"positions": {"a": 0, "b": 0}, "streams": {"a": "a" * 32, "b": "b" * 32}}
     end = {"positions": {"a": 900, "b": 100}, "streams": {"a": "a" * 32, "b": "b" * 32}}
     parts = reader.partitions(start, end)
     assert all(isinstance(p, EndpointRange) for p in parts)

@@ -3,15 +3,18 @@ methods are called as Spark's reader process calls them (rs_spark/spark/source/p
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from rs_spark import net
 from rs_spark import streams as rs
+from rs_spark.spark.source.data_loss import DataLossError
 from rs_spark.spark.source.options import SourceOptions
-from rs_spark.spark.source.partitioned import PartitionedStreamReader
+from rs_spark.spark.source.partitioned import EndpointRange, PartitionedStreamReader
 from tests.waits import wait_until
 
 TOKEN = "partitions-reader-test"
@@ -60,10 +63,12 @@ def test_the_next_micro_batch_is_made_available_while_spark_runs_this_one():
         server.stop()
 
 
-def test_a_restarted_reader_acknowledges_the_checkpoint_position_at_its_first_latest_offset():
-    """Spark committed a micro-batch, then the reader process died before it acknowledged it: the
-    next reader process tells the endpoint at once (before: only after its own next commit, so the
-    endpoint kept the committed rows and its publisher did not hear on_commit)."""
+def test_a_restarted_reader_acknowledges_only_what_spark_commits_not_at_latest_offset():
+    """Spark committed a micro-batch, then the reader process died before it acknowledged it. The
+    next reader process does not acknowledge the checkpoint's position at latestOffset (with
+    asyncProgressTrackingEnabled Spark asks for the next batch before its commit log holds the last
+    one): it does when Spark calls commit(), which it does for the checkpoint's last batch once it
+    planned the next one (MicroBatchExecution.cleanUpLastExecutedMicroBatch)."""
     server = _serve()
     first = _reader(server)
     try:
@@ -75,9 +80,41 @@ def test_a_restarted_reader_acknowledges_the_checkpoint_position_at_its_first_la
     assert _stream(server)["ackedPosition"] == 0
     second = _reader(server)
     try:
-        _latest(second, o1, 100)  # Spark restarts from its checkpoint: o1 committed
+        o2 = _latest(second, o1, 100)  # Spark restarts from its checkpoint: o1 committed
+        o3 = _latest(second, o2, 100)  # (with async progress tracking o2 may not be committed yet)
+        assert o3["positions"] == {"a": 300}
+        second.commit(o1)  # Spark, after writing o2 to its offset log
+        # Acknowledgements travel in order on the stream's connection: had latestOffset(o2)
+        # acknowledged 200, the endpoint would hold 200 (it ignores 100 after it), not 100.
         wait_until(lambda: _stream(server)["ackedPosition"] == 100, what="the acknowledgement of position 100")
         assert _stream(server)["firstPosition"] == 100
     finally:
         second.stop()
+        server.stop()
+
+
+def test_executor_side_loss_follows_fail_on_data_loss():
+    """What an executor does for a planned range its endpoint no longer keeps (here: a stream the
+    endpoint never had): failOnDataLoss=true fails the task saying so; false warns naming the
+    positions and yields no rows for them, as Kafka's executor-side consumer skips."""
+    server = _serve()
+    try:
+        lost = EndpointRange("a", "f" * 32, 100, 200)
+        strict = _reader(server)
+        with pytest.raises(DataLossError, match=r"partition 'a' .* no longer keeps positions \[100, 200\)"):
+            list(strict.read(lost))
+        opts = SourceOptions.parse(
+            {"endpoint": f"a={server.address}", "token": TOKEN, "executorFetch": "true", "failOnDataLoss": "false"}
+        )
+        records: list[logging.LogRecord] = []
+        handler = logging.Handler()
+        handler.emit = records.append  # type: ignore[method-assign]
+        logging.getLogger("rs_spark.source").addHandler(handler)
+        try:
+            assert list(PartitionedStreamReader(opts, SCHEMA).read(lost)) == []
+        finally:
+            logging.getLogger("rs_spark.source").removeHandler(handler)
+        text = " ".join(r.getMessage() for r in records)
+        assert "no longer keeps positions [100, 200)" in text and "skip these 100 rows" in text
+    finally:
         server.stop()

@@ -59,9 +59,9 @@ def test_micro_batches_follow_max_records_per_trigger_and_deliver_everything_onc
     assert rows[7].name == "r-7" and rows[7].price == 3.5
     assert sizes == [300, 300, 300, 100]
     assert (
-        json.loads(src["endOffset"]) == {"offset": 1000}
+        json.loads(src["endOffset"]) == {"v": 1, "offset": 1000}
         if isinstance(src["endOffset"], str)
-        else src["endOffset"] == {"offset": 1000}
+        else src["endOffset"] == {"v": 1, "offset": 1000}
     )
 
 

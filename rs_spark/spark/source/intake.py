@@ -374,6 +374,18 @@ class Intake:
                 exc,
             )
 
+    def wait_subscribed(self, timeout: float, give_up: Callable[[], bool]) -> bool:
+        """Wait until on_subscribe arrives, ``give_up()`` is true (checked when :meth:`wake` is
+        called) or ``timeout``; returns whether on_subscribe arrived."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._subscription is not None or give_up(), max(0.0, timeout))
+            return self._subscription is not None
+
+    def wake(self) -> None:
+        """Wake :meth:`wait_subscribed` to look at its ``give_up`` again."""
+        with self._cond:
+            self._cond.notify_all()
+
     def wait(self, rows: int, timeout: float) -> bool:
         """Wait until ``rows`` rows are buffered, a terminal/violation arrives, or ``timeout``."""
         deadline = time.monotonic() + timeout

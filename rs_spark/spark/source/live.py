@@ -22,6 +22,7 @@ from ...streams.errors import SpecViolation, throw_if_fatal
 from .bind_address import batch_server_binds
 from .data_loss import report_data_loss
 from .intake import Chunk, Intake
+from .offsets import StreamOffset
 from .options import SourceOptions
 from .replay_log import ReplayLog
 from .sigterm import SigtermStop
@@ -45,7 +46,9 @@ class Live:
     offsets: they carry the stream position when the publisher can replay (:mod:`.upstream`).
     """
 
-    def __init__(self, opts: SourceOptions, arrow_schema: pa.Schema, start: dict, end: dict | None = None) -> None:
+    def __init__(
+        self, opts: SourceOptions, arrow_schema: pa.Schema, start: StreamOffset, end: StreamOffset | None = None
+    ) -> None:
         self.opts = opts
         self.schema = arrow_schema
         self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
@@ -53,7 +56,7 @@ class Live:
         self.upstream = Upstream(opts, arrow_schema, start, end)
         self.memory: dict[int, _Planned] = {}
         self._server: BatchServer | None = None
-        s = int(start["offset"])
+        s = start.offset
         self.next_offset = s if self.log is None else max(s, self.log.end_offset())
         self.intake = self._new_intake()
         self.last_batch_at = time.monotonic()
@@ -67,6 +70,7 @@ class Live:
         self._noted = -1
         self._stopped = False
         self._stop_lock = threading.Lock()
+        self._stopping = threading.Event()  # ends the periodic note of received records at once
 
     def _new_intake(self) -> Intake:
         return Intake(self.opts.max_buffered, self.next_offset, precompute=self.converter.try_bulk)
@@ -102,6 +106,7 @@ class Live:
         # cannot hang the query; latestOffset then fails it naming rule 1.9 after a bounded wait.
         done = threading.Event()
         offset = self.next_offset
+        intake = self.intake
 
         def run() -> None:
             try:
@@ -122,12 +127,12 @@ class Live:
                 throw_if_fatal(exc)
             finally:
                 done.set()
+                intake.wake()
 
         threading.Thread(target=run, name="rs-spark-subscribe", daemon=True).start()
-        limit = self.on_subscribe_limit()
-        while not done.wait(0.02) and self.intake.subscription is None:
-            if time.monotonic() - self.subscribed_at > limit:
-                break
+        # Until on_subscribe, or subscribe() returned (on_subscribe may follow: latestOffset waits),
+        # or the limit.
+        intake.wait_subscribed(self.on_subscribe_limit() - (time.monotonic() - self.subscribed_at), done.is_set)
         self.check_subscribed()
 
     def resume_refused(self, offset: int) -> bool:
@@ -256,8 +261,7 @@ class Live:
 
     def _note_loop(self) -> None:
         # Records prefetched between micro-batches are noted too, so a crash's loss is counted.
-        while not self.intake.terminated and not self._stopped:
-            time.sleep(0.5)
+        while not self.intake.terminated and not self._stopping.wait(0.5):
             try:
                 self.note_received()
             except Exception as exc:  # a note is best effort; the log itself is what matters
@@ -299,6 +303,7 @@ class Live:
             if self._stopped:
                 return
             self._stopped = True
+            self._stopping.set()
             self._stop_once()
 
     def _stop_once(self) -> None:

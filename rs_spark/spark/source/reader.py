@@ -7,14 +7,16 @@ live state (:class:`~.live.Live`: the subscription, the converter, the replay st
 ``read(partition)`` runs on executors and only reads what the partition carries or names
 (:mod:`.partitions`).
 
-Offsets are ``{"offset": n}``: ``n`` counts records received from the publisher since the query
-began (a RecordBatch element counts its rows). When the publisher can replay they also carry the
-stream position (and an endpoint stream's key), so a restarted reader asks again from there
-(:mod:`.upstream`); Spark's checkpoint is then all the state a restart needs.
+Offsets are :class:`~.offsets.StreamOffset`: ``offset`` counts records received from the publisher
+since the query began (a RecordBatch element counts its rows). When the publisher can replay they
+also carry the stream position (and an endpoint stream's key), so a restarted reader asks again
+from there (:mod:`.upstream`); Spark's checkpoint is then all the state a restart needs.
+Acknowledgements upstream follow Spark's ``commit`` only (docs/guarantees.md, "Acknowledgements").
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -40,6 +42,8 @@ from ...streams.errors import SpecViolation
 from .data_loss import DataLossError, report_data_loss
 from .intake import Intake, PublisherFailed
 from .live import Live
+from .offsets import PartitionedOffset, StreamOffset
+from .offsets import parse as parse_offset
 from .options import SourceOptions
 from .partitions import FetchPartition, InlinePartition, LogPartition, SubscribePartition, read_partition, split_log
 from .replay_log import MissingData
@@ -69,6 +73,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._schema_json = schema.json()
         self._live: Live | None = None
         self._available_now = False
+        self._moved_reported = False
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -79,14 +84,42 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _arrow_schema(self) -> pa.Schema:
         return to_arrow_schema(StructType.fromJson(json.loads(self._schema_json)), timezone="UTC")
 
-    def _state(self, start: dict, end: dict | None = None) -> Live:
+    def _state(self, start: StreamOffset, end: StreamOffset | None = None) -> Live:
         if self._live is None:
             self._live = Live(self._opts, self._arrow_schema(), start, end)
         return self._live
 
+    # -- offsets ------------------------------------------------------------------------
+    def _offset(self, d: dict) -> StreamOffset:
+        """Spark's offset, typed; one the partitioned reader wrote starts over (reported)."""
+        o = parse_offset(d)
+        if isinstance(o, PartitionedOffset):
+            self._from_partitions(o)
+            return StreamOffset(0)
+        return o
+
+    def _from_partitions(self, o: PartitionedOffset) -> None:
+        """The checkpoint was written reading partitions (executorFetch): this reader cannot continue
+        their streams (the endpoints keep them for executors to fetch), so their kept rows would not be
+        read: refused (failOnDataLoss), else reported once and a new stream is read."""
+        if not o.streams or self._moved_reported:
+            return
+        self._moved_reported = True
+        at = ", ".join(f"{pid} at position {p}" for pid, p in o.positions.items())
+        report_data_loss(
+            self._opts,
+            f"format('reactive'): the checkpoint was written reading partitions ({at}) with executors fetching "
+            "from the endpoints (several endpoints, or executorFetch=true); this query reads one endpoint "
+            "through its reader process (executorFetch=false), which cannot continue those streams, so the rows "
+            "the endpoints kept after the last commit would not be read",
+            "Set option executorFetch=true (and keep every partition in option endpoint, as id=address) to read "
+            "on from the checkpoint, or start this query with a new checkpointLocation. ",
+            "start a new stream (the rows the endpoints kept are not read)",
+        )
+
     # -- DataSourceStreamReader ---------------------------------------------------------
     def initialOffset(self) -> dict:
-        return {"offset": 0}
+        return StreamOffset(0).json()
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return default_read_limit(self._opts)
@@ -96,21 +129,24 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now = True
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        s = int(start["offset"])
-        live = self._state(start)
+        begin = self._offset(start)
+        s = begin.offset
+        live = self._state(begin)
         # A new endpoint stream: its key goes into the checkpoint before any row (Trigger.AvailableNow
         # takes the first answer as its target, so there the stream opens at once, and a driver that
         # dies before Spark records the first offset leaves those rows with the endpoint).
         first = None if self._available_now else live.upstream.first_offset(s)
         if first is not None:
-            return first
+            return first.json()
         live.subscribe()
-        # Spark asks for the next batch only once every batch ending at `start` is in its commit
-        # log (MicroBatchExecution runs one batch at a time): those rows are safe upstream.
-        live.acknowledge(s)
+        # Acknowledged in commit() only: with asyncProgressTrackingEnabled Spark asks for the next
+        # batch before the commit log holds the last one (docs/guarantees.md). Spark refuses async
+        # progress tracking with AvailableNow, whose last batch gets no commit(): here it can.
+        if self._available_now:
+            live.acknowledge(s)
         planned = live.planned_end(s)
         if planned is not None:  # logged before a restart but never run: replay it first
-            return live.upstream.offset(planned)
+            return live.upstream.offset(planned).json()
         if s != live.next_offset:
             s = self._realign(live, s)
         live.check_subscribed()
@@ -124,12 +160,24 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         elements, taken = live.intake.take_rows(max_rows)
         if not elements:
             self._nothing_to_plan(live, s)
-            return start
+            return self._release(live, begin) or start
         end = live.plan(s, elements, taken)
         if self._opts.prefetch:
             live.intake.demand_up_to(want)
         live.note_received()  # so a crash's in-flight records are counted at the next start
-        return live.upstream.offset(end)
+        return live.upstream.offset(end).json()
+
+    def _release(self, live: Live, begin: StreamOffset) -> dict | None:
+        """Nothing to plan while the rows before ``begin`` are not acknowledged: an offset naming no
+        new rows (``release`` + 1), so Spark plans an empty micro-batch and then calls commit for
+        the batch ending at ``begin`` (only then: docs/guarantees.md), and the publisher (an endpoint
+        at its retention bound) can go on. Once per position; never in AvailableNow (which ends)."""
+        position = begin.position
+        if self._available_now or position is None or position <= max(live.upstream.acked, 0):
+            return None
+        if live.upstream.origin is None or live.upstream.key != begin.stream:
+            return None  # a stream this process started over: nothing of `begin` to acknowledge
+        return dataclasses.replace(begin, release=begin.release + 1).json()
 
     def _rate_limit(self, limit: ReadLimit) -> tuple[int | None, int | None]:
         """``(max_rows, min_rows)`` of this micro-batch, from Spark's limit and the options."""
@@ -193,13 +241,9 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Rule 1.9: subscribe() must be followed by on_subscribe; without it no demand can be
         signalled, so waiting longer cannot help: fail after a bounded wait."""
         intake = live.intake
-        limit = live.on_subscribe_limit()
-        while (
-            intake.subscription is None
-            and live.subscribe_error is None
-            and time.monotonic() - live.subscribed_at < limit
-        ):
-            time.sleep(0.05)  # Spark (AvailableNow) would take an empty answer as "no more data"
+        # Spark (AvailableNow) would take an empty answer as "no more data": wait for on_subscribe.
+        left = live.on_subscribe_limit() - (time.monotonic() - live.subscribed_at)
+        intake.wait_subscribed(left, lambda: live.subscribe_error is not None)
         live.check_subscribed()
         waited = time.monotonic() - live.subscribed_at
         if intake.subscription is None:
@@ -235,10 +279,11 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return None if live is None else live.progress()
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
-        s, e = int(start["offset"]), int(end["offset"])
+        begin, until = self._offset(start), self._offset(end)
+        s, e = begin.offset, until.offset
         if s == e:
             return []
-        live = self._state(start, end)
+        live = self._state(begin, until)
         if live.log is not None:
             try:
                 segs = live.log.covering(s, e)
@@ -294,7 +339,10 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         live = self._live
         if live is None:
             return
-        e = int(end["offset"])
+        e = self._offset(end).offset
+        # Spark calls commit(end) once its commit log durably holds the batch ending at `end`
+        # (MicroBatchExecution: after commitLog.add; with async progress tracking only for batches
+        # whose offset and commit log writes are on disk): only then may the publisher forget them.
         live.acknowledge(e)
         if live.log is not None:
             live.log.truncate_before(e)

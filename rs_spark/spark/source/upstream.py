@@ -9,12 +9,12 @@ A Reactive Streams Publisher owes nothing after ``on_next``; two kinds can give 
   default): the serving side keeps what it sent until the source acknowledges it
   (:mod:`rs_spark.net.resume`), and a restarted reader resumes the same stream.
 
-For those, offsets carry the position (``{"offset": n, "stream": key, "position": p}``, ``stream``
-for an endpoint), so a restarted reader knows where to ask again: Spark's checkpoint is the only
-state needed, and the replay log becomes optional. Once Spark committed the micro-batch ending at
-an offset, its position is acknowledged upstream (``on_commit``, :class:`Committable`): on the
-Subscription when it takes it (an endpoint's), else on the Publisher (a broker reader acking
-its upstream), positions increasing, once each.
+For those, offsets carry the position (:class:`~.offsets.StreamOffset`, with ``stream`` for an
+endpoint), so a restarted reader knows where to ask again: Spark's checkpoint is the only
+state needed, and the replay log becomes optional. Once Spark's commit log holds the micro-batch
+ending at an offset (Spark calls the reader's ``commit``), its position is acknowledged upstream
+(``on_commit``, :class:`Committable`): on the Subscription when it takes it (an endpoint's), else
+on the Publisher (a broker reader acking its upstream), positions increasing, once each.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 from ...net.resume import new_key
 from ...streams.types import Subscription
 from .intake import Intake
+from .offsets import StreamOffset
 from .options import SourceOptions
 from .resolve import make_publisher
 
@@ -34,15 +35,15 @@ log = logging.getLogger("rs_spark.source")
 class Upstream:
     """The publisher of one query's reader process, and the mapping offset <-> position."""
 
-    def __init__(self, opts: SourceOptions, schema: Any, start: dict, end: dict | None = None) -> None:
+    def __init__(self, opts: SourceOptions, schema: Any, start: StreamOffset, end: StreamOffset | None = None) -> None:
         self._opts = opts
         self._schema = schema
         self._publisher: Any = None
-        ref = end if end is not None and "position" in end else start
-        self.key: str | None = ref.get("stream") if "position" in ref else None
+        ref = end if end is not None and end.position is not None else start
+        self.key: str | None = ref.stream if ref.position is not None else None
         # The offset of position 0: known from the checkpoint for a stream that can be resumed,
         # else set when the first subscription starts.
-        self.origin: int | None = int(ref["offset"]) - int(ref["position"]) if "position" in ref else None
+        self.origin: int | None = ref.offset - ref.position if ref.position is not None else None
         self.resuming = self.origin is not None  # the first subscription continues a known stream
         self._new_key = False
         self._acked = -1
@@ -83,7 +84,7 @@ class Upstream:
         self.resuming = False
         self._acked = -1
 
-    def first_offset(self, offset: int) -> dict[str, Any] | None:
+    def first_offset(self, offset: int) -> StreamOffset | None:
         """For an endpoint stream not yet in the checkpoint: the offset naming a new stream key at
         position 0, returned before any row is asked for (None otherwise). Spark records it (an empty
         first micro-batch) before the stream is opened, so a driver that dies at any later point is
@@ -96,13 +97,11 @@ class Upstream:
         return self.offset(offset)
 
     # -- offsets and acknowledgements ------------------------------------------------------
-    def offset(self, n: int) -> dict[str, Any]:
+    def offset(self, n: int) -> StreamOffset:
         """Spark's offset for row ``n``: with the position where the rows can be asked again."""
         if self.origin is None or not self.replayable:
-            return {"offset": n}
-        if self.key is not None:
-            return {"offset": n, "stream": self.key, "position": n - self.origin}
-        return {"offset": n, "position": n - self.origin}
+            return StreamOffset(n)
+        return StreamOffset(n, self.key, n - self.origin)
 
     def acknowledge(self, intake: Intake, offset: int) -> None:
         """Spark committed every row before ``offset``: say so upstream, once per position."""
