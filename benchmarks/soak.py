@@ -127,7 +127,7 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> dict[str, objec
     q = rs_spark.write_stream(
         df, brake, checkpoint=os.path.join(work, "checkpoint"), trigger={"processingTime": "500 milliseconds"}
     )
-    hub = q.rs_sink
+    hub = rs_spark.sink_state(q).hub
     samples: list[dict[str, float]] = []
     max_hub = 0
     stop = threading.Event()

@@ -5,10 +5,13 @@ Publisher, Subscriber or Processor against the spec rule by rule; ``rs_spark.net
 across processes; ``rs_spark.spark`` is the ``reactive`` source and sink (and
 ``rs_spark.spark.realtime``, Spark's real-time mode). The helpers here serve a Publisher or a
 Subscriber in this process to a query: :func:`read_stream`, :func:`write_stream`,
-:func:`serve_sink`, :func:`stop_served`.
+:func:`serve_sink`, :func:`stop_served`; :func:`sink_state` finds what rs_spark holds for a query.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .spark.sink.state import SinkState
 
 from ._version import __version__
 
@@ -35,6 +38,15 @@ def serve_sink(subscriber: Any, **options: Any) -> Any:
     return _serve_sink(subscriber, **options)
 
 
+def sink_state(query: Any) -> "SinkState":
+    """The sink state (``hub``, ``options``, ``run_id``) of a query started with :func:`write_stream` in this
+    process, from any handle of it (``spark.streams.get(id)``, Spark Connect) or its id; for its current run, or
+    its last once it ended (see rs_spark.spark.sink.state)."""
+    from .spark.sink.state import sink_state as _sink_state
+
+    return _sink_state(query)
+
+
 def stop_served() -> int:
     """Stop the endpoints :func:`read_stream` (and ``rs_spark.spark.realtime.read_stream``) started in this
     process; returns how many."""
@@ -44,4 +56,4 @@ def stop_served() -> int:
     return _stop_served() + _stop_realtime()
 
 
-__all__ = ["__version__", "read_stream", "write_stream", "serve_sink", "stop_served"]
+__all__ = ["__version__", "read_stream", "write_stream", "serve_sink", "sink_state", "stop_served"]

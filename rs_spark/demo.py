@@ -169,7 +169,10 @@ class _Watch:
     """The live display, until the demo has something to show or reaches its time cap."""
 
     def __init__(self, query: Any, dashboard: SlowDashboard, args: Any, started: float) -> None:
+        from .spark.sink.state import sink_state
+
         self.query, self.dashboard, self.args, self.started = query, dashboard, args, started
+        self.hub = sink_state(query).hub  # the delivery hub: demand outstanding, buffered, delivered
         self.rows: list[dict[str, Any]] = []
         self.first_batch_s: float | None = None  # seconds from the demo's start to batch 0's end
         self._shown = -1
@@ -185,7 +188,7 @@ class _Watch:
                     seen = p["batchId"]
                     if self.first_batch_s is None:
                         self.first_batch_s = time.monotonic() - self.started
-                    self.rows.append(_row(p, self.dashboard, self.query.rs_sink))
+                    self.rows.append(_row(p, self.dashboard, self.hub))
                     _show(self.rows[-1])
             if not self.rows:
                 self._waiting()

@@ -232,7 +232,7 @@ def test_api_reference_covers_every_export(site, package):
 
 def test_api_reference_covers_the_top_level_helpers(site):
     ids = set(re.findall(r'id="([\w.]+)"', _page(site, "reference/rs_spark")))
-    for name in ("read_stream", "write_stream", "serve_sink", "stop_served"):
+    for name in ("read_stream", "write_stream", "serve_sink", "sink_state", "stop_served"):
         assert f"rs_spark.{name}" in ids, name
 
 

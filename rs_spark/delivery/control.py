@@ -17,7 +17,9 @@ log = logging.getLogger("rs_spark.sink")
 
 
 class ControlSubscriber:
-    """JSON control messages: ``{"op": "end", "error": null | "text"}``, ``{"op": "abort", ...}``."""
+    """JSON control messages: ``{"op": "end", "error": null | "text"}``, ``{"op": "abort", "batch_id",
+    "reason", "keep": null | seconds}`` and ``{"op": "keep", "error": "text", "window": seconds}`` (the query
+    failed; keep the Subscriber for a restarted run: :meth:`DeliveryHub.keep`)."""
 
     def __init__(self, hub: DeliveryHub) -> None:
         self._hub = hub
@@ -32,7 +34,10 @@ class ControlSubscriber:
                 err = msg.get("error")
                 self._hub.finish(QueryFailed(err) if err else None)
             elif op == "abort":
-                self._hub.abort(int(msg.get("batch_id", -1)), str(msg.get("reason", "")))
+                keep = msg.get("keep")
+                self._hub.abort(int(msg.get("batch_id", -1)), str(msg.get("reason", "")), float(keep) if keep else None)
+            elif op == "keep":
+                self._hub.keep(QueryFailed(str(msg.get("error", "the query failed"))), float(msg["window"]))
             else:
                 log.warning("sink '%s': unknown control message %r ignored", self._hub.name, msg)
         except Exception as exc:  # a control message must never break the hub

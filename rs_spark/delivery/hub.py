@@ -30,6 +30,7 @@ import secrets
 import threading
 import uuid
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -109,6 +110,27 @@ class _Pending:
     @property
     def elements(self) -> int:
         return sum(cur.left for cur in self._q)
+
+
+class _Kept:
+    """The Subscriber kept after a failure (:meth:`DeliveryHub.keep`): the error it gets if no run
+    resumes within the window, and the timer that gives it."""
+
+    __slots__ = ("error", "timer", "on_expiry")
+
+    def __init__(
+        self,
+        error: BaseException,
+        window: float,
+        expired: Callable[[_Kept], None],
+        on_expiry: Callable[[], None] | None,
+        name: str,
+    ) -> None:
+        self.error = error
+        self.on_expiry = on_expiry
+        self.timer = threading.Timer(window, expired, args=[self])
+        self.timer.daemon = True
+        self.timer.name = f"rs-spark-kept {name}"
 
 
 class DeliverySubscription(DrainSubscription):
@@ -241,6 +263,7 @@ class DeliveryHub:
         self._active: CommitChannel | None = None
         self._write_batch_id: int | None = None  # the number given to the active commit of a batch write
         self._end: HubEnd | None = None  # set once: why the hub takes no more batches
+        self._kept: _Kept | None = None  # the query failed and the Subscriber waits for a restarted run
         self.delivered = 0  # elements handed to on_next in total
         self.batches_delivered = 0
         self._sub = DeliverySubscription(subscriber, self)
@@ -307,14 +330,74 @@ class DeliveryHub:
                 self._end = HubEnd(EndReason.QUERY_ENDED if error is None else EndReason.QUERY_FAILED, error)
             end = self._end
             active = self._drop_active()
+            kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.timer.cancel()
         if active is not None:
             active.refuse(SinkError(f"sink '{self.name}': {end.text}"))
         self._sub.drain()
 
-    def abort(self, batch_id: int, reason: str) -> None:
+    def keep(self, error: BaseException, window: float, on_expiry: Callable[[], None] | None = None) -> bool:
+        """The query failed with ``error`` (option ``keepSubscriberOnAbort``): the Subscriber is kept, and the
+        hub served, for a run restarted from the checkpoint, whose commits go on after the ledger (Spark replays
+        the failed batch under the same id). If no commit arrives within ``window`` seconds the Subscriber gets
+        ``on_error(error)`` and ``on_expiry`` runs. A later :meth:`finish` ends it as usual. False (nothing
+        kept) when the hub ended already, e.g. because the Subscriber cancelled."""
+        with self._lock:
+            if self._end is not None:
+                return False
+            active = self._drop_active()
+            old = self._kept
+            kept = self._kept = _Kept(error, window, self._keep_expired, on_expiry, self.name)
+        if old is not None:
+            old.timer.cancel()
+        if active is not None:
+            active.refuse(SinkError(f"sink '{self.name}': the query failed: {error}"))
+        log.info("sink '%s': the query failed; the Subscriber is kept %.0f s for a restarted run", self.name, window)
+        kept.timer.start()
+        return True
+
+    def resume(self) -> None:
+        """A run restarted from the checkpoint took up the kept Subscriber (:meth:`keep`): the window no
+        longer runs (the first commit of a restarted run does the same)."""
+        with self._lock:
+            kept, self._kept = self._kept, None
+        if kept is not None:
+            kept.timer.cancel()
+            log.info(
+                "sink '%s': a restarted run resumes delivery after micro-batch %d", self.name, self.ledger.batch_id
+            )
+
+    @property
+    def kept(self) -> bool:
+        """Whether the Subscriber is kept for a restarted run (see :meth:`keep`)."""
+        return self._kept is not None
+
+    def _keep_expired(self, kept: _Kept) -> None:
+        with self._lock:
+            if self._kept is not kept:  # a commit resumed, or the hub ended, first
+                return
+            self._kept = None
+        log.warning(
+            "sink '%s': no restarted run resumed within keepSubscriberOnAbort; the Subscriber gets on_error",
+            self.name,
+        )
+        self.finish(kept.error)
+        if kept.on_expiry is not None:
+            kept.on_expiry()
+
+    def abort(self, batch_id: int, reason: str, keep: float | None = None) -> None:
         """Spark aborted ``batch_id``: nothing of it is delivered; the Subscriber gets ``on_error``
         (or, when the query's end is watched (``defer_abort``), what the end says: a query
-        stopped mid-batch completes, a failed one errors with the cause)."""
+        stopped mid-batch completes, a failed one errors with the cause). ``keep`` (option
+        ``keepSubscriberOnAbort``, seconds): the Subscriber is kept that long for a restarted run
+        (:meth:`keep`) instead."""
+        if (
+            keep
+            and not self.defer_abort
+            and self.keep(BatchAborted(f"Spark aborted micro-batch {batch_id}: {reason}"), keep)
+        ):
+            return
         if self.defer_abort:
             with self._lock:
                 active = self._drop_active()
@@ -338,6 +421,7 @@ class DeliveryHub:
             old = self._drop_active()
             self._active = ch
             self._write_batch_id = None
+        self.resume()  # a commit while the Subscriber is kept: a run restarted from the checkpoint
         if old is not None:
             log.warning(
                 "sink '%s': a new commit arrived while an older one was still open; the older one "

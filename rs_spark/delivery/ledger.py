@@ -36,7 +36,7 @@ def _read_ledger(path: str) -> tuple[int, int, int]:
 class Ledger:
     """What reached the Subscriber: the last batch started, its rows delivered and expected."""
 
-    __slots__ = ("batch_id", "rows", "total", "path")
+    __slots__ = ("batch_id", "rows", "total", "path", "_saved")
 
     def __init__(self, path: str | None = None) -> None:
         self.batch_id = -1
@@ -45,6 +45,7 @@ class Ledger:
         self.path = path
         if path and os.path.exists(path):
             self.batch_id, self.rows, self.total = _read_ledger(path)
+        self._saved = (self.batch_id, self.rows, self.total)  # what the file holds from this ledger
 
     @property
     def complete(self) -> bool:
@@ -52,8 +53,11 @@ class Ledger:
         return self.rows >= self.total
 
     def save(self) -> None:
-        """Write the ledger to its file, atomically and synced (nothing without a path)."""
-        if not self.path:
+        """Write the ledger to its file, atomically and synced (nothing without a path, nor when nothing
+        changed since it was read or last written: the hub of a stopped run, ending after a restarted run's
+        hub took over the same file, must not write its older ledger over the newer one)."""
+        state = (self.batch_id, self.rows, self.total)
+        if not self.path or state == self._saved:
             return
         d = os.path.dirname(os.path.abspath(self.path))
         fd, tmp = tempfile.mkstemp(prefix=".ledger-", dir=d)
@@ -62,6 +66,7 @@ class Ledger:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, self.path)  # atomic: a crash leaves the old or the new ledger, never half
+        self._saved = state
 
     def as_dict(self) -> dict[str, int]:
         """``{"batch_id", "rows", "total"}``: what the ledger file holds."""

@@ -170,6 +170,7 @@ def write_stream(
     from ..delivery import DeliveryHub
     from .jvm import jvm
     from .sink.query_end import on_query_end
+    from .sink.state import run_started
 
     spark = df.sparkSession
     j = jvm(spark)
@@ -189,8 +190,7 @@ def write_stream(
             hub.finish(exc if isinstance(exc, Exception) else RuntimeError(f"the query did not start: {exc!r}"))
             hub.stop()
         raise
-    on_query_end(spark, query, _QueryEnd(hub, endpoint))
-    setattr(query, "rs_sink", hub)  # noqa: B010 - pyspark's class does not declare it: outstanding, delivered, ledger
+    on_query_end(spark, query, _QueryEnd(run_started(query, hub, options), endpoint))
     return query
 
 
@@ -243,13 +243,16 @@ class _QueryEnd:
     """When the query ends: the Subscriber served here gets on_complete / on_error (the hub stops);
     a remote one gets an ``end`` control message."""
 
-    def __init__(self, hub: Any, endpoint: str) -> None:
-        self._hub = hub
+    def __init__(self, state: Any, endpoint: str) -> None:
+        self._state = state
+        self._hub = state.hub
         self._endpoint = endpoint
 
     def __call__(self, error: str | None) -> None:
         from ..delivery import QueryFailed, send_control
+        from .sink.state import run_ended
 
+        run_ended(self._state)
         err = QueryFailed(f"the query failed: {error.splitlines()[0] if error else ''}") if error else None
         if self._hub is not None:
             self._hub.finish(err)

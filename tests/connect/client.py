@@ -114,6 +114,32 @@ def write_stream_helper(spark):
     }
 
 
+def sink_state_from_any_handle(spark):
+    import rs_spark
+    from rs_spark import streams as rs
+
+    got, ended = [], threading.Event()
+    sub = rs.CallbackSubscriber(got.append, on_complete=ended.set, on_error=lambda e: ended.set(), request_size=64)
+    src = rs_spark.read_stream(
+        spark, rs.range_(2000).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG", maxRecordsPerTrigger=500
+    )
+    q = rs_spark.write_stream(
+        src, sub, checkpoint=tempfile.mkdtemp(prefix="rs-connect-ck-"), trigger={"processingTime": "200 milliseconds"}
+    )
+    from tests.waits import wait_until
+
+    wait_until(lambda: len(got) >= 2000 or not q.isActive, "2000 rows", 180, interval=0.1)
+    handle = spark.streams.get(q.id)  # another handle of the running query, from the server
+    state = rs_spark.sink_state(handle)
+    running = {
+        "same_hub": state.hub is rs_spark.sink_state(q).hub,
+        "run_id": state.run_id == str(handle.runId),
+        "delivered": state.hub.delivered,
+    }
+    q.stop()
+    return {**running, "completed": ended.wait(60), "after_end": rs_spark.sink_state(q.id).hub.delivered}
+
+
 def factory_sink(spark):
     # Subscriber factory mode: the Subscriber is built per task on the server's executors.
     out = tempfile.mkdtemp(prefix="rs-connect-sink-")

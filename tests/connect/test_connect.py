@@ -114,6 +114,11 @@ def test_write_stream_into_a_client_subscriber_in_order_then_on_complete(connect
     assert r == {"seqs_in_order": True, "count": 1200, "completed": True, "errors": [], "query_error": None}
 
 
+def test_sink_state_is_found_from_a_handle_the_connect_client_got_from_spark_streams_get(connect_url):
+    r = run("sink_state_from_any_handle", connect_url)
+    assert r == {"same_hub": True, "run_id": True, "delivered": 2000, "completed": True, "after_end": 2000}
+
+
 def test_subscriber_factory_mode_sink_runs_on_the_server(connect_url):
     assert run("factory_sink", connect_url) == {"rows": [250, 250, 0, 249]}
 

@@ -4,6 +4,7 @@ by rs_spark.tck."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pyarrow as pa
@@ -11,7 +12,16 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.delivery import DeliveryHub, EndReason, HubEnd, SinkError, serve_sink
+from rs_spark.delivery import (
+    BatchAborted,
+    DeliveryHub,
+    EndReason,
+    HubEnd,
+    QueryFailed,
+    SinkError,
+    send_control,
+    serve_sink,
+)
 from rs_spark.delivery.wire import tag_batch
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.subscribers import Recorder
@@ -258,3 +268,65 @@ class _HubPublisher:
             hub.stop()
 
         threading.Thread(target=run, daemon=True).start()
+
+
+def test_keep_subscriber_on_abort_a_restarted_runs_commits_go_on_after_the_ledger():
+    """Option keepSubscriberOnAbort with a raw endpoint: the abort control message carries the window;
+    the Subscriber gets no signal, and the restarted query's replay of the failed batch is delivered once."""
+    rec = Recorder()
+    ep = serve_sink(rec)
+    try:
+        commit(ep.address, 0, [rows(0, 10)])
+        send_control(ep.address, {"op": "abort", "batch_id": 1, "reason": "a task failed", "keep": 60})
+        wait_until(lambda: ep.hub.kept, "the hub to keep the Subscriber")
+        assert not rec.done.is_set() and ep.hub.end is None
+        ack = commit(ep.address, 0, [rows(0, 10)])  # the restart re-runs the last committed batch: a duplicate
+        assert ack[0].to_pylist()[0]["status"] == "duplicate" and not ep.hub.kept
+        commit(ep.address, 1, [rows(10, 20)])  # the failed batch, replayed under its id
+        assert ids(rec) == list(range(20)) and not rec.done.is_set()
+    finally:
+        ep.stop()
+
+
+def test_keep_subscriber_on_abort_ends_the_subscriber_with_the_failure_once_the_window_passed():
+    rec = Recorder()
+    ep = serve_sink(rec)
+    expired = threading.Event()
+    try:
+        commit(ep.address, 0, [rows(0, 5)])
+        ep.hub.keep(QueryFailed("the query failed: boom"), 1.0, on_expiry=expired.set)
+        assert rec.wait_done(30).error is not None and "boom" in str(rec.error)
+        assert expired.is_set() and not ep.hub.kept and ids(rec) == list(range(5))
+        with pytest.raises(net.RemoteError, match="takes no more batches"):
+            commit(ep.address, 1, [rows(5, 6)])
+    finally:
+        ep.stop()
+
+
+def test_without_keep_an_abort_ends_the_subscriber_with_on_error():
+    rec = Recorder()
+    ep = serve_sink(rec)
+    try:
+        commit(ep.address, 0, [rows(0, 5)])
+        send_control(ep.address, {"op": "abort", "batch_id": 1, "reason": "a task failed"})
+        assert isinstance(rec.wait_done(30).error, BatchAborted) and not ep.hub.kept
+    finally:
+        ep.stop()
+
+
+def test_a_stopped_runs_hub_ending_late_leaves_the_restarted_runs_ledger_file_alone(tmp_path):
+    """Two runs of one query in one driver share a ledger file: the stopped run's hub ends (its
+    query's end arrives late) after the restarted run's hub delivered more; the file keeps the newer ledger."""
+    ledger = str(tmp_path / "ledger.json")
+    first, second = Recorder(), Recorder()
+    stopped = serve_sink(first, ledger=ledger)
+    commit(stopped.address, 0, [rows(0, 10)])
+    restarted = serve_sink(second, ledger=ledger)
+    try:
+        commit(restarted.address, 1, [rows(10, 20)])
+        stopped.finish()  # the stopped run's late end: on_complete, the subscription ends
+        assert first.wait_done(10).completed
+        assert json.loads(open(ledger).read()) == {"batch_id": 1, "rows": 10, "total": 10}
+    finally:
+        stopped.stop()
+        restarted.stop()

@@ -51,7 +51,7 @@ def test_rows_arrive_in_order_exactly_once_then_on_complete(spark, tmp_path):
     assert rec.items[7] == {"id": 7, "name": "r-7", "price": 3.5}
     # Each element's micro-batch is readable on the subscription: 3 batches of 1000, in order.
     assert rec.batch_ids == [0] * 1000 + [1] * 1000 + [2] * 1000
-    assert q.rs_sink.batches_delivered == 3 and q.rs_sink.delivered == 3000
+    assert rs_spark.sink_state(q).hub.batches_delivered == 3 and rs_spark.sink_state(q).hub.delivered == 3000
 
 
 def test_a_named_query_delivers_too(spark, tmp_path):
@@ -75,7 +75,7 @@ def test_demand_paces_the_query_subscriber_requesting_10_sees_at_most_10_outstan
     assert q.awaitTermination(120), "the query did not end within 120 s"
     assert rec.done.wait(30) and rec.completed
     assert len(rec.items) == 2000 and rec.max_outstanding == 10
-    hub = q.rs_sink
+    hub = rs_spark.sink_state(q).hub
     assert hub.buffered == 0
 
 
@@ -191,7 +191,7 @@ def test_spec_2_13_subscriber_raising_in_on_next_fails_the_query_with_that_error
         q.awaitTermination(120)
     assert "rule 2.13" in str(info.value)
     assert len(rec.items) == 1234 and not rec.completed
-    assert q.rs_sink.ledger.rows == 234  # row 234 of batch 1 raised: not counted as delivered
+    assert rs_spark.sink_state(q).hub.ledger.rows == 234  # row 234 of batch 1 raised: not counted as delivered
 
 
 def test_spec_3_9_subscriber_requesting_zero_gets_on_error_and_the_query_fails_naming_the_rule(spark, tmp_path):
@@ -339,7 +339,7 @@ def test_write_stream_in_local_mode_stages_on_local_disk_and_cleans_up(spark, tm
     q = rs_spark.write_stream(source(spark, count=1000), rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW)
     assert q.awaitTermination(120), "the query did not end within 120 s"
     assert rec.done.wait(30) and len(rec.items) == 1000
-    staging = [v for k, v in q.rs_sink_options.items() if k == "stagingLocation"]
+    staging = [v for k, v in rs_spark.sink_state(q).options.items() if k == "stagingLocation"]
     assert staging and not os.path.exists(staging[0])
 
 
@@ -365,11 +365,21 @@ def test_unreachable_endpoint_fails_the_commit_with_the_address(spark, tmp_path)
         ({"endpoint": "tcp://127.0.0.1:1/x", "elements": "batches"}, "subscriber factories only"),
         ({"subscriber": "nocolon"}, "package.module:factory"),
         ({"endpoint": "tcp://127.0.0.1:1/x", "inlineMaxBytes": "lots"}, "not a size"),
+        ({"endpoint": "tcp://127.0.0.1:1/x", "keepSubscriberOnAbort": "soon"}, "not a duration"),
+        ({"endpoint": "tcp://127.0.0.1:1/x", "keepSubscriberOnAbort": "500ms"}, "at least 1s, e.g. '10min'"),
     ],
 )
 def test_bad_sink_options_are_refused_with_the_fix(options, message):
     with pytest.raises(OptionError, match=message):
         SinkOptions.parse({"checkpointLocation": "/tmp/ck", **options})
+
+
+@pytest.mark.parametrize(
+    "value, window", [(None, None), ("false", None), ("true", 600.0), ("10min", 600.0), ("2s", 2.0)]
+)
+def test_keep_subscriber_on_abort_is_false_by_default_or_a_window(value, window):
+    options = {"endpoint": "tcp://127.0.0.1:1/x"} | ({} if value is None else {"keepSubscriberOnAbort": value})
+    assert SinkOptions.parse(options).keep_on_abort == window
 
 
 def test_bad_sink_options_fail_the_query_as_it_starts_saying_the_fix(spark, tmp_path):

@@ -20,6 +20,8 @@ SINK_OPTIONS: dict[str, str] = {
     "inlineMaxBytes": "largest staged partition carried inside the commit message (default 64m)",
     "stagingLocation": "pyarrow filesystem URI where bigger partitions are staged (local, s3://, hdfs://, ...)",
     "commitTimeout": "longest a commit waits for the Subscriber's demand before failing (default: no limit)",
+    "keepSubscriberOnAbort": "false (default: a failed micro-batch ends the Subscriber with on_error) or a window "
+    "(e.g. 10min; true: 10min) the Subscriber is kept for the query restarted from its checkpoint",
     "checkpointLocation": "Spark's own option (passed through)",
     "path": "ignored (Spark passes it for .save(path)/.start(path))",
     "queryName": "Spark's own option (passed through from DataStreamWriter.queryName; ignored)",
@@ -48,6 +50,7 @@ class SinkOptions:
     staging_location: str | None
     commit_timeout: float | None
     raw: dict[str, Any]
+    keep_on_abort: float | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
@@ -83,7 +86,28 @@ class SinkOptions:
             staging_location=o.get("staginglocation") or None,
             commit_timeout=parse_duration("commitTimeout", timeout) if timeout else None,
             raw=o,
+            keep_on_abort=keep_window(o.get("keepsubscriberonabort")),
         )
 
 
-__all__ = ["SinkOptions", "SINK_OPTIONS", "SUBSCRIBER_PREFIX", "parse_size", "parse_int"]
+KEEP_DEFAULT = 600.0
+"""``keepSubscriberOnAbort=true``: the window in seconds (10 minutes)."""
+KEEP_MIN = 1.0
+
+
+def keep_window(value: Any) -> float | None:
+    """Option ``keepSubscriberOnAbort``: None (false, the default) or the window in seconds."""
+    if value is None or str(value).strip().lower() in ("", "false"):
+        return None
+    if str(value).strip().lower() == "true":
+        return KEEP_DEFAULT
+    window = parse_duration("keepSubscriberOnAbort", value)
+    if window < KEEP_MIN:
+        raise OptionError(
+            f"option keepSubscriberOnAbort={value!r} is a window of {window} s; a restarted query needs longer "
+            "than that to resume: use false, true (10min) or a window of at least 1s, e.g. '10min'"
+        )
+    return window
+
+
+__all__ = ["SinkOptions", "SINK_OPTIONS", "SUBSCRIBER_PREFIX", "parse_size", "parse_int", "keep_window"]

@@ -4,15 +4,15 @@ served elsewhere, and map the query's end onto it."""
 from __future__ import annotations
 
 import logging
-import re
-import shutil
 import tempfile
 from typing import Any
 
 from pyspark.sql import DataFrame
 
-from ...delivery import DeliveryHub, QueryFailed, send_control
+from ...delivery import DeliveryHub, QueryFailed
+from ..options import OptionError, lookup
 from ..session import check_reachable, is_local
+from .options import keep_window
 
 log = logging.getLogger("rs_spark.sink")
 
@@ -42,21 +42,35 @@ def write_stream(
     keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
     ``output_mode``: ``append`` (default), ``update`` or ``complete``.
     ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`).
-    Other keyword arguments become sink options.
+    Other keyword arguments become sink options; with ``keepSubscriberOnAbort`` a failed query
+    leaves the Subscriber waiting for the query restarted from its checkpoint (pass it again).
+    :func:`rs_spark.sink_state` finds the run's hub from any handle of the query.
     """
     from ..session import register
     from .query_end import on_query_end
+    from .run_end import RunEnd, take_kept
+    from .state import run_started
 
     spark = df.sparkSession
     register(spark)
-    hub, endpoint = _serve(spark, subscriber, elements, ledger, bind)
+    keep = keep_window(lookup(options).get("keepsubscriberonabort"))
+    checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint, keep)
+    resumed = None if isinstance(subscriber, str) else take_kept(subscriber, checkpoint)
+    hub, endpoint = resumed or _serve(spark, subscriber, elements, ledger, bind)
     options, staging = _with_local_staging(spark, options)
-    checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint)
     w = _writer(df, endpoint, options, checkpoint, trigger, query_name, output_mode)
     query = _start(w, hub)
-    on_query_end(spark, query, _QueryEnd(hub, endpoint, end_on_stop, [staging, temporary]))
-    setattr(query, "rs_sink_options", dict(options))  # noqa: B010 - attributes pyspark's class does not declare
-    setattr(query, "rs_sink", hub)  # noqa: B010 - the hub (None for a remote Subscriber): outstanding, buffered, delivered, ledger
+    state = run_started(query, hub, options)
+    end = RunEnd(
+        state,
+        endpoint,
+        subscriber,
+        end_on_stop=end_on_stop,
+        keep=keep,
+        checkpoint=checkpoint,
+        folders=[staging, temporary],
+    )
+    on_query_end(spark, query, end)
     return query
 
 
@@ -81,11 +95,16 @@ def _with_local_staging(spark: Any, options: dict[str, Any]) -> tuple[dict[str, 
     return {"stagingLocation": staging, "inlineMaxBytes": "1m", **options}, staging
 
 
-def _checkpoint_or_temporary(spark: Any, checkpoint: str | None) -> tuple[str | None, str | None]:
+def _checkpoint_or_temporary(spark: Any, checkpoint: str | None, keep: float | None) -> tuple[str | None, str | None]:
     """``(checkpoint, temporary)``: without a checkpoint (here or in the session's conf), a
     throw-away one of ours, removed when the query ends (like Spark's memory sink)."""
     if checkpoint or spark.conf.get("spark.sql.streaming.checkpointLocation", None):
         return checkpoint, None
+    if keep:
+        raise OptionError(
+            "option keepSubscriberOnAbort keeps the Subscriber for the query restarted from its checkpoint, and "
+            "this query has none: pass checkpoint= (or set spark.sql.streaming.checkpointLocation)"
+        )
     temporary = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
     log.warning(
         "write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
@@ -136,42 +155,6 @@ def _not_started(exc: BaseException) -> QueryFailed:
     failure = QueryFailed(f"the query did not start: write_stream was interrupted ({type(exc).__name__})")
     failure.__cause__ = exc
     return failure
-
-
-class _QueryEnd:
-    """Called once when the query ends (``error``: its failure text): removes our temporary folders
-    and ends the Subscriber (served here: through the hub; elsewhere: an ``end`` control message)."""
-
-    def __init__(self, hub: DeliveryHub | None, endpoint: str, end_on_stop: bool, folders: list[str | None]) -> None:
-        self._hub = hub
-        self._endpoint = endpoint
-        self._end_on_stop = end_on_stop
-        self._folders = [f for f in folders if f]
-
-    def __call__(self, error: str | None) -> None:
-        for folder in self._folders:
-            shutil.rmtree(folder, ignore_errors=True)
-        err = QueryFailed(f"the query failed: {_cause(error)}") if error else None
-        if self._hub is not None:
-            self._hub.finish(err)
-            self._hub.stop()
-        elif self._end_on_stop:
-            send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)})
-
-
-_EXC_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Failed|Cancelled|Aborted|Interrupt)\w*): (.+)$")
-
-
-_GENERIC = ("org.apache.spark", "pyspark.errors", "py4j", "java.")
-
-
-def _cause(text: str) -> str:
-    """The most specific exception line of a query's failure text (Python traceback's last line)."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    specific = [ln for ln in lines if _EXC_LINE.match(ln) and not ln.startswith(_GENERIC)]
-    if specific:
-        return specific[-1].split(" SQLSTATE:")[0]
-    return lines[0] if lines else text
 
 
 __all__ = ["write_stream"]

@@ -131,7 +131,12 @@ class _WriterBase:
         try:
             send_control(
                 self._control_address(),
-                {"op": "abort", "batch_id": batch_id, "reason": "a task of the batch failed"},
+                {
+                    "op": "abort",
+                    "batch_id": batch_id,
+                    "reason": "a task of the batch failed",
+                    "keep": self.opts.keep_on_abort,
+                },
             )
         except Exception as exc:  # the query fails anyway; the hub learns at query end
             log.warning(
