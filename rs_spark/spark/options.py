@@ -8,7 +8,6 @@ case-insensitively, and an unknown key is an error that names the closest known 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,24 +17,6 @@ PASS_THROUGH_PREFIX = "publisher."
 
 class OptionError(ValueError):
     """An option is unknown, missing or has a value that cannot be used."""
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?)?\s*$", re.I)
-
-
-def parse_duration(name: str, value: Any) -> float:
-    """``"500ms"``, ``"2s"``, ``"1 min"`` or a bare number of milliseconds -> seconds."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) / 1000.0
-    m = _DURATION.match(str(value))
-    if not m:
-        raise OptionError(f"option {name}={value!r} is not a duration; use e.g. '500ms', '2s' or '1 min'")
-    n, unit = float(m.group(1)), (m.group(2) or "ms").lower()
-    if unit == "ms":
-        return n / 1000.0
-    if unit.startswith("m"):
-        return n * 60.0
-    return n
 
 
 def parse_int(name: str, value: Any, minimum: int) -> int:
@@ -93,7 +74,6 @@ def check_known(
 
 __all__ = [
     "OptionError",
-    "parse_duration",
     "parse_int",
     "parse_bool",
     "parse_choice",

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...delivery import ELEMENTS
-from ..options import OptionError, check_known, lookup, parse_duration, parse_int
+from ..durations import parse_duration
+from ..options import OptionError, check_known, lookup, parse_int
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
-from ..options import OptionError, check_known, lookup, parse_bool, parse_choice, parse_duration, parse_int
+from ..durations import parse_duration
+from ..options import OptionError, check_known, lookup, parse_bool, parse_choice, parse_int
 
 SOURCE_OPTIONS: dict[str, str] = {
     "publisher": "package.module:factory called with the options dict; returns a Publisher",

@@ -38,7 +38,7 @@ public final class RtOptions implements Serializable {
         known("pollTimeout", "micro-batch mode: how long latestOffset waits for a first new row (default 500ms)");
         known("resumable", "true (default): read the endpoint as a resumable stream, lossless across restarts; false: "
                 + "plain request-stream (a restart subscribes anew)");
-        known("resumeWindow", "seconds the server keeps the stream for a reader that comes back (default: the "
+        known("resumeWindow", "how long the server keeps the stream for a reader that comes back (default: the "
                 + "server's Retention.window)");
         known("cancelOnStop", "true (default): stopping the query cancels the publisher; false: the stream waits "
                 + "for a restarted query for resumeWindow");
@@ -75,11 +75,11 @@ public final class RtOptions implements Serializable {
         maxRecordsPerTrigger = o.containsKey("maxrecordspertrigger")
                 ? longOption(o, "maxRecordsPerTrigger", 0, 1, Integer.MAX_VALUE) : null;
         maxBufferedRecords = (int) longOption(o, "maxBufferedRecords", 100_000, 1, Integer.MAX_VALUE);
-        pollTimeoutMs = durationMs(o, "pollTimeout", "500ms");
+        pollTimeoutMs = durationMs(o, "pollTimeout", 500);
         resume = bool(o, "resumable", true);
         cancelOnStop = bool(o, "cancelOnStop", true);
-        resumeWindow = o.containsKey("resumewindow") ? durationMs(o, "resumeWindow", "0s") / 1000.0 : 0;
-        connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", "10s"));
+        resumeWindow = durationMs(o, "resumeWindow", 0) / 1000.0;
+        connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", 10_000));
     }
 
     /** Parse and check {@code options} (any case); throws IllegalArgumentException saying what to fix. */
@@ -201,17 +201,14 @@ public final class RtOptions implements Serializable {
         }
     }
 
-    /** A duration such as 500ms, 2s, 1.5s, 1m (a bare number counts seconds), in milliseconds. */
-    static long durationMs(Map<String, String> o, String name, String dflt) {
-        String v = o.getOrDefault(name.toLowerCase(Locale.ROOT), dflt).trim().toLowerCase(Locale.ROOT);
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*(ms|s|m|h)?").matcher(v);
-        if (!m.matches()) {
-            throw new IllegalArgumentException("format('reactive-rt'): option " + name + "='" + v
-                    + "' is not a duration such as 500ms, 2s or 1m");
+    /** Option {@code name} in whole milliseconds ({@code dfltMs} when absent), in the grammar of {@link Durations}. */
+    static long durationMs(Map<String, String> o, String name, long dfltMs) {
+        String v = o.get(name.toLowerCase(Locale.ROOT));
+        if (v == null) return dfltMs;
+        try {
+            return Durations.wholeMillis(name, v);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("format('reactive-rt'): " + e.getMessage(), e);
         }
-        double x = Double.parseDouble(m.group(1));
-        String unit = m.group(2) == null ? "s" : m.group(2);
-        double ms = unit.equals("ms") ? x : unit.equals("s") ? x * 1000 : unit.equals("m") ? x * 60_000 : x * 3_600_000;
-        return (long) ms;
     }
 }
