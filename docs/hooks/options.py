@@ -3,8 +3,8 @@
 A page writes ``<!-- options: source -->`` (or ``sink``) on a line of its own; the build replaces
 it with a table of every entry of ``SOURCE_OPTIONS`` / ``SINK_OPTIONS``, so the docs cannot drift
 from what the parsers accept. ``<!-- options: duration-units -->`` and ``duration-minimums`` are
-the duration grammar's units and lower bounds, from ``rs_spark.spark.durations``. The default is read from the description (``(default X)`` or
-``X (default``); options without one have none.
+the duration grammar's units and lower bounds, from ``rs_spark.spark.durations``. The default is
+read from the description (``(default X)`` or ``X (default``); options without one have none.
 """
 
 from __future__ import annotations

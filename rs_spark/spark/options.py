@@ -11,12 +11,18 @@ import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from ..net.address import redact
+
 PASS_THROUGH_PREFIX = "publisher."
 """Options starting with this prefix are not checked: they are for the user's factory."""
 
 
 class OptionError(ValueError):
-    """An option is unknown, missing or has a value that cannot be used."""
+    """An option is unknown, missing or has a value that cannot be used. Its message goes through
+    :func:`rs_spark.net.address.redact`: an address it quotes shows no token."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 def parse_int(name: str, value: Any, minimum: int) -> int:

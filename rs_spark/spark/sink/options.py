@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...delivery import ELEMENTS
+from ...net.address import redact
 from ..durations import parse_duration
 from ..options import OptionError, check_known, lookup, parse_int
 
@@ -60,7 +61,7 @@ class SinkOptions:
                 "writeStream.format('reactive') needs exactly one of option 'endpoint' (a Subscriber served with "
                 "rs_spark.serve_sink; delivery in batchId order, exactly once) or option 'subscriber' "
                 '("package.module:factory", one Subscriber per task on executors, at least once); got '
-                f"endpoint={endpoint!r}, subscriber={subscriber!r}. From a notebook, "
+                f"endpoint={redact(repr(endpoint))}, subscriber={subscriber!r}. From a notebook, "
                 "rs_spark.write_stream(df, subscriber) sets this up for an in-memory Subscriber."
             )
         if subscriber and ":" not in str(subscriber):

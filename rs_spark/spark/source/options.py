@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
+from ...net.address import redact
 from ..durations import parse_duration
 from ..options import OptionError, check_known, lookup, parse_bool, parse_choice, parse_int
 
@@ -123,7 +124,7 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
             "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
             "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
             "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
-            f"got publisher={publisher!r}, endpoint={endpoint!r}, jvmPublisher={jvm_publisher!r}. From a "
+            f"got publisher={publisher!r}, endpoint={redact(repr(endpoint))}, jvmPublisher={jvm_publisher!r}. From a "
             "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
         )
     if o.get("jvmjars") and not jvm_publisher:
@@ -164,19 +165,13 @@ def parse_endpoints(value: str) -> dict[str, str]:
         pid = pid.strip() or (name or "")
         if not pid:
             raise OptionError(
-                f"option endpoint: {redact_address(address)} names no endpoint; give each partition an id "
+                f"option endpoint: {redact(address)} names no endpoint; give each partition an id "
                 "(id=address) or an address with an endpoint name"
             )
         if pid in out:
             raise OptionError(f"option endpoint names partition {pid!r} twice; give each one its own id (id=address)")
         out[pid] = address.strip()
     return out
-
-
-def redact_address(address: str) -> str:
-    from ...net.address import redact
-
-    return redact(address)
 
 
 def _executor_fetch(o: dict[str, Any], endpoints: dict[str, str]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...net.address import redact
 from ..factories import load_factory
 from ..options import OptionError
 from .options import SourceOptions
@@ -52,7 +53,7 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
         from ...net import connect
     except ImportError as exc:  # pragma: no cover - rs_spark.net ships with the package
         raise OptionError(
-            f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}"
+            f"option endpoint={redact(repr(opts.endpoint))} needs rs_spark.net, which failed to import: {exc}"
         ) from exc
     kwargs = {"token": opts.token} if opts.token else {}
     if len(opts.endpoints) != 1:
