@@ -56,6 +56,15 @@ def lookup(options: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
+def factory_options(options: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """What the user's factory gets: the options under ``prefix`` (``publisher.`` or
+    ``subscriber.``, in any case) with the prefix stripped and the rest of the key as rs_spark
+    received it. Nothing else: not the token, not rs_spark's own options. (Spark lower-cases
+    option keys before a Python data source sees them, so through Spark the keys are lower-case.)"""
+    n = len(prefix)
+    return {str(k)[n:]: v for k, v in dict(options).items() if str(k).lower().startswith(prefix) and len(str(k)) > n}
+
+
 def check_known(
     options: Mapping[str, Any],
     known: Mapping[str, str],
@@ -85,5 +94,6 @@ __all__ = [
     "parse_choice",
     "check_known",
     "lookup",
+    "factory_options",
     "PASS_THROUGH_PREFIX",
 ]

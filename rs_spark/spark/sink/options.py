@@ -9,7 +9,7 @@ from typing import Any
 from ...delivery import ELEMENTS
 from ...net.address import redact
 from ..durations import parse_duration
-from ..options import OptionError, check_known, lookup, parse_int
+from ..options import OptionError, check_known, factory_options, lookup, parse_int
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
@@ -50,6 +50,8 @@ class SinkOptions:
     staging_location: str | None
     commit_timeout: float | None
     raw: dict[str, Any]
+    factory: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The options for the ``subscriber`` factory: ``subscriber.*``, prefix stripped."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
@@ -85,6 +87,7 @@ class SinkOptions:
             staging_location=o.get("staginglocation") or None,
             commit_timeout=parse_duration("commitTimeout", timeout) if timeout else None,
             raw=o,
+            factory=factory_options(options, SUBSCRIBER_PREFIX),
         )
 
 

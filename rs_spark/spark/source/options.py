@@ -9,7 +9,16 @@ from typing import Any
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 from ...net.address import redact
 from ..durations import parse_duration
-from ..options import OptionError, check_known, lookup, parse_bool, parse_choice, parse_int
+from ..options import (
+    PASS_THROUGH_PREFIX,
+    OptionError,
+    check_known,
+    factory_options,
+    lookup,
+    parse_bool,
+    parse_choice,
+    parse_int,
+)
 
 SOURCE_OPTIONS: dict[str, str] = {
     "publisher": "package.module:factory called with the options dict; returns a Publisher",
@@ -74,6 +83,8 @@ class SourceOptions:
     endpoints: dict[str, str] = dataclasses.field(default_factory=dict)
     executor_fetch: bool = False
     min_partitions: int | None = None
+    factory: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The options for the ``publisher`` / ``jvmPublisher`` factory: ``publisher.*``, prefix stripped."""
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
@@ -113,6 +124,7 @@ class SourceOptions:
             executor_fetch=executor_fetch,
             min_partitions=parse_int("minPartitions", o["minpartitions"], 1) if "minpartitions" in o else None,
             resume_window=parse_duration("resumeWindow", o["resumewindow"]) if o.get("resumewindow") else None,
+            factory=factory_options(options, PASS_THROUGH_PREFIX),
         )
 
 

@@ -62,11 +62,14 @@ public final class RtOptions implements Serializable {
     final double resumeWindow;
     final boolean cancelOnStop;
     final int connectTimeoutMs;
-    /** Every option as given (lower-cased keys): the jvmPublisher factory's argument. */
-    final Map<String, String> raw;
+    /**
+     * The jvmPublisher factory's argument: the options under {@code publisher.}, that prefix stripped,
+     * keys in the case the user wrote them (as the Python source's factories get theirs).
+     */
+    final Map<String, String> factoryOptions;
 
-    private RtOptions(Map<String, String> o) {
-        raw = o;
+    private RtOptions(Map<String, String> o, Map<String, String> factory) {
+        factoryOptions = factory;
         endpointAddress = o.get("endpoint");
         jvmPublisher = o.get("jvmpublisher");
         token = o.get("token");
@@ -85,12 +88,16 @@ public final class RtOptions implements Serializable {
     /** Parse and check {@code options} (any case); throws IllegalArgumentException saying what to fix. */
     public static RtOptions parse(Map<String, String> options) {
         Map<String, String> o = new TreeMap<>();
+        Map<String, String> factory = new TreeMap<>();
         for (Map.Entry<String, String> e : options.entrySet()) {
             String k = e.getKey().toLowerCase(Locale.ROOT);
             if (!KNOWN.containsKey(k) && !k.startsWith(PASS_THROUGH)) throw unknown(e.getKey());
             o.put(k, e.getValue());
+            if (k.startsWith(PASS_THROUGH) && k.length() > PASS_THROUGH.length()) {
+                factory.put(e.getKey().substring(PASS_THROUGH.length()), e.getValue());
+            }
         }
-        RtOptions r = new RtOptions(o);
+        RtOptions r = new RtOptions(o, factory);
         r.checkPublisher();
         if (r.maxRecordsPerTrigger != null && r.maxRecordsPerTrigger > r.maxBufferedRecords) {
             throw new IllegalArgumentException("format('reactive-rt'): option maxRecordsPerTrigger="
