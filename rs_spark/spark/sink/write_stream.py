@@ -7,11 +7,15 @@ import logging
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
 
 from ...delivery import DeliveryHub, QueryFailed, send_control
+from ...streams.types import Subscriber
+from ..options import OptionValue, spark_options
 from ..session import check_reachable, is_local
 
 log = logging.getLogger("rs_spark.sink")
@@ -19,8 +23,9 @@ log = logging.getLogger("rs_spark.sink")
 
 def write_stream(
     df: DataFrame,
-    subscriber: Any,
+    subscriber: Subscriber[Any] | str,
     *,
+    options: Mapping[str, OptionValue] | None = None,
     elements: str = "dicts",
     ledger: str | None = None,
     checkpoint: str | None = None,
@@ -29,8 +34,8 @@ def write_stream(
     output_mode: str | None = None,
     end_on_stop: bool = True,
     bind: str = "tcp://127.0.0.1:0",
-    **options: Any,
-) -> Any:
+    **legacy_options: OptionValue,
+) -> StreamingQuery:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
 
     ``subscriber``: a Subscriber in this process (served on 127.0.0.1 for the query's commits;
@@ -42,7 +47,8 @@ def write_stream(
     keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
     ``output_mode``: ``append`` (default), ``update`` or ``complete``.
     ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`).
-    Other keyword arguments become sink options.
+    ``options``: the sink's options, e.g. ``{"commitTimeout": "30s"}`` (as keyword arguments:
+    deprecated).
     """
     from ..session import register
     from .query_end import on_query_end
@@ -50,12 +56,12 @@ def write_stream(
     spark = df.sparkSession
     register(spark)
     hub, endpoint = _serve(spark, subscriber, elements, ledger, bind)
-    options, staging = _with_local_staging(spark, options)
+    sink_options, staging = _with_local_staging(spark, spark_options(options, legacy_options, "write_stream"))
     checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint)
-    w = _writer(df, endpoint, options, checkpoint, trigger, query_name, output_mode)
+    w = _writer(df, endpoint, sink_options, checkpoint, trigger, query_name, output_mode)
     query = _start(w, hub)
     on_query_end(spark, query, _QueryEnd(hub, endpoint, end_on_stop, [staging, temporary]))
-    setattr(query, "rs_sink_options", dict(options))  # noqa: B010 - attributes pyspark's class does not declare
+    setattr(query, "rs_sink_options", dict(sink_options))  # noqa: B010 - attributes pyspark's class does not declare
     setattr(query, "rs_sink", hub)  # noqa: B010 - the hub (None for a remote Subscriber): outstanding, buffered, delivered, ledger
     return query
 
