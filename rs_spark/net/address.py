@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 SCHEMES = ("tcp", "tls", "unix", "ws", "wss")
@@ -26,7 +26,7 @@ class Address:
     port: int = 0
     path: str = ""  # unix socket path
     name: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # repr() never shows it
     codec: str | None = None
 
     @property
@@ -149,7 +149,9 @@ def _parse_network(scheme: str, rest: str, shown: str, need_name: bool) -> Addre
 # ``token=`` or its URL-encoded ``token%3D`` (any case) and the value up to what ends a query
 # parameter or an item of a comma-separated list of endpoints; and a ``'token': '...'`` mapping
 # entry (an options dict in a message). Too much redacted is harmless; too little is a leak.
-_TOKEN_PLAIN = re.compile(r"(token=)[^&,\s'\"]*", re.IGNORECASE)
+_TOKEN_PLAIN = re.compile(r"(token=)[^&,\s'\"]+", re.IGNORECASE)
+_TOKEN_QUOTED = re.compile(r"""(token\s*=\s*['"])[^'"]*""", re.IGNORECASE)  # a repr's token='...'
+
 _TOKEN_ENCODED = re.compile(r"(token%3D)(?:(?!%26|%2C)[^&,\s'\"])*", re.IGNORECASE)
 _TOKEN_ENTRY = re.compile(r"""(['"]token['"]\s*:\s*['"])[^'"]*""", re.IGNORECASE)
 REDACTED = "***"
@@ -160,7 +162,7 @@ def redact(text: str) -> str:
     progress. ``text`` may be an address, several comma-separated (each keeps its place), an
     address URL-encoded (``token%3D...``) or any message holding them."""
     text = str(text)
-    for pattern in (_TOKEN_PLAIN, _TOKEN_ENCODED, _TOKEN_ENTRY):
+    for pattern in (_TOKEN_PLAIN, _TOKEN_QUOTED, _TOKEN_ENCODED, _TOKEN_ENTRY):
         text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
     return text
 

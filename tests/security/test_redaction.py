@@ -133,6 +133,17 @@ def test_option_errors_redact_whatever_they_quote():
     assert "token=***" in str(err) and "'token': '***'" in str(err)
 
 
+def test_the_reprs_of_options_and_addresses_show_no_token():
+    addr = f"tcp://127.0.0.1:1/x?token={ENC}"
+    shown = [
+        repr(SourceOptions.parse({"endpoint": f"a={addr},b={addr}", "token": SECRET})),
+        repr(SinkOptions.parse({"endpoint": addr, "token": SECRET})),
+        repr(parse(addr)),
+    ]
+    _assert_no_token("\n".join(shown), "repr")
+    assert "token='***'" in shown[0] and "token=***" in shown[0]
+
+
 REDACTED = {
     f"tcp://h:1/x?token={ENC}": "tcp://h:1/x?token=***",
     f"tcp://h:1/x?codec=arrow&token={ENC}": "tcp://h:1/x?codec=arrow&token=***",

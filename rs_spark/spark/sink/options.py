@@ -40,7 +40,7 @@ def parse_size(name: str, value: Any) -> int:
         raise OptionError(f"option {name}={value!r} is not a size; use e.g. '64m', '512k' or bytes") from None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class SinkOptions:
     endpoint: str | None
     subscriber: str | None
@@ -52,6 +52,10 @@ class SinkOptions:
     raw: dict[str, Any]
     factory: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The options for the ``subscriber`` factory: ``subscriber.*``, prefix stripped."""
+
+    def __repr__(self) -> str:  # the token, and any address holding one, redacted
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact(f"{type(self).__name__}({fields})")
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:

@@ -55,7 +55,7 @@ SOURCE_OPTIONS: dict[str, str] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class SourceOptions:
     """The ``reactive`` source's options, parsed and validated."""
 
@@ -85,6 +85,10 @@ class SourceOptions:
     min_partitions: int | None = None
     factory: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The options for the ``publisher`` / ``jvmPublisher`` factory: ``publisher.*``, prefix stripped."""
+
+    def __repr__(self) -> str:  # the token, and any address holding one, redacted
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact(f"{type(self).__name__}({fields})")
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:

@@ -89,7 +89,7 @@ public final class Endpoint implements Serializable {
      */
     public static String redact(String text) {
         if (text == null) return null;
-        return text.replaceAll("(?i)(token=)[^&,\\s'\"]*", "$1***")
+        return text.replaceAll("(?i)(token=)[^&,\\s'\"]+", "$1***")
                 .replaceAll("(?i)(token%3D)(?:(?!%26|%2C)[^&,\\s'\"])*", "$1***");
     }
 
