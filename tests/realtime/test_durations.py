@@ -62,8 +62,20 @@ def jvm():
     from rs_spark.jvm import launch
 
     g = launch()
-    yield g.jvm
+    with pytest.MonkeyPatch.context() as mp:
+        unpatch_pyspark_exception_handler(mp)
+        yield g.jvm
     g.close()
+
+
+def unpatch_pyspark_exception_handler(mp: pytest.MonkeyPatch) -> None:
+    """Once a SparkSession ran in this process, pyspark routes every py4j error through the Spark
+    JVM to convert it, which fails for a standalone gateway's (a Py4JError without the message):
+    py4j's own handler, for these tests."""
+    import py4j.java_gateway
+    import py4j.protocol
+
+    mp.setattr(py4j.java_gateway, "get_return_value", py4j.protocol.get_return_value)
 
 
 @pytest.fixture(scope="module")

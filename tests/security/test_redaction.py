@@ -167,10 +167,13 @@ def test_redact_keeps_every_endpoint_of_a_list_and_handles_url_encoded_forms():
 def jvm():
     from rs_spark.jvm import launch
     from tests.jvm.conftest import build
+    from tests.realtime.test_durations import unpatch_pyspark_exception_handler
 
     build()
     g = launch()
-    yield g.jvm
+    with pytest.MonkeyPatch.context() as mp:
+        unpatch_pyspark_exception_handler(mp)
+        yield g.jvm
     g.close()
 
 
