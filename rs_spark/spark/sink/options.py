@@ -16,7 +16,8 @@ SUBSCRIBER_PREFIX = "subscriber."
 
 SINK_OPTIONS: dict[str, str] = {
     "endpoint": "address of a served Subscriber (rs_spark.serve_sink / rs_spark.write_stream), with ?token=",
-    "subscriber": "package.module:factory called on executors, once per task, with the options dict",
+    "subscriber": "package.module:factory called on executors, once per task, with its options (subscriber.NAME "
+    "as NAME)",
     "token": "authentication token for the endpoint (or ?token= in it)",
     "elements": "subscriber factory mode: dicts (default), rows, tuples or batches",
     "inlineMaxBytes": "largest staged partition carried inside the commit message (default 64m)",

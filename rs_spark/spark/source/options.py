@@ -21,7 +21,7 @@ from ..options import (
 )
 
 SOURCE_OPTIONS: dict[str, str] = {
-    "publisher": "package.module:factory called with the options dict; returns a Publisher",
+    "publisher": "package.module:factory called with its options (publisher.NAME as NAME); returns a Publisher",
     "endpoint": "an rs_spark.net address of a served Publisher; several, comma-separated (id=address names a "
     "partition; else its endpoint name does), are partitions read by executors",
     "jvmPublisher": "a JVM Publisher: com.example.Feeds#method (public static, no argument or a Map<String, String> "
