@@ -77,12 +77,12 @@ class HandTupleSource(HandArrowSource):
 
 
 def batch_publisher(options):
-    n, rows = int(options["publisher.batches"]), int(options["publisher.rows"])
+    n, rows = int(options["batches"]), int(options["rows"])
     return rs.range_(n).pipe(rs.map(lambda b: make_batch(b, rows)))
 
 
 def dict_publisher(options):
-    n, rows = int(options["publisher.batches"]), int(options["publisher.rows"])
+    n, rows = int(options["batches"]), int(options["rows"])
 
     def gen():
         for i in range(n * rows):

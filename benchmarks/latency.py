@@ -120,7 +120,9 @@ def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> list[float
 
     sub = Lat(time.time() + a.warmup)
     brake = Brake(sub)  # to stop at the end of a micro-batch: Spark then has nothing to abort
-    df = rs_spark.read_stream(spark, ticking(rate), schema="id LONG, t DOUBLE", pollTimeout="50ms", codec="arrow")
+    df = rs_spark.read_stream(
+        spark, ticking(rate), schema="id LONG, t DOUBLE", options={"pollTimeout": "50ms"}, codec="arrow"
+    )
     checkpoint = tempfile.mkdtemp(prefix="rs-bench-latency-")
     q = rs_spark.write_stream(df, brake, checkpoint=checkpoint, trigger={"processingTime": "0 seconds"})
     time.sleep(a.warmup + a.seconds)

@@ -99,7 +99,7 @@ def main() -> None:
             elements=elements,
             checkpoint=f"{tmp}/ck{next(runs)}",
             trigger={"availableNow": True},
-            **options,
+            options=options,
         )
         return finish(q, b * r, lambda: sub.rows)
 

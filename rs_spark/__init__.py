@@ -8,37 +8,99 @@ Subscriber in this process to a query: :func:`read_stream`, :func:`write_stream`
 :func:`serve_sink`, :func:`stop_served`; :func:`sink_state` finds what rs_spark holds for a query.
 """
 
+from __future__ import annotations
+
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `import rs_spark` needs no pyspark: rs_spark.net and rs_spark.streams run without Spark
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.types import StructType
+
+    from .delivery import SinkEndpoint
+    from .net.retention import Retention
+    from .spark.options import OptionValue
     from .spark.sink.state import SinkState
+    from .streams.types import Publisher, Subscriber
 
 from ._version import __version__
 
 
-def read_stream(spark: Any, publisher: Any, schema: Any = None, **options: Any) -> Any:
+def read_stream(
+    spark: SparkSession,
+    publisher: Publisher[Any] | Mapping[str, Publisher[Any]],
+    schema: str | StructType | None = None,
+    *,
+    options: Mapping[str, OptionValue] | None = None,
+    bind: str = "tcp://127.0.0.1:0",
+    retention: Retention | None = None,
+    codec: str = "json",
+    **legacy_options: OptionValue,
+) -> DataFrame:
     """A streaming DataFrame over ``publisher`` from this process, or over a mapping of partition ids
-    to Publishers (see rs_spark.spark.source.read_stream)."""
+    to Publishers; ``options`` are the source's (see rs_spark.spark.source.read_stream)."""
     from .spark.source.read_stream import read_stream as _read_stream
 
-    return _read_stream(spark, publisher, schema, **options)
+    return _read_stream(
+        spark, publisher, schema, options=options, bind=bind, retention=retention, codec=codec, **legacy_options
+    )
 
 
-def write_stream(df: Any, subscriber: Any, **options: Any) -> Any:
-    """Start ``df.writeStream.format("reactive")`` into ``subscriber`` (see rs_spark.spark.sink.write_stream)."""
+def write_stream(
+    df: DataFrame,
+    subscriber: Subscriber[Any] | str,
+    *,
+    options: Mapping[str, OptionValue] | None = None,
+    elements: str = "dicts",
+    ledger: str | None = None,
+    checkpoint: str | None = None,
+    trigger: dict[str, Any] | None = None,
+    query_name: str | None = None,
+    output_mode: str | None = None,
+    end_on_stop: bool = True,
+    bind: str = "tcp://127.0.0.1:0",
+    **legacy_options: OptionValue,
+) -> StreamingQuery:
+    """Start ``df.writeStream.format("reactive")`` into ``subscriber``; ``options`` are the sink's
+    (see rs_spark.spark.sink.write_stream)."""
     from .spark.sink.write_stream import write_stream as _write_stream
 
-    return _write_stream(df, subscriber, **options)
+    return _write_stream(
+        df,
+        subscriber,
+        options=options,
+        elements=elements,
+        ledger=ledger,
+        checkpoint=checkpoint,
+        trigger=trigger,
+        query_name=query_name,
+        output_mode=output_mode,
+        end_on_stop=end_on_stop,
+        bind=bind,
+        **legacy_options,
+    )
 
 
-def serve_sink(subscriber: Any, **options: Any) -> Any:
+def serve_sink(
+    subscriber: Subscriber[Any],
+    *,
+    elements: str = "dicts",
+    bind: str = "tcp://127.0.0.1:0",
+    token: str | None = None,
+    ledger: str | None = None,
+    name: str | None = None,
+) -> SinkEndpoint:
     """Serve ``subscriber`` for the sink's ``endpoint`` option (see rs_spark.delivery)."""
     from .delivery import serve_sink as _serve_sink
 
-    return _serve_sink(subscriber, **options)
+    if elements == "rows":  # pyspark Rows are made by the Spark layer, registered when it is imported
+        from . import spark as _spark  # noqa: F401
+
+    return _serve_sink(subscriber, elements=elements, bind=bind, token=token, ledger=ledger, name=name)
 
 
-def sink_state(query: Any) -> "SinkState":
+def sink_state(query: Any) -> SinkState:
     """The sink state (``hub``, ``options``, ``run_id``) of a query started with :func:`write_stream` in this
     process, from any handle of it (``spark.streams.get(id)``, Spark Connect) or its id; for its current run, or
     its last once it ended (see rs_spark.spark.sink.state)."""

@@ -70,3 +70,33 @@ def test_import_linter_contracts_catch_an_upward_import(tmp_path):
     assert "rs_spark.streams.upward -> rs_spark.spark.session" in out, out
     assert "rs_spark.delivery.spark_rows -> pyspark" in out, out
     assert "rs_spark.net.root -> rs_spark" in out, out
+
+
+def test_mypy_checks_the_typed_usage_of_the_public_entry_points():
+    r = _run("mypy", "--no-incremental", os.path.join("tests", "typing", "usage.py"))
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+_MISUSE = """\
+import rs_spark
+from pyspark.sql import SparkSession
+from rs_spark import streams as rs
+
+
+def misuse(spark: SparkSession) -> None:
+    rs_spark.read_stream(spark, rs.range_(3), options={"maxRecordsPerTrigger": [1]})
+    rs_spark.write_stream(spark, "tcp://127.0.0.1:1/x")
+    rs_spark.read_stream(spark, rs.range_(3), bind=7878)
+    rs_spark.serve_sink(rs.range_(3))
+"""
+
+
+def test_mypy_rejects_a_misuse_of_the_public_entry_points(tmp_path):
+    """The usage check can fail: wrong option values, a session for a DataFrame, a port for an
+    address and a Publisher for a Subscriber are each an error on their line."""
+    snippet = tmp_path / "misuse.py"
+    snippet.write_text(_MISUSE)
+    r = _run("mypy", "--no-incremental", str(snippet))
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = {int(line.split(":")[1]) for line in r.stdout.splitlines() if ": error:" in line}
+    assert lines == {7, 8, 9, 10}, r.stdout

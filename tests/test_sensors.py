@@ -21,13 +21,13 @@ from .waits import wait_until
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A fast feed: 100 records per 10 ms cycle then a burst of 40 at one instant, 2000 records in all.
 FAST = {
-    "publisher.sensors": 5,
-    "publisher.rate": 10_000,
-    "publisher.burst": 40,
-    "publisher.burst_every": 0.01,
-    "publisher.seed": 7,
-    "publisher.origin": "2026-05-01T12:00:00Z",
-    "publisher.total": 2000,
+    "sensors": 5,
+    "rate": 10_000,
+    "burst": 40,
+    "burst_every": 0.01,
+    "seed": 7,
+    "origin": "2026-05-01T12:00:00Z",
+    "total": 2000,
 }
 
 
@@ -118,8 +118,8 @@ def test_records_follow_the_schedule_from_the_origin_with_bursts_at_one_instant(
 
 def test_the_default_origin_is_fixed_and_another_seed_gives_other_records():
     assert readings({}).record(0)["ts"] == datetime.fromtimestamp(parse_origin(DEFAULT_ORIGIN) / 1e6, UTC)
-    assert readings({}).record(10) == readings({"publisher.seed": "42"}).record(10)
-    assert [readings({}).record(n) for n in range(50)] != [readings({"publisher.seed": 1}).record(n) for n in range(50)]
+    assert readings({}).record(10) == readings({"seed": "42"}).record(10)
+    assert [readings({}).record(n) for n in range(50)] != [readings({"seed": 1}).record(n) for n in range(50)]
 
 
 @pytest.mark.parametrize(
@@ -132,16 +132,16 @@ def test_the_default_origin_is_fixed_and_another_seed_gives_other_records():
     ],
 )
 def test_publisher_origin_takes_iso_8601_or_epoch_seconds(raw, expected):
-    assert readings({"publisher.origin": raw}).record(0)["ts"] == expected
+    assert readings({"origin": raw}).record(0)["ts"] == expected
 
 
 @pytest.mark.parametrize(
     "options, words",
     [
-        ({"publisher.rate": "fast"}, "option publisher.rate='fast' is not a number"),
-        ({"publisher.sensors": 0}, "option publisher.sensors=0 must be >= 1"),
-        ({"publisher.origin": "yesterday"}, "option publisher.origin='yesterday' is neither ISO 8601"),
-        ({"publisher.rate": 0, "publisher.burst": 0}, "are both 0: the feed would never emit"),
+        ({"rate": "fast"}, "option publisher.rate='fast' is not a number"),
+        ({"sensors": 0}, "option publisher.sensors=0 must be >= 1"),
+        ({"origin": "yesterday"}, "option publisher.origin='yesterday' is neither ISO 8601"),
+        ({"rate": 0, "burst": 0}, "are both 0: the feed would never emit"),
     ],
 )
 def test_bad_options_say_which_option_and_why(options, words):
@@ -161,7 +161,7 @@ def test_a_position_past_total_completes_at_once():
 
 
 def test_a_full_buffer_drops_the_oldest_readings_and_counts_them(caplog):
-    feed = readings(dict(FAST, **{"publisher.buffer": 10, "publisher.total": 1000}))
+    feed = readings(dict(FAST, **{"buffer": 10, "total": 1000}))
     r = Recorder()
     with caplog.at_level("WARNING", logger="rs_spark.examples.sensors"):
         feed.subscribe_at(r, 0)  # no demand yet: the clock keeps going, the buffer keeps the newest 10

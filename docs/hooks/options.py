@@ -2,8 +2,9 @@
 
 A page writes ``<!-- options: source -->`` (or ``sink``) on a line of its own; the build replaces
 it with a table of every entry of ``SOURCE_OPTIONS`` / ``SINK_OPTIONS``, so the docs cannot drift
-from what the parsers accept. The default is read from the description (``(default X)`` or
-``X (default``); options without one have none.
+from what the parsers accept. ``<!-- options: duration-units -->`` and ``duration-minimums`` are
+the duration grammar's units and lower bounds, from ``rs_spark.spark.durations``. The default is
+read from the description (``(default X)`` or ``X (default``); options without one have none.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-MARKER = re.compile(r"^<!-- options: (\w+) -->$", re.MULTILINE)
+MARKER = re.compile(r"^<!-- options: ([\w-]+) -->$", re.MULTILINE)
 # "... (default 15m)", "... (default: no limit)", "FAILFAST (default), ..." or "auto (default: an explanation)"
 _DEFAULT = re.compile(r"(\S+) \(default:?\s*([^)]*)\)")
 
@@ -60,13 +61,27 @@ def table(options: dict[str, str]) -> str:
     return "\n".join(rows)
 
 
+def duration_tables() -> dict[str, str]:
+    """The units table and the lower-bounds table of the duration grammar."""
+    from rs_spark.spark.durations import MINIMUMS, UNITS
+
+    by_ms: dict[float, list[str]] = {}
+    for word, ms in UNITS.items():
+        by_ms.setdefault(ms, []).append(f"`{word}`")
+    units = ["| unit | written as |", "| --- | --- |"]
+    units += [f"| {ms:g} ms | {', '.join(words)} |" for ms, words in sorted(by_ms.items())]
+    least = ["| option | at least | why |", "| --- | --- | --- |"]
+    least += [f"| `{name}` | `{shown}` | {_cell(why)} |" for name, (_, shown, why) in MINIMUMS.items()]
+    return {"duration-units": "\n".join(units), "duration-minimums": "\n".join(least)}
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    tables = _tables()
+    tables = {kind: table(options) for kind, options in _tables().items()} | duration_tables()
 
     def replace(match: re.Match[str]) -> str:
         kind = match.group(1)
         if kind not in tables:
             raise ValueError(f"{page.file.src_path}: unknown option table {kind!r}; use one of {sorted(tables)}")
-        return table(tables[kind])
+        return tables[kind]
 
     return MARKER.sub(replace, markdown)

@@ -68,11 +68,12 @@ class FeedOptions:
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> FeedOptions:
-        """From a factory's options (keys ``publisher.<name>``, any case); errors name the option."""
+        """From a factory's options (``<name>``: option ``publisher.<name>`` with its prefix stripped, any
+        case); errors name the option as the user wrote it."""
         opt = {str(k).lower(): v for k, v in options.items()}
 
         def number(name: str, default: float, lowest: float) -> float:
-            raw = opt.get(f"publisher.{name}", default)
+            raw = opt.get(name, default)
             try:
                 value = float(raw)
             except (TypeError, ValueError):
@@ -89,7 +90,7 @@ class FeedOptions:
             burst=int(number("burst", 5000, 0)),
             burst_every=number("burst_every", 3.0, 0.001),
             seed=int(number("seed", 42, 0)),
-            origin_us=parse_origin(opt.get("publisher.origin", DEFAULT_ORIGIN)),
+            origin_us=parse_origin(opt.get("origin", DEFAULT_ORIGIN)),
             buffer=int(number("buffer", 500_000, 1)),
         )
         if f.rate == 0 and f.burst == 0:

@@ -5,7 +5,7 @@ Python process with no py4j link to the driver JVM, so the Publisher lives in a 
 process starts (:func:`rs_spark.jvm.shared`: the shim, pyspark's Arrow jars and the user's jars),
 one per process and set of jars, ending with the process.
 
-    pub = open_publisher("com.example.Feeds#quotes", jars=["/opt/feeds.jar"], options={"publisher.symbol": "X"})
+    pub = open_publisher("com.example.Feeds#quotes", jars=["/opt/feeds.jar"], options={"symbol": "X"})
 
 ``spec``: ``"com.example.Feeds#quotes"`` (a public static method taking nothing or a
 ``Map<String, String>`` of the options) or ``"com.example.QuotePublisher"`` (a public
@@ -67,7 +67,7 @@ _HINTS = {
     "or a public Publisher class with such a constructor",
     "type": "Make the factory return a java.util.concurrent.Flow.Publisher or an org.reactivestreams.Publisher "
     "(then put reactive-streams.jar on option {jars_option} too)",
-    "raised": "Fix the factory, or the options it reads (it gets every option, lower-cased, e.g. 'publisher.count')",
+    "raised": "Fix the factory, or the options it reads (option publisher.NAME reaches it as NAME, e.g. 'count')",
 }
 
 

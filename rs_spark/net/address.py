@@ -9,7 +9,8 @@ for ``unix`` everything before it is the socket path.
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass, field, replace
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 SCHEMES = ("tcp", "tls", "unix", "ws", "wss")
@@ -25,7 +26,7 @@ class Address:
     port: int = 0
     path: str = ""  # unix socket path
     name: str | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)  # repr() never shows it
     codec: str | None = None
 
     @property
@@ -145,13 +146,25 @@ def _parse_network(scheme: str, rest: str, shown: str, need_name: bool) -> Addre
     return Address(scheme, host=host, port=port, name=name)
 
 
-def redact(address: str) -> str:
-    """``address`` with any ``token=`` value replaced by ``***``: the form for logs and errors."""
-    base, sep, query = address.partition("?")
-    if not sep:
-        return address
-    params = [(k, "***" if k == "token" else v) for k, v in parse_qsl(query, keep_blank_values=True)]
-    return base + "?" + urlencode(params)
+# ``token=`` or its URL-encoded ``token%3D`` (any case) and the value up to what ends a query
+# parameter or an item of a comma-separated list of endpoints; and a ``'token': '...'`` mapping
+# entry (an options dict in a message). Too much redacted is harmless; too little is a leak.
+_TOKEN_PLAIN = re.compile(r"(token=)[^&,\s'\"]+", re.IGNORECASE)
+_TOKEN_QUOTED = re.compile(r"""(token\s*=\s*['"])[^'"]*""", re.IGNORECASE)  # a repr's token='...'
+
+_TOKEN_ENCODED = re.compile(r"(token%3D)(?:(?!%26|%2C)[^&,\s'\"])*", re.IGNORECASE)
+_TOKEN_ENTRY = re.compile(r"""(['"]token['"]\s*:\s*['"])[^'"]*""", re.IGNORECASE)
+REDACTED = "***"
 
 
-__all__ = ["Address", "parse", "redact", "SCHEMES"]
+def redact(text: str) -> str:
+    """``text`` with every ``token=`` value replaced by ``***``: the one form for logs, errors and
+    progress. ``text`` may be an address, several comma-separated (each keeps its place), an
+    address URL-encoded (``token%3D...``) or any message holding them."""
+    text = str(text)
+    for pattern in (_TOKEN_PLAIN, _TOKEN_QUOTED, _TOKEN_ENCODED, _TOKEN_ENTRY):
+        text = pattern.sub(lambda m: m.group(1) + REDACTED, text)
+    return text
+
+
+__all__ = ["Address", "parse", "redact", "REDACTED", "SCHEMES"]

@@ -104,8 +104,8 @@ def read_jvm_stream(
             "rs_spark.spark.jvm.schema_of(spark, 'com.acme.MyRecord') gives a record's or bean's"
         )
     pub = publisher(spark, jvm_publisher, pa_schema, elements="batches", batch_rows=batch_rows)
-    options.setdefault("codec", "arrow")
-    return read_stream(spark, pub, schema=pa_schema, **options)
+    codec = str(options.pop("codec", "arrow"))
+    return read_stream(spark, pub, schema=pa_schema, options=options, codec=codec)
 
 
 def schema_of(spark: SparkSession, class_name: str, extra_jars: Iterable[str] = ()) -> Any:

@@ -8,34 +8,23 @@ case-insensitively, and an unknown key is an error that names the closest known 
 from __future__ import annotations
 
 import difflib
-import re
+import sys
+import warnings
 from collections.abc import Mapping
 from typing import Any
+
+from ..net.address import redact
 
 PASS_THROUGH_PREFIX = "publisher."
 """Options starting with this prefix are not checked: they are for the user's factory."""
 
 
 class OptionError(ValueError):
-    """An option is unknown, missing or has a value that cannot be used."""
+    """An option is unknown, missing or has a value that cannot be used. Its message goes through
+    :func:`rs_spark.net.address.redact`: an address it quotes shows no token."""
 
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?|m|min|mins|minutes?)?\s*$", re.I)
-
-
-def parse_duration(name: str, value: Any) -> float:
-    """``"500ms"``, ``"2s"``, ``"1 min"`` or a bare number of milliseconds -> seconds."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value) / 1000.0
-    m = _DURATION.match(str(value))
-    if not m:
-        raise OptionError(f"option {name}={value!r} is not a duration; use e.g. '500ms', '2s' or '1 min'")
-    n, unit = float(m.group(1)), (m.group(2) or "ms").lower()
-    if unit == "ms":
-        return n / 1000.0
-    if unit.startswith("m"):
-        return n * 60.0
-    return n
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 def parse_int(name: str, value: Any, minimum: int) -> int:
@@ -69,6 +58,45 @@ def lookup(options: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in dict(options).items()}
 
 
+def factory_options(options: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """What the user's factory gets: the options under ``prefix`` (``publisher.`` or
+    ``subscriber.``, in any case) with the prefix stripped and the rest of the key as rs_spark
+    received it. Nothing else: not the token, not rs_spark's own options. (Spark lower-cases
+    option keys before a Python data source sees them, so through Spark the keys are lower-case.)"""
+    n = len(prefix)
+    return {str(k)[n:]: v for k, v in dict(options).items() if str(k).lower().startswith(prefix) and len(str(k)) > n}
+
+
+OptionValue = str | int | float | bool
+"""A Spark option's value as the Python helpers take it (sent as its ``str``; booleans as true/false)."""
+
+
+def spark_options(options: Mapping[str, OptionValue] | None, legacy: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The Spark options a helper was given: ``options=`` plus, deprecated, the old call style's
+    keyword arguments (a DeprecationWarning names them, pointing at the user's line)."""
+    merged = dict(options or {})
+    if legacy:
+        both = sorted(set(merged) & set(legacy))
+        if both:
+            raise TypeError(f"{where}(): option(s) {both} given both in options= and as keyword arguments")
+        shown = ", ".join(f"{k!r}: ..." for k in legacy)
+        warnings.warn(
+            f"{where}(): Spark options as keyword arguments are deprecated; pass options={{{shown}}}",
+            DeprecationWarning,
+            stacklevel=_callers_level(),
+        )
+        merged.update(legacy)
+    return merged
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` of the first frame outside rs_spark (for warnings about the user's call)."""
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("rs_spark"):
+        frame, level = frame.f_back, level + 1
+    return level - 1
+
+
 def check_known(
     options: Mapping[str, Any],
     known: Mapping[str, str],
@@ -93,11 +121,13 @@ def check_known(
 
 __all__ = [
     "OptionError",
-    "parse_duration",
     "parse_int",
     "parse_bool",
     "parse_choice",
     "check_known",
     "lookup",
+    "factory_options",
+    "spark_options",
+    "OptionValue",
     "PASS_THROUGH_PREFIX",
 ]

@@ -21,11 +21,21 @@ import secrets
 import tempfile
 import threading
 import uuid
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.types import StructType
 
+from ..streams.types import Publisher, Subscriber
+from .options import OptionValue, spark_options
 from .session import check_reachable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ..net.retention import Retention
 
 log = logging.getLogger("rs_spark.realtime")
 
@@ -40,21 +50,22 @@ _lock = threading.Lock()
 
 def read_stream(
     spark: SparkSession,
-    publisher: Any = None,
-    schema: Any = None,
+    publisher: Publisher[Any] | None = None,
+    schema: str | StructType | pa.Schema | None = None,
     *,
+    options: Mapping[str, OptionValue] | None = None,
     endpoint: str | None = None,
     jvm_publisher: str | None = None,
     bind: str = "tcp://127.0.0.1:0",
-    retention: Any = None,
-    **options: Any,
+    retention: Retention | None = None,
+    **legacy_options: OptionValue,
 ) -> DataFrame:
     """``spark.readStream.format("reactive-rt")`` over exactly one of: ``publisher`` (a Python
     Publisher of pyarrow RecordBatches or of dicts/tuples, served here on ``bind`` with resumption:
     ``retention`` is its :class:`rs_spark.net.Retention`), ``endpoint`` (the address of a Publisher
     served by rs_spark.net with codec arrow) or ``jvm_publisher`` (``"com.example.Feeds#quotes"``).
-    ``schema``: DDL, StructType or pyarrow.Schema (required). Other keyword arguments become
-    source options (``maxInFlight``, ``maxRecordsPerTrigger``, ...)."""
+    ``schema``: DDL, StructType or pyarrow.Schema (required). ``options``: source options
+    (``{"maxInFlight": 16}``, ...; as keyword arguments: deprecated)."""
     from .jvm import jvm
 
     if sum(x is not None for x in (publisher, endpoint, jvm_publisher)) != 1:
@@ -71,7 +82,7 @@ def read_stream(
         reader = reader.option("endpoint", endpoint)
     if jvm_publisher is not None:
         reader = reader.option("jvmPublisher", jvm_publisher)
-    for k, v in options.items():
+    for k, v in spark_options(options, legacy_options, "realtime.read_stream").items():
         reader = reader.option(k, str(v).lower() if isinstance(v, bool) else str(v))
     return reader.load()
 
@@ -144,8 +155,9 @@ def stop_served() -> int:
 
 def write_stream(
     df: DataFrame,
-    subscriber: Any,
+    subscriber: Subscriber[Any] | str,
     *,
+    options: Mapping[str, OptionValue] | None = None,
     trigger: str | dict | None = "5 minutes",
     checkpoint: str | None = None,
     elements: str = "dicts",
@@ -153,8 +165,8 @@ def write_stream(
     query_name: str | None = None,
     output_mode: str = "update",
     bind: str = "tcp://127.0.0.1:0",
-    **options: Any,
-) -> Any:
+    **legacy_options: OptionValue,
+) -> StreamingQuery:
     """Start ``df`` into ``subscriber`` through the shim's real-time ForeachWriter; return the query.
 
     ``subscriber``: a Subscriber in this process (served here by a delivery hub, subscribed once,
@@ -162,16 +174,15 @@ def write_stream(
     batch duration (``"5 minutes"``; Spark's minimum is ``spark.sql.streaming.realTimeMode.minBatchDuration``,
     5 s by default), or keyword arguments of ``DataStreamWriter.trigger`` for another trigger
     (``{"processingTime": "0 seconds"}``), or None (Spark's default). ``elements``, ``ledger``:
-    as for :func:`rs_spark.serve_sink`. Other keyword arguments are sink options
-    (``maxRowsPerPayload``, ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``). When the query
+    as for :func:`rs_spark.serve_sink`. ``options``: sink options (``maxRowsPerPayload``,
+    ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``; as keyword arguments: deprecated). When the query
     stops the Subscriber gets ``on_complete``; when it fails, ``on_error``."""
-    from pyspark.sql.streaming.query import StreamingQuery
-
     from ..delivery import DeliveryHub
     from .jvm import jvm
     from .sink.query_end import on_query_end
     from .sink.state import run_started
 
+    sink_options = spark_options(options, legacy_options, "realtime.write_stream")
     spark = df.sparkSession
     j = jvm(spark)
     hub: DeliveryHub | None = None
@@ -183,7 +194,7 @@ def write_stream(
         check_reachable(spark, bind, "realtime.write_stream")
         endpoint = hub.serve(bind)
     try:
-        w = _jvm_writer(df, j, endpoint, options, trigger, checkpoint, query_name, output_mode)
+        w = _jvm_writer(df, j, endpoint, sink_options, trigger, checkpoint, query_name, output_mode)
         query = StreamingQuery(w.start())
     except BaseException as exc:
         if hub is not None:

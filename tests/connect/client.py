@@ -60,7 +60,10 @@ def read_stream_helper(spark):
     from rs_spark import streams as rs
 
     df = rs_spark.read_stream(
-        spark, rs.range_(300).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG", maxRecordsPerTrigger=100
+        spark,
+        rs.range_(300).pipe(rs.map(lambda i: {"seq": i})),
+        schema="seq LONG",
+        options={"maxRecordsPerTrigger": 100},
     )
     return _memory(spark, df, "read_stream_helper")
 
@@ -95,7 +98,10 @@ def write_stream_helper(spark):
     )
     # Source and sink both live in this client process: the server connects back to each.
     src = rs_spark.read_stream(
-        spark, rs.range_(1200).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG", maxRecordsPerTrigger=400
+        spark,
+        rs.range_(1200).pipe(rs.map(lambda i: {"seq": i})),
+        schema="seq LONG",
+        options={"maxRecordsPerTrigger": 400},
     )
     q = rs_spark.write_stream(
         src,

@@ -28,5 +28,5 @@ class _ToFile:
 
 def to_file(options: dict[str, Any]) -> _ToFile:
     """One Subscriber per task, writing its rows' seq values to a file of its own at on_complete."""
-    d = options.get("subscriber.dir") or options["subscriber.dir".lower()]
+    d = options["dir"]
     return _ToFile(os.path.join(d, f"{uuid.uuid4().hex}.txt"))

@@ -30,15 +30,13 @@ def _values(pub):
 
 
 def test_a_static_factory_with_the_options_map_builds_a_submission_publisher():
-    pub = open_publisher(
-        "rsspark.fixtures.Feeds#longs", [FIXTURES], {"publisher.count": "5000", "publisher.start": "7"}
-    )
+    pub = open_publisher("rsspark.fixtures.Feeds#longs", [FIXTURES], {"count": "5000", "start": "7"})
     assert _values(pub) == list(range(7, 5007))
 
 
 def test_a_no_argument_factory_and_a_publisher_class_with_a_map_constructor():
     assert _values(open_publisher("rsspark.fixtures.Feeds#ten", FIXTURES)) == list(range(10))
-    assert _values(open_publisher("rsspark.fixtures.Feeds$Countdown", FIXTURES, {"publisher.from": "3"})) == [0, 1, 2]
+    assert _values(open_publisher("rsspark.fixtures.Feeds$Countdown", FIXTURES, {"from": "3"})) == [0, 1, 2]
 
 
 def test_the_jvm_is_shared_per_process_and_set_of_jars():

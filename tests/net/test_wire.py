@@ -117,7 +117,7 @@ def test_address_errors_never_show_the_token():
     for address in bad:
         with pytest.raises(ValueError, match="expected") as ei:
             parse(address + ("&" if "?" in address else "?") + "token=" + secret)
-        assert secret not in str(ei.value) and "token=%2A%2A%2A" in str(ei.value), address
+        assert secret not in str(ei.value) and "token=***" in str(ei.value), address
 
 
 def test_connection_failure_says_where_and_keeps_the_os_error_as_its_cause():

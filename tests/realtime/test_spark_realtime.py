@@ -52,7 +52,7 @@ def test_rows_arrive_in_order_across_real_time_batches_and_stop_completes_the_su
 def test_spec_1_1_the_publisher_never_sees_more_than_max_in_flight_rows_requested(rt_spark, tmp_path):
     pub = rows()
     sub = Collect()
-    df = realtime.read_stream(rt_spark, pub, schema=DDL, maxInFlight=4)
+    df = realtime.read_stream(rt_spark, pub, schema=DDL, options={"maxInFlight": 4})
     q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
     try:
         wait_until(lambda: _batch_id(q) >= 1 and len(sub.ids) >= 200, "two batches and 200 rows", 90)
@@ -93,14 +93,14 @@ def test_a_restarted_query_resumes_from_its_checkpoint_without_loss_or_duplicate
     chk, ledger = str(tmp_path / "chk"), str(tmp_path / "ledger.json")
     try:
         first = Collect()
-        df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL, cancelOnStop=False)
+        df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL, options={"cancelOnStop": False})
         q = realtime.write_stream(df, first, trigger="1 second", checkpoint=chk, ledger=ledger)
         wait_until(lambda: _batch_id(q) >= 1 and len(first.ids) >= 30, "two batches and 30 rows", 90)
         _stop(q, first)  # mid-batch: its rows so far reached the Subscriber, Spark committed none of them
         assert not pub.cancelled.is_set(), "cancelOnStop=false still cancelled the stream"
         seen = len(first.ids)
         second = Collect(shared=first)
-        df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL, cancelOnStop=False)
+        df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL, options={"cancelOnStop": False})
         q = realtime.write_stream(df, second, trigger="1 second", checkpoint=chk, ledger=ledger)
         wait_until(lambda: len(first.ids) >= seen + 30, "30 more rows after the restart", 90)
         _stop(q, second)
@@ -112,7 +112,7 @@ def test_a_restarted_query_resumes_from_its_checkpoint_without_loss_or_duplicate
 def test_micro_batches_read_the_same_source_in_order(rt_spark, tmp_path):
     pub = rows()
     sub = Collect()
-    df = realtime.read_stream(rt_spark, pub, schema=DDL, maxInFlight=16)
+    df = realtime.read_stream(rt_spark, pub, schema=DDL, options={"maxInFlight": 16})
     q = realtime.write_stream(df, sub, trigger={"processingTime": "200 milliseconds"}, checkpoint=str(tmp_path / "c"))
     try:
         wait_until(lambda: _batch_id(q) >= 2 and len(sub.ids) >= 50, "three micro-batches and 50 rows", 90)

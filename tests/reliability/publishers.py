@@ -23,8 +23,8 @@ class ReplayableIds:
     on_commit in ``publisher.commits`` (files, one line each), so a test sees both from outside."""
 
     def __init__(self, options: dict) -> None:
-        self._marker = options.get("publisher.marker")
-        self._commits = options.get("publisher.commits")
+        self._marker = options.get("marker")
+        self._commits = options.get("commits")
 
     def subscribe(self, subscriber) -> None:
         self.subscribe_at(subscriber, 0)

@@ -1,7 +1,8 @@
 """Publisher factories for the Spark tests: ``factory(options) -> Publisher``.
 
 They run inside Spark's driver-side reader process (or an executor for batch reads), so
-they are importable module functions; options arrive lower-cased, ``publisher.*`` passed through.
+they are importable module functions; they get the ``publisher.*`` options, prefix stripped
+(lower-cased by Spark).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ SCHEMA = "id LONG, name STRING, price DOUBLE"
 
 
 def _int(options, key, default):
-    return int(options.get(f"publisher.{key}", default))
+    return int(options.get(key, default))
 
 
 def counter(options):
     """``publisher.count`` dict records (id, name, price); ``publisher.run`` tags the name."""
     n = _int(options, "count", 100)
-    run = options.get("publisher.run", "r")
+    run = options.get("run", "r")
     return rs.range_(n).pipe(rs.map(lambda i: {"id": i, "name": f"{run}-{i}", "price": i * 0.5}))
 
 
@@ -36,7 +37,7 @@ def tuples(options):
 
 def endless(options):
     """An infinite fast publisher that never pauses."""
-    run = options.get("publisher.run", "r")
+    run = options.get("run", "r")
     return rs.defer(lambda: ((i, f"{run}-{i}", 1.0) for i in itertools.count()))
 
 
@@ -123,7 +124,7 @@ def slow(options):
 
 def cancel_marker(options):
     """Endless records; writes ``publisher.marker`` when its generator is closed (cancel)."""
-    marker = options["publisher.marker"]
+    marker = options["marker"]
 
     def gen():
         try:
@@ -283,14 +284,14 @@ def returns_partitions(options):
 def many_malformed(options):
     """``publisher.count`` dict records; those whose id is in ``publisher.bad`` (comma list) have a bad price."""
     n = _int(options, "count", 5000)
-    bad = {int(x) for x in str(options.get("publisher.bad", "")).split(",") if x}
+    bad = {int(x) for x in str(options.get("bad", "")).split(",") if x}
     return rs.range_(n).pipe(rs.map(lambda i: {"id": i, "name": f"m{i}", "price": "bad" if i in bad else i * 0.5}))
 
 
 def cancel_recording(options):
     """An endless publisher that appends ``created PID`` / ``subscribed PID`` / ``cancelled PID`` lines
     to ``publisher.events``: the SIGTERM tests find the reader process and count its cancels there."""
-    path = options["publisher.events"]
+    path = options["events"]
 
     def note(what):
         with open(path, "a") as f:
@@ -314,3 +315,8 @@ def replayable(options):
     Spark's offsets carry its position and a restarted query asks again from there."""
     n = _int(options, "count", 100)
     return rs.from_iterable([(i, f"r-{i}", i * 0.5) for i in range(n)])
+
+
+def options_as_rows(options):
+    """One row per option the factory got: ``key=value`` (what a factory sees, for the tests)."""
+    return rs.from_iterable([(f"{k}={v}",) for k, v in sorted(options.items())])

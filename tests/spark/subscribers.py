@@ -10,8 +10,8 @@ import os
 def to_files(options):
     """Factory mode: each task's subscriber appends its elements as JSON lines to a file of its own
     under ``subscriber.dir``, requesting ``subscriber.batch`` at a time."""
-    directory = options["subscriber.dir"]
-    batch = int(options.get("subscriber.batch", 100))
+    directory = options["dir"]
+    batch = int(options.get("batch", 100))
 
     class ToFile:
         def on_subscribe(self, s):
@@ -58,7 +58,7 @@ def raising(options):
 
 def cancelling(options):
     """Factory mode: takes ``subscriber.after`` elements, then cancels."""
-    after = int(options.get("subscriber.after", 3))
+    after = int(options.get("after", 3))
 
     class Cancelling:
         def on_subscribe(self, s):
@@ -77,3 +77,26 @@ def cancelling(options):
             pass
 
     return Cancelling()
+
+
+RECORDED: list[dict] = []
+
+
+def recording(options):
+    """Records the options it was built with (in this process) and takes every element."""
+    RECORDED.append(dict(options))
+
+    class Taker:
+        def on_subscribe(self, s):
+            s.request(1 << 30)
+
+        def on_next(self, item):
+            pass
+
+        def on_error(self, exc):
+            pass
+
+        def on_complete(self):
+            pass
+
+    return Taker()

@@ -34,7 +34,9 @@ def test_read_stream_serves_an_in_memory_publisher_from_this_process(spark):
             produced.append(i)
             yield {"id": i, "name": f"n{i}"}
 
-    df = rs_spark.read_stream(spark, rs.defer(gen), schema=SCHEMA, maxRecordsPerTrigger=200, pollTimeout="300ms")
+    df = rs_spark.read_stream(
+        spark, rs.defer(gen), schema=SCHEMA, options={"maxRecordsPerTrigger": 200, "pollTimeout": "300ms"}
+    )
     rows, q = _drain(spark, df, 500, availableNow=True)
     assert rows == [(i, f"n{i}") for i in range(500)]
     assert all(p["numInputRows"] <= 200 for p in q.recentProgress)

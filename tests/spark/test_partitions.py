@@ -36,7 +36,10 @@ def _offsets(progress):
 def test_several_publishers_are_partitions_each_read_once_in_order_with_the_limit_shared(spark):
     sizes = {"eu": 3000, "us": 1200, "ap": 50}
     df = rs_spark.read_stream(
-        spark, {p: _rows(p, n) for p, n in sizes.items()}, schema="p STRING, id LONG", maxRecordsPerTrigger=700
+        spark,
+        {p: _rows(p, n) for p, n in sizes.items()},
+        schema="p STRING, id LONG",
+        options={"maxRecordsPerTrigger": 700},
     )
     q = df.writeStream.format("memory").queryName("partitions_read").trigger(availableNow=True).start()
     assert q.awaitTermination(240)

@@ -210,7 +210,7 @@ def test_subscriber_that_never_requests_fails_the_commit_after_commit_timeout(sp
         rec,
         checkpoint=str(tmp_path / "ck"),
         trigger=AVAILABLE_NOW,
-        commitTimeout="2s",
+        options={"commitTimeout": "2s"},
     )
     with pytest.raises(StreamingQueryException, match="did not take the rows within commitTimeout=2.0 s"):
         q.awaitTermination(120)
@@ -305,8 +305,7 @@ def test_big_partitions_are_staged_at_staging_location(spark, tmp_path):
         rec,
         checkpoint=str(tmp_path / "ck"),
         trigger=AVAILABLE_NOW,
-        inlineMaxBytes="1k",
-        stagingLocation=str(staging),
+        options={"inlineMaxBytes": "1k", "stagingLocation": str(staging)},
     )
     assert q.awaitTermination(120), "the query did not end within 120 s"
     assert q.exception() is None and rec.done.wait(30)

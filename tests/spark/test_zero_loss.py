@@ -64,9 +64,11 @@ def test_a_stalled_query_pauses_the_publisher_at_the_retention_bound_and_drops_n
         pub,
         schema="id LONG",
         retention=Retention(max_records=800),
-        maxRecordsPerTrigger=1000,
-        maxBufferedRecords=2000,  # the reader would hold 2,000 uncommitted rows: the endpoint's bound is lower
-        pollTimeout="100ms",
+        options={
+            "maxRecordsPerTrigger": 1000,
+            "maxBufferedRecords": 2000,  # the reader would hold 2,000 uncommitted rows: the endpoint's bound is lower
+            "pollTimeout": "100ms",
+        },
     )
     gate = _Gate()
     q = rs_spark.write_stream(df, gate, trigger={"processingTime": "50 milliseconds"})

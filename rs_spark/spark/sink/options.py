@@ -7,14 +7,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...delivery import ELEMENTS
-from ..options import OptionError, check_known, lookup, parse_duration, parse_int
+from ...net.address import redact
+from ..durations import parse_duration
+from ..options import OptionError, check_known, factory_options, lookup, parse_int
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
 
 SINK_OPTIONS: dict[str, str] = {
     "endpoint": "address of a served Subscriber (rs_spark.serve_sink / rs_spark.write_stream), with ?token=",
-    "subscriber": "package.module:factory called on executors, once per task, with the options dict",
+    "subscriber": "package.module:factory called on executors, once per task, with its options (subscriber.NAME "
+    "as NAME)",
     "token": "authentication token for the endpoint (or ?token= in it)",
     "elements": "subscriber factory mode: dicts (default), rows, tuples or batches",
     "inlineMaxBytes": "largest staged partition carried inside the commit message (default 64m)",
@@ -40,7 +43,7 @@ def parse_size(name: str, value: Any) -> int:
         raise OptionError(f"option {name}={value!r} is not a size; use e.g. '64m', '512k' or bytes") from None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class SinkOptions:
     endpoint: str | None
     subscriber: str | None
@@ -51,6 +54,12 @@ class SinkOptions:
     commit_timeout: float | None
     raw: dict[str, Any]
     keep_on_abort: float | None = None
+    factory: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The options for the ``subscriber`` factory: ``subscriber.*``, prefix stripped."""
+
+    def __repr__(self) -> str:  # the token, and any address holding one, redacted
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact(f"{type(self).__name__}({fields})")
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:
@@ -62,7 +71,7 @@ class SinkOptions:
                 "writeStream.format('reactive') needs exactly one of option 'endpoint' (a Subscriber served with "
                 "rs_spark.serve_sink; delivery in batchId order, exactly once) or option 'subscriber' "
                 '("package.module:factory", one Subscriber per task on executors, at least once); got '
-                f"endpoint={endpoint!r}, subscriber={subscriber!r}. From a notebook, "
+                f"endpoint={redact(repr(endpoint))}, subscriber={subscriber!r}. From a notebook, "
                 "rs_spark.write_stream(df, subscriber) sets this up for an in-memory Subscriber."
             )
         if subscriber and ":" not in str(subscriber):
@@ -87,6 +96,7 @@ class SinkOptions:
             commit_timeout=parse_duration("commitTimeout", timeout) if timeout else None,
             raw=o,
             keep_on_abort=keep_window(o.get("keepsubscriberonabort")),
+            factory=factory_options(options, SUBSCRIBER_PREFIX),
         )
 
 

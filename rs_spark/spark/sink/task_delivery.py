@@ -23,7 +23,7 @@ from .staging import StagedPartition
 def deliver_in_task(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartition:
     """Factory mode: this task's rows into a Subscriber built here, within its demand."""
     factory = load_factory(opts.subscriber or "", option="subscriber")
-    sub = factory(dict(opts.raw))
+    sub = factory(dict(opts.factory))
     if sub is None or not callable(getattr(sub, "on_subscribe", None)):
         raise OptionError(
             f"option subscriber={opts.subscriber!r}: the factory returned {sub!r}, which is not a "

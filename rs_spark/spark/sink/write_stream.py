@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql.streaming import StreamingQuery
 
 from ...delivery import DeliveryHub, QueryFailed
-from ..options import OptionError, lookup
+from ...streams.types import Subscriber
+from ..options import OptionError, OptionValue, lookup, spark_options
 from ..session import check_reachable, is_local
 from .options import keep_window
 
@@ -19,8 +22,9 @@ log = logging.getLogger("rs_spark.sink")
 
 def write_stream(
     df: DataFrame,
-    subscriber: Any,
+    subscriber: Subscriber[Any] | str,
     *,
+    options: Mapping[str, OptionValue] | None = None,
     elements: str = "dicts",
     ledger: str | None = None,
     checkpoint: str | None = None,
@@ -29,8 +33,8 @@ def write_stream(
     output_mode: str | None = None,
     end_on_stop: bool = True,
     bind: str = "tcp://127.0.0.1:0",
-    **options: Any,
-) -> Any:
+    **legacy_options: OptionValue,
+) -> StreamingQuery:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
 
     ``subscriber``: a Subscriber in this process (served on 127.0.0.1 for the query's commits;
@@ -42,8 +46,9 @@ def write_stream(
     keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
     ``output_mode``: ``append`` (default), ``update`` or ``complete``.
     ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`).
-    Other keyword arguments become sink options; with ``keepSubscriberOnAbort`` a failed query
-    leaves the Subscriber waiting for the query restarted from its checkpoint (pass it again).
+    ``options``: the sink's options, e.g. ``{"commitTimeout": "30s"}`` (as keyword arguments:
+    deprecated); with ``keepSubscriberOnAbort`` a failed query leaves the Subscriber waiting for the
+    query restarted from its checkpoint (pass it again).
     :func:`rs_spark.sink_state` finds the run's hub from any handle of the query.
     """
     from ..session import register
@@ -53,14 +58,15 @@ def write_stream(
 
     spark = df.sparkSession
     register(spark)
-    keep = keep_window(lookup(options).get("keepsubscriberonabort"))
+    requested = spark_options(options, legacy_options, "write_stream")
+    keep = keep_window(lookup(requested).get("keepsubscriberonabort"))
     checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint, keep)
     resumed = None if isinstance(subscriber, str) else take_kept(subscriber, checkpoint)
     hub, endpoint = resumed or _serve(spark, subscriber, elements, ledger, bind)
-    options, staging = _with_local_staging(spark, options)
-    w = _writer(df, endpoint, options, checkpoint, trigger, query_name, output_mode)
+    sink_options, staging = _with_local_staging(spark, requested)
+    w = _writer(df, endpoint, sink_options, checkpoint, trigger, query_name, output_mode)
     query = _start(w, hub)
-    state = run_started(query, hub, options)
+    state = run_started(query, hub, sink_options)
     end = RunEnd(
         state,
         endpoint,

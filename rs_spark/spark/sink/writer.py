@@ -38,7 +38,7 @@ def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
     total = sum(m.rows for m in parts)
     if total == 0:
         return
-    where = f"micro-batch {batch_id} ({total} rows) to {opts.endpoint.split('?')[0] if opts.endpoint else '?'}"
+    where = f"micro-batch {batch_id} ({total} rows) to {redact(opts.endpoint) if opts.endpoint else '?'}"
     acks = _send(_tagged(parts, batch_id, total, opts), where, opts)
     _check_ack(acks, where)
 

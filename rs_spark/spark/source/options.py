@@ -7,10 +7,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
-from ..options import OptionError, check_known, lookup, parse_bool, parse_choice, parse_duration, parse_int
+from ...net.address import redact
+from ..durations import parse_duration
+from ..options import (
+    PASS_THROUGH_PREFIX,
+    OptionError,
+    check_known,
+    factory_options,
+    lookup,
+    parse_bool,
+    parse_choice,
+    parse_int,
+)
 
 SOURCE_OPTIONS: dict[str, str] = {
-    "publisher": "package.module:factory called with the options dict; returns a Publisher",
+    "publisher": "package.module:factory called with its options (publisher.NAME as NAME); returns a Publisher",
     "endpoint": "an rs_spark.net address of a served Publisher; several, comma-separated (id=address names a "
     "partition; else its endpoint name does), are partitions read by executors",
     "jvmPublisher": "a JVM Publisher: com.example.Feeds#method (public static, no argument or a Map<String, String> "
@@ -44,7 +55,7 @@ SOURCE_OPTIONS: dict[str, str] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, repr=False)
 class SourceOptions:
     """The ``reactive`` source's options, parsed and validated."""
 
@@ -72,6 +83,12 @@ class SourceOptions:
     endpoints: dict[str, str] = dataclasses.field(default_factory=dict)
     executor_fetch: bool = False
     min_partitions: int | None = None
+    factory: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The options for the ``publisher`` / ``jvmPublisher`` factory: ``publisher.*``, prefix stripped."""
+
+    def __repr__(self) -> str:  # the token, and any address holding one, redacted
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return redact(f"{type(self).__name__}({fields})")
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
@@ -111,6 +128,7 @@ class SourceOptions:
             executor_fetch=executor_fetch,
             min_partitions=parse_int("minPartitions", o["minpartitions"], 1) if "minpartitions" in o else None,
             resume_window=parse_duration("resumeWindow", o["resumewindow"]) if o.get("resumewindow") else None,
+            factory=factory_options(options, PASS_THROUGH_PREFIX),
         )
 
 
@@ -122,7 +140,7 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
             "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
             "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
             "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
-            f"got publisher={publisher!r}, endpoint={endpoint!r}, jvmPublisher={jvm_publisher!r}. From a "
+            f"got publisher={publisher!r}, endpoint={redact(repr(endpoint))}, jvmPublisher={jvm_publisher!r}. From a "
             "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
         )
     if o.get("jvmjars") and not jvm_publisher:
@@ -163,19 +181,13 @@ def parse_endpoints(value: str) -> dict[str, str]:
         pid = pid.strip() or (name or "")
         if not pid:
             raise OptionError(
-                f"option endpoint: {redact_address(address)} names no endpoint; give each partition an id "
+                f"option endpoint: {redact(address)} names no endpoint; give each partition an id "
                 "(id=address) or an address with an endpoint name"
             )
         if pid in out:
             raise OptionError(f"option endpoint names partition {pid!r} twice; give each one its own id (id=address)")
         out[pid] = address.strip()
     return out
-
-
-def redact_address(address: str) -> str:
-    from ...net.address import redact
-
-    return redact(address)
 
 
 def _executor_fetch(o: dict[str, Any], endpoints: dict[str, str]) -> bool:

@@ -14,9 +14,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from ...net.address import parse
 from ...net.retention import Retention
+from ...streams.types import Publisher
+from ..options import OptionValue, spark_options
 from ..session import check_reachable, is_local
 
 _served: list[Any] = []  # servers this process started for read_stream; stopped by stop_served()
@@ -25,12 +28,14 @@ _lock = threading.Lock()
 
 def read_stream(
     spark: SparkSession,
-    publisher: Any,
-    schema: Any = None,
+    publisher: Publisher[Any] | Mapping[str, Publisher[Any]],
+    schema: str | StructType | None = None,
     *,
+    options: Mapping[str, OptionValue] | None = None,
     bind: str = "tcp://127.0.0.1:0",
     retention: Retention | None = None,
-    **options: Any,
+    codec: str = "json",
+    **legacy_options: OptionValue,
 ) -> DataFrame:
     """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
 
@@ -38,8 +43,9 @@ def read_stream(
     each is a partition with its own position, read by executors straight from this process.
 
     ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
-    :func:`rs_spark.arrow.with_schema`). Other keyword arguments become source options, e.g.
-    ``maxRecordsPerTrigger=1000``. Publishers of pyarrow RecordBatches cross as Arrow.
+    :func:`rs_spark.arrow.with_schema`). ``options``: the source's options, e.g.
+    ``{"maxRecordsPerTrigger": 1000}`` (as keyword arguments: deprecated). ``codec``: how elements
+    cross (``arrow`` for publishers of pyarrow RecordBatches).
     ``bind``: where Spark's reader connects back to this process; the default (loopback)
     serves a driver on this machine. For a Spark Connect server elsewhere, bind an address of
     this machine that the server can reach (``tcp://10.0.0.5:0``); a random token protects it.
@@ -48,9 +54,10 @@ def read_stream(
     """
     from ..session import register
 
+    spark_opts = spark_options(options, legacy_options, "read_stream")
+    codec = str(spark_opts.pop("codec", codec))  # the old call style passed it with the options
     publishers = _by_partition(publisher)
     declared = _declared_schema(schema, next(iter(publishers.values())))
-    codec = options.pop("codec", "json")
     check_reachable(spark, bind, "read_stream")
     if len(publishers) > 1:
         _check_executors_reach(spark, bind)
@@ -59,7 +66,7 @@ def read_stream(
     addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
     endpoint = ",".join(f"{pid}={a}" for pid, a in addresses.items()) if len(addresses) > 1 else addresses["0"]
     reader = spark.readStream.format("reactive").schema(declared).option("endpoint", endpoint)
-    for k, v in options.items():
+    for k, v in spark_opts.items():
         reader = reader.option(k, str(v))
     return reader.load()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...net.address import redact
 from ..factories import load_factory
 from ..options import OptionError
 from .options import SourceOptions
@@ -26,13 +27,13 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
         return _jvm_publisher(opts, schema)
     if opts.publisher:
         factory = load_factory(opts.publisher)
-        options: dict[str, Any] = dict(opts.raw)
+        options: dict[str, Any] = dict(opts.factory)
         try:
             pub = factory(options)
         except Exception as exc:
             raise PublisherFactoryError(
                 f"option publisher={opts.publisher!r}: the factory raised {type(exc).__name__}: {exc}. Fix the "
-                f"factory, or the options it reads (they reach it under the 'publisher.' prefix, lower-cased)"
+                f"factory, or the options it reads (option publisher.NAME reaches it as NAME)"
             ) from exc
         if isinstance(pub, Mapping):
             raise PublisherFactoryError(
@@ -52,7 +53,7 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
         from ...net import connect
     except ImportError as exc:  # pragma: no cover - rs_spark.net ships with the package
         raise OptionError(
-            f"option endpoint={opts.endpoint!r} needs rs_spark.net, which failed to import: {exc}"
+            f"option endpoint={redact(repr(opts.endpoint))} needs rs_spark.net, which failed to import: {exc}"
         ) from exc
     kwargs = {"token": opts.token} if opts.token else {}
     if len(opts.endpoints) != 1:
@@ -83,7 +84,7 @@ def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
         return open_publisher(
             opts.jvm_publisher or "",
             opts.jvm_jars,
-            dict(opts.raw),
+            dict(opts.factory),
             schema=schema,
             elements="batches",
             batch_rows=max(1, min(65_536, opts.max_buffered)),

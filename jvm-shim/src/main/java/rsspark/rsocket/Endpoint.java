@@ -82,10 +82,15 @@ public final class Endpoint implements Serializable {
         return new Endpoint(host, port, name, token != null && !token.isEmpty() ? token : tok, codec);
     }
 
-    /** {@code address} with any token value replaced by ***: the form for logs and errors. */
-    public static String redact(String address) {
-        if (address == null) return null;
-        return address.replaceAll("(?<=[?&]token=)[^&]*", "***");
+    /**
+     * {@code text} with every token value replaced by ***: the form for logs and errors; the same
+     * rules as Python's {@code rs_spark.net.address.redact} (several comma-separated addresses, and
+     * URL-encoded ones, keep their places).
+     */
+    public static String redact(String text) {
+        if (text == null) return null;
+        return text.replaceAll("(?i)(token=)[^&,\\s'\"]+", "$1***")
+                .replaceAll("(?i)(token%3D)(?:(?!%26|%2C)[^&,\\s'\"])*", "$1***");
     }
 
     public String base() {

@@ -144,7 +144,7 @@ final class JvmFeed implements RowFeed {
                         + "BIGINT, FLOAT, DOUBLE, STRING, BINARY or TIMESTAMP columns", e);
             }
             this.decoder = new ArrowRows(schema, Feeds.allocator(), where);
-            Object p = Factories.publisher(o.jvmPublisher, o.raw);
+            Object p = Factories.publisher(o.jvmPublisher, o.factoryOptions);
             Interop.toFlowPublisher(p).subscribe(this);
         }
 

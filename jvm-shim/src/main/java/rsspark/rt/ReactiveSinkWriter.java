@@ -119,9 +119,20 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
             }
             s.maxRowsPerPayload = (int) intOption(o, "maxRowsPerPayload", s.maxRowsPerPayload);
             s.maxQueuedRows = (int) intOption(o, "maxQueuedRows", s.maxQueuedRows);
-            if (o.containsKey("acktimeout")) s.ackTimeoutMs = RtOptions.durationMs(o, "ackTimeout", "600s");
-            if (o.containsKey("connecttimeout")) s.connectTimeoutMs = (int) RtOptions.durationMs(o, "connectTimeout", "10s");
+            s.ackTimeoutMs = durationMs(o, "ackTimeout", s.ackTimeoutMs);
+            s.connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", s.connectTimeoutMs));
             return s;
+        }
+
+        /** Option {@code name} in whole milliseconds, in the grammar of {@link Durations}. */
+        private static long durationMs(Map<String, String> o, String name, long dfltMs) {
+            String v = o.get(name.toLowerCase(Locale.ROOT));
+            if (v == null) return dfltMs;
+            try {
+                return Durations.wholeMillis(name, v);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("the real-time reactive sink: " + e.getMessage(), e);
+            }
         }
 
         private static long intOption(Map<String, String> o, String name, long dflt) {

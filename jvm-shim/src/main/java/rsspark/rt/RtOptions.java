@@ -38,7 +38,7 @@ public final class RtOptions implements Serializable {
         known("pollTimeout", "micro-batch mode: how long latestOffset waits for a first new row (default 500ms)");
         known("resumable", "true (default): read the endpoint as a resumable stream, lossless across restarts; false: "
                 + "plain request-stream (a restart subscribes anew)");
-        known("resumeWindow", "seconds the server keeps the stream for a reader that comes back (default: the "
+        known("resumeWindow", "how long the server keeps the stream for a reader that comes back (default: the "
                 + "server's Retention.window)");
         known("cancelOnStop", "true (default): stopping the query cancels the publisher; false: the stream waits "
                 + "for a restarted query for resumeWindow");
@@ -62,11 +62,14 @@ public final class RtOptions implements Serializable {
     final double resumeWindow;
     final boolean cancelOnStop;
     final int connectTimeoutMs;
-    /** Every option as given (lower-cased keys): the jvmPublisher factory's argument. */
-    final Map<String, String> raw;
+    /**
+     * The jvmPublisher factory's argument: the options under {@code publisher.}, that prefix stripped,
+     * keys in the case the user wrote them (as the Python source's factories get theirs).
+     */
+    final Map<String, String> factoryOptions;
 
-    private RtOptions(Map<String, String> o) {
-        raw = o;
+    private RtOptions(Map<String, String> o, Map<String, String> factory) {
+        factoryOptions = factory;
         endpointAddress = o.get("endpoint");
         jvmPublisher = o.get("jvmpublisher");
         token = o.get("token");
@@ -75,22 +78,26 @@ public final class RtOptions implements Serializable {
         maxRecordsPerTrigger = o.containsKey("maxrecordspertrigger")
                 ? longOption(o, "maxRecordsPerTrigger", 0, 1, Integer.MAX_VALUE) : null;
         maxBufferedRecords = (int) longOption(o, "maxBufferedRecords", 100_000, 1, Integer.MAX_VALUE);
-        pollTimeoutMs = durationMs(o, "pollTimeout", "500ms");
+        pollTimeoutMs = durationMs(o, "pollTimeout", 500);
         resume = bool(o, "resumable", true);
         cancelOnStop = bool(o, "cancelOnStop", true);
-        resumeWindow = o.containsKey("resumewindow") ? durationMs(o, "resumeWindow", "0s") / 1000.0 : 0;
-        connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", "10s"));
+        resumeWindow = durationMs(o, "resumeWindow", 0) / 1000.0;
+        connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", 10_000));
     }
 
     /** Parse and check {@code options} (any case); throws IllegalArgumentException saying what to fix. */
     public static RtOptions parse(Map<String, String> options) {
         Map<String, String> o = new TreeMap<>();
+        Map<String, String> factory = new TreeMap<>();
         for (Map.Entry<String, String> e : options.entrySet()) {
             String k = e.getKey().toLowerCase(Locale.ROOT);
             if (!KNOWN.containsKey(k) && !k.startsWith(PASS_THROUGH)) throw unknown(e.getKey());
             o.put(k, e.getValue());
+            if (k.startsWith(PASS_THROUGH) && k.length() > PASS_THROUGH.length()) {
+                factory.put(e.getKey().substring(PASS_THROUGH.length()), e.getValue());
+            }
         }
-        RtOptions r = new RtOptions(o);
+        RtOptions r = new RtOptions(o, factory);
         r.checkPublisher();
         if (r.maxRecordsPerTrigger != null && r.maxRecordsPerTrigger > r.maxBufferedRecords) {
             throw new IllegalArgumentException("format('reactive-rt'): option maxRecordsPerTrigger="
@@ -201,17 +208,14 @@ public final class RtOptions implements Serializable {
         }
     }
 
-    /** A duration such as 500ms, 2s, 1.5s, 1m (a bare number counts seconds), in milliseconds. */
-    static long durationMs(Map<String, String> o, String name, String dflt) {
-        String v = o.getOrDefault(name.toLowerCase(Locale.ROOT), dflt).trim().toLowerCase(Locale.ROOT);
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("([0-9]+(?:\\.[0-9]+)?)\\s*(ms|s|m|h)?").matcher(v);
-        if (!m.matches()) {
-            throw new IllegalArgumentException("format('reactive-rt'): option " + name + "='" + v
-                    + "' is not a duration such as 500ms, 2s or 1m");
+    /** Option {@code name} in whole milliseconds ({@code dfltMs} when absent), in the grammar of {@link Durations}. */
+    static long durationMs(Map<String, String> o, String name, long dfltMs) {
+        String v = o.get(name.toLowerCase(Locale.ROOT));
+        if (v == null) return dfltMs;
+        try {
+            return Durations.wholeMillis(name, v);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("format('reactive-rt'): " + e.getMessage(), e);
         }
-        double x = Double.parseDouble(m.group(1));
-        String unit = m.group(2) == null ? "s" : m.group(2);
-        double ms = unit.equals("ms") ? x : unit.equals("s") ? x * 1000 : unit.equals("m") ? x * 60_000 : x * 3_600_000;
-        return (long) ms;
     }
 }
