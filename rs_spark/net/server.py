@@ -8,6 +8,7 @@ import os
 import socket
 import ssl as _ssl
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -211,6 +212,7 @@ class Server:
                 return
             self._stopped = True
             conns = list(self._conns)
+        since = time.monotonic()  # streams detached before this had no reader when the server stopped
         try:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes accept() on Linux
         except OSError:
@@ -218,7 +220,7 @@ class Server:
         self._sock.close()
         for c in conns:
             c.reject(F.CONNECTION_ERROR, f"the server {self._addr.base} was stopped")
-        self._resume.stop()
+        self._resume.stop(since)
         self._thread.join(2.0)
         if self._addr.scheme == "unix":
             try:
