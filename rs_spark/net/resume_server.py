@@ -108,11 +108,17 @@ class Sessions:
         with self._lock:
             return list(self._by_token.values())
 
-    def stop(self, why: str, keep_spilled: bool, since: float | None = None) -> None:
-        """The server stops: every stream is expired now (a spilled one keeps its files). A stream
-        detached before ``since`` (when the server began to stop and close its connections) had no
-        reader: its kept rows are discarded, not lost (see :meth:`_discard`)."""
-        since = time.monotonic() if since is None else since
+    def readerless(self) -> set[bytes]:
+        """The tokens of the streams no reader is on now (see :meth:`stop`)."""
+        with self._lock:
+            sessions = list(self._by_token.values())
+        return {s.token for s in sessions if s.stream is not None and s.stream.reader_gone}
+
+    def stop(self, why: str, keep_spilled: bool, readerless: set[bytes] | None = None) -> None:
+        """The server stops: every stream is expired now (a spilled one keeps its files). The
+        streams in ``readerless`` (:meth:`readerless`, taken before the server closed its
+        connections) had no reader: their kept rows are discarded, not lost (see :meth:`_discard`)."""
+        readerless = self.readerless() if readerless is None else readerless
         with self._lock:
             self._stopped = True
             sessions = list(self._by_token.values())
@@ -121,7 +127,7 @@ class Sessions:
         for s in sessions:
             if keep_spilled and s.stream is not None:
                 s.stream.shutdown(why)
-            elif s.detached_at is not None and s.detached_at < since:
+            elif s.token in readerless:
                 self._discard(s, why)
             else:
                 self._expire(s, why)
@@ -179,14 +185,13 @@ class Sessions:
             return
         self.discarded_records += discarded
         log.info(
-            "rs_spark.net: %s: %s while the resumable stream of '%s' had no reader (it left %.0f s before: its "
-            "query ended or its reader stopped); %d rows sent to it and not acknowledged (prefetched beyond its "
-            "last commit, or committed without an acknowledgement) were discarded; a query restarted from its "
+            "rs_spark.net: %s: %s while the resumable stream of '%s' had no reader (it left: its query ended "
+            "or its reader stopped); %d rows sent to it and not acknowledged (prefetched beyond its last "
+            "commit, or committed without an acknowledgement) were discarded; a query restarted from its "
             "checkpoint cannot resume this stream",
             self._where,
             why,
             s.endpoint,
-            time.monotonic() - (s.detached_at or time.monotonic()),
             discarded,
         )
 
@@ -448,11 +453,14 @@ class ResumeService:
             "retainedBytes": sum(x["retainedBytes"] for x in streams),
         }
 
-    def stop(self, since: float | None = None) -> None:
-        """The server stops; ``since``: when it began to (``time.monotonic()``, before it closed its
-        connections): a stream detached before then had no reader."""
+    def readerless(self) -> set[bytes]:
+        """The streams no reader is on now: the server asks before it closes its connections."""
+        return self.sessions.readerless()
+
+    def stop(self, readerless: set[bytes] | None = None) -> None:
+        """The server stops; ``readerless``: what :meth:`readerless` said before it closed its connections."""
         keep = bool(self.retention.enabled and self.retention.spill)
-        self.sessions.stop(f"the server {self.where} was stopped", keep_spilled=keep, since=since)
+        self.sessions.stop(f"the server {self.where} was stopped", keep_spilled=keep, readerless=readerless)
 
 
 __all__ = ["ResumeService", "Session", "Sessions"]

@@ -8,7 +8,6 @@ import os
 import socket
 import ssl as _ssl
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -212,7 +211,7 @@ class Server:
                 return
             self._stopped = True
             conns = list(self._conns)
-        since = time.monotonic()  # streams detached before this had no reader when the server stopped
+        readerless = self._resume.readerless()  # before the connections close: which streams had a reader
         try:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes accept() on Linux
         except OSError:
@@ -220,7 +219,7 @@ class Server:
         self._sock.close()
         for c in conns:
             c.reject(F.CONNECTION_ERROR, f"the server {self._addr.base} was stopped")
-        self._resume.stop(since)
+        self._resume.stop(readerless)
         self._thread.join(2.0)
         if self._addr.scheme == "unix":
             try:

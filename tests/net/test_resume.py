@@ -505,3 +505,20 @@ def test_a_server_stopped_while_its_reader_reads_warns_that_the_kept_rows_are_lo
     assert (stats["lostRecords"], stats["discardedRecords"]) == (70, 0), stats
     (warning,) = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
     assert "70 rows it kept for its reader are lost" in warning, warning
+
+
+def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the_server_stops(serve, caplog):
+    """The stream sent all its rows and its end; the reader left before acknowledging the last ones
+    (an AvailableNow query's reader process ends before it acknowledged its last micro-batches)."""
+    server = serve(rs.range_(100))
+    r = Recorder(1000, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    assert r.done.wait(10) and r.error is None and len(r.items) == 100
+    assert _stream(server)["retainedRecords"] == 100  # kept: none acknowledged
+    r.s.detach()  # as the reader process that exits
+    wait_until(lambda: server.connection_count == 0, what="the reader's connection to close")
+    with caplog.at_level("INFO", logger="rs_spark.net"):
+        server.stop()
+    stats = server.stats()
+    assert (stats["lostRecords"], stats["discardedRecords"]) == (0, 100), stats
+    assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
