@@ -24,27 +24,45 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument(
         "--seconds", type=float, default=240, help="... or stop after this many seconds at most (default 240)"
     )
-    demo.add_argument("--max-records-per-trigger", type=int, default=2000)
-    demo.add_argument("--trigger", default="1 second", help="processing-time trigger interval")
+    demo.add_argument(
+        "--max-records-per-trigger",
+        type=int,
+        default=2000,
+        help="the source's maxRecordsPerTrigger: at most this many sensor records per micro-batch, "
+        "its request(n) to the publisher (default 2000)",
+    )
+    demo.add_argument("--trigger", default="1 second", help="processing-time trigger interval (default '1 second')")
     demo.add_argument(
         "--publisher",
         default="rs_spark.examples.sensors:readings",
         help="package.module:factory of the publisher (default: the embedded sensor feed)",
     )
-    demo.add_argument("--endpoint", default=None, help="read from an rs_spark.net endpoint instead")
-    demo.add_argument("--rate", type=float, default=200, help="sensor records/s between bursts")
-    demo.add_argument("--burst", type=int, default=5000, help="records per burst")
+    demo.add_argument(
+        "--endpoint",
+        default=None,
+        help="read from an rs_spark.net endpoint (tcp://host:port/name?token=...) instead of --publisher",
+    )
+    demo.add_argument(
+        "--rate", type=float, default=200, help="the sensor feed's records/s between bursts (default 200)"
+    )
+    demo.add_argument("--burst", type=int, default=5000, help="the sensor feed's records per burst (default 5000)")
     demo.add_argument(
         "--subscriber-ms",
         type=float,
         default=100,
         help="milliseconds the demo's slow Subscriber spends per row (default 100)",
     )
-    demo.add_argument("--chart", default="rs_spark_demo.png", help="PNG chart path ('' for none)")
+    demo.add_argument(
+        "--chart",
+        default="rs_spark_demo.png",
+        help="where to write the PNG chart (default rs_spark_demo.png; '' for none; needs matplotlib)",
+    )
     demo.add_argument(
         "--volume", type=float, default=1.0, help="scale the sensor feed: multiplies --rate and --burst (default 1)"
     )
-    demo.add_argument("--master", default="local[2]")
+    demo.add_argument(
+        "--master", default="local[2]", help="Spark master URL (default local[2]: Spark in this process, 2 cores)"
+    )
     demo.add_argument(
         "--spark-log-level",
         default="ERROR",

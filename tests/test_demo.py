@@ -44,6 +44,17 @@ def test_demo_delivers_records_into_the_slow_subscriber_stops_cleanly_and_writes
     assert summary, out.stdout[-3000:]
     records, batches, delivered = map(int, summary.groups())
     assert records > 0 and batches >= 1 and delivered >= 1, summary.group(0)
+    # The table (batch, read, read/s, outstanding, buffered, ms, delivered, total) says the same:
+    # one row per micro-batch, its reads and deliveries add up to the summary's, and "total" is the
+    # running sum of "delivered" (the chart draws these rows).
+    table = [
+        [int(c.replace(",", "")) for c in line.split()]
+        for line in re.findall(r"^ +\d+(?: +[\d,]+){7}$", out.stdout, re.M)
+    ]
+    assert len(table) == batches and [r[0] for r in table] == sorted(r[0] for r in table), out.stdout[-3000:]
+    assert sum(r[1] for r in table) == records and sum(r[6] for r in table) == delivered, out.stdout[-3000:]
+    assert [r[7] for r in table] == [sum(r[6] for r in table[: i + 1]) for i in range(len(table))], out.stdout[-3000:]
+    assert "total: delivered so far" in out.stdout  # the columns are explained under the table
     assert "stopped at the time cap" not in out.stdout
     # A normal run is quiet: no traceback, no ERROR line (the query stops at the end of a micro-batch),
     # and a replay log, so no at-most-once warning.
@@ -103,3 +114,17 @@ def test_a_held_brake_keeps_on_next_waiting_until_released():
     brake.release()
     t.join(10)
     assert got == [1, 2] and not brake.holding.is_set()
+
+
+def test_every_demo_flag_has_a_help_text(capsys):
+    from rs_spark.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    options = capsys.readouterr().out.split("options:", 1)[1]
+    entries = re.split(r"\n(?=  -)", options.strip("\n"))
+    flags = {m.group(1): m.group(2) for e in entries if (m := re.match(r"\s*(-[-\w]+(?:, --[-\w]+)?)(.*)", e, re.S))}
+    assert "--max-records-per-trigger" in " ".join(flags) and "--master" in " ".join(flags), options
+    # What is left of an entry once its flag and metavar are gone is its help text.
+    bare = [f for f, rest in flags.items() if not re.sub(r"^\s*(\{[^}]*\}|[A-Z_]+)?", "", rest).strip()]
+    assert bare == [], f"flags without a help text: {bare}"

@@ -2,6 +2,9 @@
 the wheel installs into a fresh venv (not editable) and runs, from there, the demo (also three times
 under CPU load: it must stop cleanly every time) and a JVM publisher read through Spark; the sdist
 carries jvm-shim/ and builds the same wheel offline.
+The wheel is built and installed with the README's install commands as written (its ``install``
+section), and so are its other two ways, from a git URL and from a clone, each in a fresh venv
+(``REPO``: the clean clone, as a file:// URL).
 
 The fresh venv gets pyspark, pyarrow and py4j as links to this interpreter's installed packages
 (400 MB not copied again); rs_spark itself comes from the wheel only. Builds run offline
@@ -110,6 +113,39 @@ class Dist:
         return wheel
 
 
+def install_commands():
+    """The README's install commands, in their groups: the pyspark prelude, from a git URL, from a
+    clone, and a wheel (each group a list of shell lines, comments and blank lines dropped)."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = re.search(r"<!-- --8<-- \[start:install\] -->(.*?)<!-- --8<-- \[end:install\] -->", text, re.S)
+    assert section, "README.md has no --8<-- section 'install'"
+    (block,) = re.findall(r"^```bash\n(.*?)^```$", section.group(1), re.S | re.M)
+    groups: list[list[str]] = [[]]
+    for line in block.splitlines():
+        if line.startswith("#") or not line.strip():
+            if groups[-1]:
+                groups.append([])
+            continue
+        groups[-1].append(line)
+    groups = [g for g in groups if g]
+    assert len(groups) == 4, f"README install block: expected 4 groups of commands, found {groups}"
+    return groups
+
+
+def _shell(lines, repo):
+    """The commands as a user types them (``REPO`` replaced), for ``bash -e``."""
+    return ["bash", "-ec", "\n".join(lines).replace("REPO", repo)]
+
+
+def _fresh_venv(path):
+    """A venv with pyspark, pyarrow and py4j linked in; its python."""
+    _run([sys.executable, "-m", "venv", path])
+    python = os.path.join(path, "bin", "python")
+    _link_dependencies(python)
+    return python
+
+
 def _clone_head(dest):
     head = _run(["git", "-C", ROOT, "rev-parse", "HEAD"]).stdout.strip()
     _run(["git", "clone", "--quiet", "--no-checkout", ROOT, dest])
@@ -139,15 +175,19 @@ def dist(tmp_path_factory):
     d.pip("install", "--quiet", "build")
     _run([d.python, "-m", "build", "--sdist", "--outdir", str(d.base / "sdist"), d.clone], env=d.offline)
     (d.sdist,) = glob.glob(str(d.base / "sdist" / "*.tar.gz"))
+    prelude, _, _, (build_wheel, *install_wheel) = install_commands()
+    _run(_shell(prelude, d.clone), env=d.offline, cwd=d.run_dir)  # pyspark: the linked one satisfies it
     # The two wheel builds overlap (javac, mostly); the sdist is made before, as both write egg-info in the clone.
-    from_clone = d.start_wheel(d.clone, "from-clone")
+    # The clone's: the README's command, in the clone.
+    from_clone = Job(_shell([build_wheel], d.clone), d.base / "from-clone.log", env=d.offline, cwd=d.clone)
     try:
         d.start_wheel(d.sdist, "from-sdist").output()
         from_clone.output()
     finally:
         from_clone.stop()
-    d.wheel, d.sdist_wheel = d.wheel_in("from-clone"), d.wheel_in("from-sdist")
-    d.pip("install", "--quiet", "--no-deps", d.wheel)
+    (d.wheel,) = glob.glob(os.path.join(d.clone, "dist", "*.whl"))
+    d.sdist_wheel = d.wheel_in("from-sdist")
+    _run(_shell(install_wheel, d.clone), env=d.offline, cwd=d.clone)  # the README's `pip install dist/...whl`
     d.pip("check")  # the linked pyspark, pyarrow and py4j satisfy the wheel's requirements
     return d
 
@@ -292,3 +332,27 @@ def test_the_installed_demo_stops_cleanly_every_run_under_cpu_load(dist):
             finally:
                 job.stop()
         assert_stopped_cleanly(out, f"run {i + 1} of 3")
+
+
+def test_the_readme_installs_from_a_git_url_and_from_a_clone_work_as_written(dist):
+    """Each in a fresh venv (pyspark linked in, as the README's first command would install it),
+    offline, ``REPO`` the clean clone; both builds run at once."""
+    _, by_url, by_clone, _ = install_commands()
+    repo = "file://" + dist.clone
+    jobs = []
+    for name, lines in (("url", by_url), ("clone", by_clone)):
+        python = _fresh_venv(str(dist.base / f"venv-{name}"))
+        env = dist.offline | {"PATH": os.path.dirname(python) + os.pathsep + os.environ.get("PATH", "")}
+        cwd = dist.base / f"install-{name}"
+        cwd.mkdir()
+        jobs.append((python, env, Job(_shell(lines, repo), dist.base / f"install-{name}.log", env=env, cwd=cwd)))
+    try:
+        for python, env, job in jobs:
+            job.output(timeout=900)
+            code = "import json, rs_spark, rs_spark.jvm as j; print(json.dumps([rs_spark.__file__, j.jar_path()]))"
+            where, jar = json.loads(_run([python, "-c", code], env=env, cwd=dist.run_dir).stdout)
+            venv = os.path.dirname(os.path.dirname(python))
+            assert where.startswith(venv + os.sep) and jar.startswith(venv + os.sep), (where, jar)
+    finally:
+        for _, _, job in jobs:
+            job.stop()

@@ -1,5 +1,9 @@
 """Spark's log level from the start: the configuration a local program passes before its JVM starts.
 
+:func:`rs_spark.spark.local_session` does this by default (``log_level="ERROR"``, with a
+configuration shipped in the package); :func:`quiet_conf` writes one into a folder of yours, for a
+session you build yourself.
+
 ``spark.sparkContext.setLogLevel("ERROR")`` works only once the session exists, after Spark has
 printed its start-up messages (the default log4j profile, the hostname and native-library
 warnings, "Setting default log level to WARN"). A log4j2 configuration given to the driver JVM

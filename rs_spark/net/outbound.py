@@ -344,6 +344,13 @@ class OutboundStream:
         return self._state is State.ENDED
 
     @property
+    def reader_gone(self) -> bool:
+        """No reader is on the stream: detached, or its connection closed (a stream that sent its
+        end and waits for the last acknowledgements is no longer told of its connection's close)."""
+        conn = self._conn
+        return self._state is State.DETACHED or conn is None or conn.closed is not None
+
+    @property
     def state(self) -> State:
         return self._state
 

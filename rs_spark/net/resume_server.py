@@ -59,7 +59,8 @@ class Sessions:
         self._reaper: threading.Thread | None = None
         self._stopped = False
         self.expired = 0  # streams expired
-        self.lost_records = 0  # rows kept by expired streams
+        self.lost_records = 0  # rows kept by streams expired while a reader might still need them
+        self.discarded_records = 0  # rows kept by streams without a reader when the server stopped
         # Tokens of expired streams (the newest 4096): a reader resuming one is told it expired, and
         # none is opened again as new (its rows are gone; a new stream would hide that).
         self._tombstones: OrderedDict[bytes, str] = OrderedDict()
@@ -107,8 +108,17 @@ class Sessions:
         with self._lock:
             return list(self._by_token.values())
 
-    def stop(self, why: str, keep_spilled: bool) -> None:
-        """The server stops: every stream is expired now (a spilled one keeps its files)."""
+    def readerless(self) -> set[bytes]:
+        """The tokens of the streams no reader is on now (see :meth:`stop`)."""
+        with self._lock:
+            sessions = list(self._by_token.values())
+        return {s.token for s in sessions if s.stream is not None and s.stream.reader_gone}
+
+    def stop(self, why: str, keep_spilled: bool, readerless: set[bytes] | None = None) -> None:
+        """The server stops: every stream is expired now (a spilled one keeps its files). The
+        streams in ``readerless`` (:meth:`readerless`, taken before the server closed its
+        connections) had no reader: their kept rows are discarded, not lost (see :meth:`_discard`)."""
+        readerless = self.readerless() if readerless is None else readerless
         with self._lock:
             self._stopped = True
             sessions = list(self._by_token.values())
@@ -117,6 +127,8 @@ class Sessions:
         for s in sessions:
             if keep_spilled and s.stream is not None:
                 s.stream.shutdown(why)
+            elif s.token in readerless:
+                self._discard(s, why)
             else:
                 self._expire(s, why)
 
@@ -149,14 +161,11 @@ class Sessions:
         return due, wait
 
     def _expire(self, s: Session, why: str) -> None:
-        with self._lock:
-            self._tombstones[s.token] = why
-            while len(self._tombstones) > 4096:
-                self._tombstones.popitem(last=False)
-        if s.stream is None:
+        """A reader that may still need the stream loses it: connected when the server stops, or
+        not back within its window. Its kept rows are lost to it: a warning."""
+        lost = self._end(s, why)
+        if lost is None:
             return
-        lost = s.stream.expire(why)
-        self.expired += 1
         self.lost_records += lost
         log.warning(
             "rs_spark.net: %s: the resumable stream of '%s' was cancelled: %s; %d rows it kept for its reader are lost",
@@ -165,6 +174,38 @@ class Sessions:
             why,
             lost,
         )
+
+    def _discard(self, s: Session, why: str) -> None:
+        """The server stops while the stream has no reader: it detached (its query ended, or its
+        reader stopped) and nobody resumed it. Its kept rows were never acknowledged: prefetched
+        beyond the reader's last commit, or in a last micro-batch it committed without an
+        acknowledgement. For a query that ended that is no loss: said at INFO level."""
+        discarded = self._end(s, why)
+        if discarded is None:
+            return
+        self.discarded_records += discarded
+        log.info(
+            "rs_spark.net: %s: %s while the resumable stream of '%s' had no reader (it left: its query ended "
+            "or its reader stopped); %d rows sent to it and not acknowledged (prefetched beyond its last "
+            "commit, or committed without an acknowledgement) were discarded; a query restarted from its "
+            "checkpoint cannot resume this stream",
+            self._where,
+            why,
+            s.endpoint,
+            discarded,
+        )
+
+    def _end(self, s: Session, why: str) -> int | None:
+        """Expire ``s`` (its token remembered as expired); the rows its stream kept, None without one."""
+        with self._lock:
+            self._tombstones[s.token] = why
+            while len(self._tombstones) > 4096:
+                self._tombstones.popitem(last=False)
+        if s.stream is None:
+            return None
+        kept = s.stream.expire(why)
+        self.expired += 1
+        return kept
 
 
 Resolver = Callable[[str], Any]
@@ -407,13 +448,19 @@ class ResumeService:
             "streams": streams,
             "expiredStreams": self.sessions.expired,
             "lostRecords": self.sessions.lost_records,
+            "discardedRecords": self.sessions.discarded_records,
             "retainedRecords": sum(x["retainedRecords"] for x in streams),
             "retainedBytes": sum(x["retainedBytes"] for x in streams),
         }
 
-    def stop(self) -> None:
+    def readerless(self) -> set[bytes]:
+        """The streams no reader is on now: the server asks before it closes its connections."""
+        return self.sessions.readerless()
+
+    def stop(self, readerless: set[bytes] | None = None) -> None:
+        """The server stops; ``readerless``: what :meth:`readerless` said before it closed its connections."""
         keep = bool(self.retention.enabled and self.retention.spill)
-        self.sessions.stop(f"the server {self.where} was stopped", keep_spilled=keep)
+        self.sessions.stop(f"the server {self.where} was stopped", keep_spilled=keep, readerless=readerless)
 
 
 __all__ = ["ResumeService", "Session", "Sessions"]

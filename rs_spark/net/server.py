@@ -219,6 +219,7 @@ class Server:
                 return
             self._stopped = True
             conns = list(self._conns)
+        readerless = self._resume.readerless()  # before the connections close: which streams had a reader
         try:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes accept() on Linux
         except OSError:
@@ -226,7 +227,7 @@ class Server:
         self._sock.close()
         for c in conns:
             c.reject(F.CONNECTION_ERROR, f"the server {self._addr.base} was stopped")
-        self._resume.stop()
+        self._resume.stop(readerless)
         self._thread.join(2.0)
         if self._addr.scheme == "unix":
             try:

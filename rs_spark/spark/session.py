@@ -39,8 +39,20 @@ def register(spark: SparkSession, replace: bool = False) -> None:
     spark.dataSource.register(ReactiveDataSource)
 
 
-def local_session(app_name: str = "rs_spark", master: str = "local[2]", **conf: Any) -> SparkSession:
-    """A SparkSession for local use with workers on this interpreter and ``reactive`` registered."""
+LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
+_LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2.properties")
+
+
+def local_session(
+    app_name: str = "rs_spark", master: str = "local[2]", log_level: str | None = "ERROR", **conf: Any
+) -> SparkSession:
+    """A SparkSession for local use with workers on this interpreter and ``reactive`` registered.
+
+    ``log_level``: Spark's log level from its JVM's start (default ``ERROR``: no start-up notices,
+    no WARN lines, and no console progress bars); ``"WARN"`` or ``"INFO"`` to see more, ``None`` for
+    Spark's own defaults (WARN and progress bars). It applies when this call starts the JVM; keyword
+    arguments become Spark conf (``a__b`` for ``a.b``) and win over these defaults.
+    """
     ensure_worker_python()
     builder = (
         SparkSession.builder.master(master)
@@ -49,11 +61,29 @@ def local_session(app_name: str = "rs_spark", master: str = "local[2]", **conf: 
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.stopTimeout", "30s")
     )
-    for k, v in conf.items():
-        builder = builder.config(k.replace("__", "."), v)
+    conf = {k.replace("__", "."): v for k, v in conf.items()}
+    java_options = conf.pop("spark.driver.extraJavaOptions", None)
+    for k, v in {**log_conf(log_level, java_options), **conf}.items():
+        builder = builder.config(k, v)
     spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+def log_conf(level: str | None, java_options: Any = None) -> dict[str, str]:
+    """Spark conf that sets Spark's log ``level`` from its JVM's start (through a log4j2
+    configuration given to the driver JVM, as ``setLogLevel`` would come after the start-up
+    messages) and turns the console progress bars off; ``java_options``: the caller's own
+    ``spark.driver.extraJavaOptions``, kept after ours. ``None``: Spark's defaults."""
+    if level is None:
+        return {} if java_options is None else {"spark.driver.extraJavaOptions": str(java_options)}
+    if str(level).upper() not in LOG_LEVELS:
+        raise ValueError(f"local_session(log_level={level!r}): use one of {', '.join(LOG_LEVELS)}, or None")
+    ours = f"-Dlog4j2.configurationFile=file:{_LOG4J2} -Drs_spark.sparkLogLevel={str(level).lower()}"
+    return {
+        "spark.driver.extraJavaOptions": ours if java_options is None else f"{ours} {java_options}",
+        "spark.ui.showConsoleProgress": "false",
+    }
 
 
 def check_reachable(spark: Any, bind: str, what: str) -> None:
@@ -81,4 +111,4 @@ def is_local(spark: SparkSession) -> bool:
         return False
 
 
-__all__ = ["ensure_worker_python", "register", "local_session", "check_reachable", "is_local"]
+__all__ = ["ensure_worker_python", "register", "local_session", "log_conf", "LOG_LEVELS", "check_reachable", "is_local"]

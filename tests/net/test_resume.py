@@ -469,3 +469,56 @@ def test_a_tampered_spill_is_refused_naming_the_file(tmp_path):
         assert segment.name in str(r2.error) and "the file was changed, or rows are missing" in str(r2.error)
     finally:
         again.stop()
+
+
+def test_a_server_stopped_after_its_reader_left_discards_the_kept_rows_at_info_level_not_as_lost(serve, caplog):
+    """A query that ended detaches its stream (so a restart could resume it); rows it was sent and
+    never acknowledged (prefetched beyond its last commit) are discarded when the server stops:
+    no loss for a query that ended, so no warning (the quickstart notebook's last cell)."""
+    server = serve(Counting(1000))
+    r = Recorder(100, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    wait_until(lambda: len(r.items) == 100, what="100 rows")
+    r.s.on_commit(30)
+    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement")
+    r.s.detach()
+    wait_until(lambda: _stream(server)["state"] == "detached", what="the stream to wait for a resume")
+    with caplog.at_level("INFO", logger="rs_spark.net"):
+        server.stop()
+    stats = server.stats()
+    assert (stats["lostRecords"], stats["discardedRecords"], stats["expiredStreams"]) == (0, 70, 1), stats
+    assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
+    (info,) = [rec.getMessage() for rec in caplog.records if "discarded" in rec.getMessage()]
+    assert "had no reader" in info and "70 rows sent to it and not acknowledged" in info, info
+
+
+def test_a_server_stopped_while_its_reader_reads_warns_that_the_kept_rows_are_lost(serve, caplog):
+    server = serve(Counting(1000))
+    r = Recorder(100, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    wait_until(lambda: len(r.items) == 100, what="100 rows")
+    r.s.on_commit(30)
+    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement")
+    with caplog.at_level("INFO", logger="rs_spark.net"):
+        server.stop()  # the reader is still connected: a running query loses these rows
+    stats = server.stats()
+    assert (stats["lostRecords"], stats["discardedRecords"]) == (70, 0), stats
+    (warning,) = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
+    assert "70 rows it kept for its reader are lost" in warning, warning
+
+
+def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the_server_stops(serve, caplog):
+    """The stream sent all its rows and its end; the reader left before acknowledging the last ones
+    (an AvailableNow query's reader process ends before it acknowledged its last micro-batches)."""
+    server = serve(rs.range_(100))
+    r = Recorder(1000, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    assert r.done.wait(10) and r.error is None and len(r.items) == 100
+    assert _stream(server)["retainedRecords"] == 100  # kept: none acknowledged
+    r.s.detach()  # as the reader process that exits
+    wait_until(lambda: server.connection_count == 0, what="the reader's connection to close")
+    with caplog.at_level("INFO", logger="rs_spark.net"):
+        server.stop()
+    stats = server.stats()
+    assert (stats["lostRecords"], stats["discardedRecords"]) == (0, 100), stats
+    assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
