@@ -201,7 +201,7 @@ def write_stream(
             hub.finish(exc if isinstance(exc, Exception) else RuntimeError(f"the query did not start: {exc!r}"))
             hub.stop()
         raise
-    on_query_end(spark, query, _QueryEnd(run_started(query, hub, options), endpoint))
+    on_query_end(spark, query, _QueryEnd(run_started(query, hub, sink_options), endpoint))
     return query
 
 
