@@ -66,10 +66,12 @@ def test_demo_delivers_records_into_the_slow_subscriber_stops_cleanly_and_writes
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(3 * 900 + 60)
-def test_the_demo_from_the_editable_install_stops_cleanly_every_run_under_cpu_load(tmp_path):
+@pytest.mark.timeout(900 + 60)
+def test_the_demo_from_the_editable_install_stops_cleanly_under_cpu_load(tmp_path):
     """Issue 32: from an editable install, run from an empty folder, the demo's stop aborted a
-    micro-batch and pyspark's accumulator server printed an EOFError, in every run under load."""
+    micro-batch and pyspark's accumulator server printed an EOFError, in every run under load.
+    One run here (the installed wheel's test in tests/test_wheel.py runs three), to keep the test
+    command's time."""
     where = subprocess.run(
         [sys.executable, "-c", "import rs_spark; print(rs_spark.__file__)"],
         cwd=tmp_path,
@@ -78,19 +80,16 @@ def test_the_demo_from_the_editable_install_stops_cleanly_every_run_under_cpu_lo
         check=True,
     ).stdout.strip()
     assert where.startswith(os.path.join(ROOT, "rs_spark")), f"not this checkout's editable install: {where}"
-    for i in range(3):
-        run_dir = tmp_path / f"run-{i}"
-        run_dir.mkdir()
-        with CpuLoad(seconds=900):
-            r = subprocess.run(
-                [sys.executable, "-m", "rs_spark", *UNDER_LOAD],
-                cwd=run_dir,
-                capture_output=True,
-                text=True,
-                timeout=900,
-            )
-        assert r.returncode == 0, r.stderr[-3000:]
-        assert_stopped_cleanly(r.stdout + r.stderr, f"run {i + 1} of 3")
+    with CpuLoad(seconds=900):
+        r = subprocess.run(
+            [sys.executable, "-m", "rs_spark", *UNDER_LOAD],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert_stopped_cleanly(r.stdout + r.stderr, "the run")
 
 
 def test_a_held_brake_keeps_on_next_waiting_until_released():
