@@ -26,17 +26,22 @@ def register(spark: SparkSession, replace: bool = False) -> None:
 
     Installing the package registers it already, through Spark's discovery of ``pyspark_*``
     modules; this call is for environments where that is off or rs_spark is not installed
-    as a package. It does nothing if ``reactive`` is registered, unless ``replace``.
+    as a package. It does nothing if ``reactive`` is registered, unless ``replace``; either way it
+    makes the source's shared environment map thread-safe (a Spark race: rs_spark.spark.shared_env),
+    so call it before starting queries on a session rs_spark did not create.
     """
     from .datasource import ReactiveDataSource
+    from .shared_env import guard_shared_env
 
     if not replace:
         try:
             if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists("reactive"):
+                guard_shared_env(spark)
                 return
         except Exception:  # Spark Connect or an internal API change: just register
             pass
     spark.dataSource.register(ReactiveDataSource)
+    guard_shared_env(spark)
 
 
 LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")

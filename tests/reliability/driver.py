@@ -4,8 +4,9 @@ queries gracefully.
 
 One query from the flags (--source or --factory, --sink, --checkpoint, optional --log), or several
 in one Spark application from --queries, a JSON list of objects with the same keys ("source" or
-"factory", "sink", "checkpoint", optional "log", "schema", "options"): a SIGKILL then ends all of
-them at once, so one trial exercises every mode."""
+"factory", "sink", "checkpoint", optional "log", "schema", "options", "trigger" (a processing time),
+"write_stream" (true: started with rs_spark.write_stream)): a SIGKILL then ends all of them at
+once, so one trial exercises every mode."""
 
 from __future__ import annotations
 
@@ -35,13 +36,27 @@ def _start(spark, q: dict, a: argparse.Namespace):
         options.setdefault("numPartitions", "2")
     for k, v in options.items():
         r = r.option(k, str(v))
-    w = (
-        r.load()
-        .writeStream.format("reactive")
-        .option("endpoint", q["sink"])
-        .option("checkpointLocation", q["checkpoint"])
-    )
-    return (w.trigger(availableNow=True) if a.available_now else w.trigger(processingTime="100 milliseconds")).start()
+    trigger = {"availableNow": True} if a.available_now else {"processingTime": q.get("trigger", "100 milliseconds")}
+    if q.get("write_stream"):  # rs_spark.write_stream into the Subscriber served at q["sink"]
+        import rs_spark
+
+        return rs_spark.write_stream(r.load(), q["sink"], checkpoint=q["checkpoint"], trigger=trigger)
+    w = r.load().writeStream.format("reactive").option("endpoint", q["sink"])
+    return w.option("checkpointLocation", q["checkpoint"]).trigger(**trigger).start()
+
+
+def _start_all(spark, queries: list[dict], a: argparse.Namespace) -> list:
+    """Start the queries one right after another; with --wave N, N at a time, each wave once every
+    query of the previous one planned its first micro-batch (Spark gives the Python process it starts
+    for each query's source 10 s to connect back, which eight at once on two busy cores can exceed)."""
+    running: list = []
+    wave = a.wave or len(queries)
+    for i in range(0, len(queries), wave):
+        started = [_start(spark, q, a) for q in queries[i : i + wave]]
+        running += started
+        while any(q.isActive and not q.recentProgress for q in started):
+            time.sleep(0.1)
+    return running
 
 
 def main() -> int:
@@ -58,6 +73,7 @@ def main() -> int:
     ap.add_argument("--queries", default=None, help="JSON list of queries (see the module docstring)")
     ap.add_argument("--seconds", type=float, default=0)
     ap.add_argument("--stop-file", default=None, help="stop the queries gracefully once this file exists")
+    ap.add_argument("--wave", type=int, default=0, help="start the queries this many at a time (0: all at once)")
     a = ap.parse_args()
     queries = (
         json.loads(a.queries)
@@ -77,7 +93,7 @@ def main() -> int:
         },
     )
     spark.sparkContext.setLogLevel("ERROR")
-    running = [_start(spark, q, a) for q in queries]
+    running = _start_all(spark, queries, a)
     print("STARTED", flush=True)
     t0 = time.time()
     while (

@@ -1,13 +1,12 @@
 """A SIGKILL trial of the driver, shared by the one-kill test and the 20-kill reliability test.
 
-The driver (tests/reliability/driver.py, one process per query: see Drivers) runs three queries
-without a replay log: one
-reads an endpoint served from this process (a publisher that cannot replay: the endpoint keeps what
-it sent until Spark commits, and the restarted reader resumes the same stream), one reads a
-replayable factory publisher (the restarted reader asks it again from the committed position), one
-reads two such endpoints as partitions (executors fetch from them). Each writes into a Subscriber
-served from this process with a durable ledger. The driver is killed
-with SIGKILL at random points and restarted from its checkpoints; at the end it stops gracefully.
+The driver (tests/reliability/driver.py: one process, see Driver) runs three queries without a
+replay log: one reads an endpoint served from this process (a publisher that cannot replay: the
+endpoint keeps what it sent until Spark commits, and the restarted reader resumes the same stream),
+one reads a replayable factory publisher (the restarted reader asks it again from the committed
+position), one reads two such endpoints as partitions (executors fetch from them). Each writes into
+a Subscriber served from this process with a durable ledger. The driver is killed with SIGKILL at
+random points and restarted from its checkpoints; at the end it stops gracefully.
 """
 
 from __future__ import annotations
@@ -88,54 +87,47 @@ class Seen:
         self.done.set()
 
 
-class Drivers:
-    """One driver process per query (tests/reliability/driver.py), started, killed and stopped
-    together: "the driver" of a run. A query per JVM, not three in one: with several queries in
-    one driver Spark sometimes failed a micro-batch in its own code ('Task not serializable ...
-    Illegal size 5 of collection, expected 6' while serializing the write job, 3 of ~60 runs
-    under CI load), and the abort that follows ends the sink's Subscriber with on_error, as
-    designed, so later runs could not deliver."""
+class Driver:
+    """The driver process (tests/reliability/driver.py) running every query of a run, the way a
+    notebook or a job runs several streaming queries in one driver: started, killed with SIGKILL
+    (its JVM and Python workers with it) and restarted from the queries' checkpoints."""
 
     def __init__(self, queries: list[dict], stem: Path, stop_file: str | None) -> None:
-        env = dict(os.environ, PYTHONPATH=ROOT)
-        self.procs: list[tuple[subprocess.Popen, Path]] = []
-        for i, q in enumerate(queries):
-            cmd = [sys.executable, os.path.join(ROOT, "tests", "reliability", "driver.py")]
-            cmd += ["--queries", json.dumps([q])] + (["--stop-file", stop_file] if stop_file else [])
-            err = stem.with_name(f"{stem.name}-q{i}.err")
-            # stderr to a file: a pipe nobody reads while the driver runs could fill and block it
-            with open(err, "w") as f:  # its own process group: its JVM and workers die with it
-                p = subprocess.Popen(
-                    cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=f, text=True, start_new_session=True
-                )
-            self.procs.append((p, err))
+        cmd = [sys.executable, os.path.join(ROOT, "tests", "reliability", "driver.py")]
+        cmd += ["--queries", json.dumps(queries)] + (["--stop-file", stop_file] if stop_file else [])
+        self.err = stem.with_name(f"{stem.name}.err")
+        # stderr to a file: a pipe nobody reads while the driver runs could fill and block it
+        with open(self.err, "w") as f:  # its own process group: its JVM and workers die with it
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=ROOT,
+                env=dict(os.environ, PYTHONPATH=ROOT),
+                stdout=subprocess.PIPE,
+                stderr=f,
+                text=True,
+                start_new_session=True,
+            )
 
     def wait_started(self) -> None:
-        for p, _ in self.procs:
-            assert p.stdout is not None
-            assert p.stdout.readline().strip() == "STARTED", self.stderr()
+        assert self.proc.stdout is not None
+        assert self.proc.stdout.readline().strip() == "STARTED", self.stderr()
 
     def poll(self) -> int | None:
-        """The exit status of the first driver that ended (None while all run)."""
-        return next((p.returncode for p, _ in self.procs if p.poll() is not None), None)
+        """The driver's exit status (None while it runs)."""
+        return self.proc.poll()
 
     def kill(self) -> None:
-        for p, _ in self.procs:
-            os.killpg(p.pid, signal.SIGKILL)
-        for p, _ in self.procs:
-            p.wait(30)
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
 
-    def wait(self, timeout: float) -> list[int]:
-        return [p.wait(timeout) for p, _ in self.procs]
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout)
 
     def stderr(self) -> str:
-        """What the drivers wrote to stderr: causes first (Spark's stack traces are long), then tails."""
-        out = []
-        for _, err in self.procs:
-            text = err.read_text(errors="replace")
-            causes = [line for line in text.splitlines() if line.startswith("Caused by") or "Exception:" in line]
-            out.append(f"== {err.name}\n" + "\n".join(causes[-10:]) + "\n...\n" + text[-2000:])
-        return "\n".join(out)
+        """What the driver wrote to stderr: causes first (Spark's stack traces are long), then the tail."""
+        text = self.err.read_text(errors="replace")
+        causes = [line for line in text.splitlines() if line.startswith("Caused by") or "Exception:" in line]
+        return f"== {self.err.name}\n" + "\n".join(causes[-10:]) + "\n...\n" + text[-3000:]
 
 
 @dataclass
@@ -181,9 +173,9 @@ class Trial:
             },
         ]
 
-    def _driver(self, stop_file: str | None = None) -> Drivers:
+    def _driver(self, stop_file: str | None = None) -> Driver:
         name = f"run-{len(self.reports)}{'-last' if stop_file else ''}"
-        return Drivers(self.queries, self.tmp / name, stop_file)
+        return Driver(self.queries, self.tmp / name, stop_file)
 
     def stream(self, endpoint: str = "counter") -> dict:
         streams = [s for s in self.source.stats()["streams"] if s["endpoint"] == endpoint]
@@ -193,7 +185,7 @@ class Trial:
         """How often each stream was taken up by a reader (opened or resumed), and the factory subscribed."""
         return (*(self.stream(e).get("attaches", 0) for e in ("counter", *self.shards)), len(lines(self.marker)))
 
-    def _wait_resumed(self, run: int, p: Drivers, before: tuple[int, ...]) -> None:
+    def _wait_resumed(self, run: int, p: Driver, before: tuple[int, ...]) -> None:
         """Run ``run`` is reading every publisher (each stream taken up once more than ``before``)."""
         wait_until(
             lambda: p.poll() is not None or all(a > b for a, b in zip(self._taken(), before, strict=True)),
@@ -217,7 +209,7 @@ class Trial:
             self.reports.append(p.stderr())
             self.kills.append(round(delay, 1))
 
-    def _wait_delivering(self, p: Drivers) -> None:
+    def _wait_delivering(self, p: Driver) -> None:
         seen = (self.endpoint_seen, self.factory_seen, self.partitions_seen)
         before = [len(s.ids) for s in seen]
         wait_until(
@@ -241,9 +233,9 @@ class Trial:
             timeout=180,
         )
         stop_file.write_text("stop")
-        codes = p.wait(timeout=180)
+        code = p.wait(timeout=180)
         self.reports.append(p.stderr())
-        assert codes == [0] * len(codes), p.stderr()
+        assert code == 0, p.stderr()
 
     def _check_partitions(self) -> dict[str, int]:
         """Per partition: exactly once, in order, every emitted row delivered or still kept."""
