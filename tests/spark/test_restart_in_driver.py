@@ -234,7 +234,7 @@ def test_keep_subscriber_on_abort_the_same_subscriber_gets_every_row_once_in_ord
             rec,
             checkpoint=ck,
             trigger=TRIGGER,
-            keepSubscriberOnAbort="5min",
+            options={"keepSubscriberOnAbort": "5min"},
         )
 
     q = run()
@@ -260,7 +260,7 @@ def test_keep_subscriber_on_abort_needs_a_checkpoint(spark, tmp_path):
     from rs_spark.spark.options import OptionError
 
     with pytest.raises(OptionError, match="keepSubscriberOnAbort .* pass checkpoint="):
-        rs_spark.write_stream(ids_source(spark, "x", tmp_path), Recorder(), keepSubscriberOnAbort="true")
+        rs_spark.write_stream(ids_source(spark, "x", tmp_path), Recorder(), options={"keepSubscriberOnAbort": "true"})
 
 
 def test_a_kept_subscriber_is_taken_up_only_by_the_run_restarted_from_its_checkpoint():
