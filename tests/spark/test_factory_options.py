@@ -54,8 +54,13 @@ def test_the_jvm_publisher_factory_gets_the_same_options():
         {"jvmPublisher": "rsspark.fixtures.Feeds#longs", "publisher.count": "3", "token": TOKEN, "jvmJars": FIXTURES}
     )
     assert opts.factory == {"count": "3"}
-    pub = open_publisher(opts.jvm_publisher, [FIXTURES], opts.factory)
-    rows = [v for b in to_list(pub, timeout=60) for v in pa.Table.from_batches([b]).column(0).to_pylist()]
+    from rs_spark.jvm.gateway import close_shared
+
+    try:
+        pub = open_publisher(opts.jvm_publisher, [FIXTURES], opts.factory)
+        rows = [v for b in to_list(pub, timeout=60) for v in pa.Table.from_batches([b]).column(0).to_pylist()]
+    finally:
+        close_shared()  # the JVM open_publisher started in this process (a reader process ends with it)
     assert rows == [0, 1, 2]
 
 
