@@ -75,3 +75,23 @@ def _warm_up(jvm) -> None:
         it = BlockingIterator(prefetch=8)
         JvmPublisher(jvm.rsspark.jvm.Sources.submissionLongs(3), jvm, transfer=transfer).subscribe(it)
         assert list(it) == [0, 1, 2]
+
+
+def standalone_jvm():
+    """A JVM with the shim started by ``rs_spark.jvm.launch`` for a module's tests (a generator for a
+    fixture), closed after them. Once a SparkSession ran in this process pyspark routes every py4j
+    error through the Spark JVM to convert it, which fails for a standalone gateway's (a Py4JError
+    without the message): py4j's own handler while it is in use."""
+    import py4j.java_gateway
+    import py4j.protocol
+
+    from rs_spark.jvm import launch
+
+    build()
+    g = launch()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(py4j.java_gateway, "get_return_value", py4j.protocol.get_return_value)
+            yield g.jvm
+    finally:
+        g.close()

@@ -11,7 +11,7 @@ from rs_spark.spark.durations import MINIMUMS, duration_ms
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.sink.options import SinkOptions
 from rs_spark.spark.source.options import SourceOptions
-from tests.jvm.conftest import build
+from tests.jvm.conftest import standalone_jvm
 
 ACCEPTED = [
     "500ms",
@@ -58,24 +58,7 @@ NAMES = sorted(MINIMUMS) + ["anyDuration"]
 
 @pytest.fixture(scope="module")
 def jvm():
-    build()
-    from rs_spark.jvm import launch
-
-    g = launch()
-    with pytest.MonkeyPatch.context() as mp:
-        unpatch_pyspark_exception_handler(mp)
-        yield g.jvm
-    g.close()
-
-
-def unpatch_pyspark_exception_handler(mp: pytest.MonkeyPatch) -> None:
-    """Once a SparkSession ran in this process, pyspark routes every py4j error through the Spark
-    JVM to convert it, which fails for a standalone gateway's (a Py4JError without the message):
-    py4j's own handler, for these tests."""
-    import py4j.java_gateway
-    import py4j.protocol
-
-    mp.setattr(py4j.java_gateway, "get_return_value", py4j.protocol.get_return_value)
+    yield from standalone_jvm()
 
 
 @pytest.fixture(scope="module")

@@ -165,16 +165,9 @@ def test_redact_keeps_every_endpoint_of_a_list_and_handles_url_encoded_forms():
 
 @pytest.fixture(scope="module")
 def jvm():
-    from rs_spark.jvm import launch
-    from tests.jvm.conftest import build
-    from tests.realtime.test_durations import unpatch_pyspark_exception_handler
+    from tests.jvm.conftest import standalone_jvm
 
-    build()
-    g = launch()
-    with pytest.MonkeyPatch.context() as mp:
-        unpatch_pyspark_exception_handler(mp)
-        yield g.jvm
-    g.close()
+    yield from standalone_jvm()
 
 
 def test_the_jvm_redacts_as_python_does(jvm):
