@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # `import rs_spark` needs no pyspark: rs_spark.net and rs_spa
     from pyspark.sql.types import StructType
 
     from .delivery import SinkEndpoint
-    from .net.retention import Retention
+    from .net.zero_loss.retention import Retention
     from .spark.options import OptionValue
     from .spark.sink.state import SinkState
     from .streams.types import Publisher, Subscriber

@@ -12,29 +12,22 @@ Publishers are read with RSocket request-stream, Subscribers fed with request-ch
 ``request(n)`` travels as REQUEST_N, ``cancel()`` as CANCEL, ``on_error`` as ERROR with the
 error's type name and message.
 
-Layers, bottom up:
+Two rooms:
 
-* :mod:`.frames` (the RSocket frame codec), :mod:`.metadata` (routing, authentication) and
-  :mod:`.auth` (the SETUP token check);
-* :mod:`.transport` (dialing and listening: TCP, Unix sockets), :mod:`.tls` (TLS on a thread
-  of its own), :mod:`.websocket` (``ws://``, ``wss://``), :mod:`.framing` (length-prefixed
-  frames in and out of a socket), :mod:`.refuser` (closing refused connections without a reset);
-* :mod:`.connection` (multiplexing, keepalive, limits) with :mod:`.worker` (its signal thread);
-* :mod:`.bridge` (frames in: the Subscription of a remote Publisher) and :mod:`.outbound` (frames
-  out: the Subscriber of a local Publisher), :mod:`.channel` (both at once: a Processor),
-  :mod:`.codecs` (elements <-> payloads), :mod:`.conventions` (what a channel's first frame carries);
-* resumable streams: :mod:`.retention` (rows kept until acknowledged), :mod:`.resume` (the wire
-  conventions), :mod:`.resume_server` / :mod:`.resume_client` (each side), :mod:`.spill` (kept rows
-  on disk, across a restart of the serving process);
-* :mod:`.server` and :mod:`.client`, the API; :mod:`.errors`, what it raises; :mod:`.address`,
-  the address strings.
+* :mod:`.protocol`, the general RSocket layer: frames, metadata and the SETUP token check; the
+  transports (TCP, Unix sockets, TLS, WebSocket) and framing; the connection (multiplexing,
+  keepalive, limits) with its signal thread; a stream's two directions (:mod:`.protocol.bridge`
+  frames in, :mod:`.protocol.outbound` frames out), channels, codecs, errors, addresses;
+* :mod:`.zero_loss`, rows kept until acknowledged and what is built on them: retention, the
+  spill to disk, resumption (wire conventions, server and client side) and the batch fetch of
+  Spark's executors. It builds on the protocol; the protocol never imports it.
 
-:mod:`.batch_fetch` (Arrow batches fetched by Spark executors) is a separate, smaller protocol.
+:mod:`.server` and :mod:`.client`, the API, compose both. The module paths from before the split
+(``rs_spark.net.frames``, ``rs_spark.net.retention``, ...) still import, with a DeprecationWarning.
 Never imports pyspark.
 """
 
-from .address import Address
-from .address import parse as parse_address
+from . import _moved
 from .client import (
     Client,
     RemoteProcessor,
@@ -44,13 +37,17 @@ from .client import (
     connect_processor,
     connect_subscriber,
 )
-from .codecs import ARROW_MIME, MIMES
-from .connection import Limits
-from .conventions import ChannelData, ChannelOpen
-from .errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
-from .resume_client import ResumablePublisher, ResumableSubscription
-from .retention import Retention
+from .protocol.address import Address
+from .protocol.address import parse as parse_address
+from .protocol.codecs import ARROW_MIME, MIMES
+from .protocol.connection import Limits
+from .protocol.conventions import ChannelData, ChannelOpen
+from .protocol.errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
 from .server import Server, serve
+from .zero_loss.resume_client import ResumablePublisher, ResumableSubscription
+from .zero_loss.retention import Retention
+
+_moved.install()
 
 __all__ = [
     "ChannelData",

@@ -11,23 +11,23 @@ from typing import TYPE_CHECKING, Any
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
 from ..streams.types import Subscriber, Subscription
-from . import frames as F
-from .address import Address, parse
-from .auth import setup_metadata
-from .bridge import InboundSubscription
-from .channel import RemoteProcessor
-from .codecs import MIMES, make_codec
-from .connection import Connection, Limits
-from .conventions import ChannelOpen
-from .errors import ConnectionLost, NetError, Refused
-from .metadata import COMPOSITE, request_metadata
-from .outbound import OutboundStream
-from .resume import ResumeRequest
-from .transport import dial
+from .protocol import frames as F
+from .protocol.address import Address, parse
+from .protocol.auth import setup_metadata
+from .protocol.bridge import InboundSubscription
+from .protocol.channel import RemoteProcessor
+from .protocol.codecs import MIMES, make_codec
+from .protocol.connection import Connection, Limits
+from .protocol.conventions import ChannelOpen
+from .protocol.errors import ConnectionLost, NetError, Refused
+from .protocol.metadata import COMPOSITE, request_metadata
+from .protocol.outbound import OutboundStream
+from .protocol.transport import dial
+from .zero_loss.resume import ResumeRequest
 
 if TYPE_CHECKING:
-    from .resume_client import ResumablePublisher
-from .worker import in_background
+    from .zero_loss.resume_client import ResumablePublisher
+from .protocol.worker import in_background
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ class RemotePublisher(PublisherBase[Any]):
     :func:`connect` each also opens its own connection, closed when the stream ends.
 
     ``request(n)`` is sent as REQUEST_N credits (in pieces above 2^31-1); ``cancel()`` as
-    CANCEL; the remote ``on_error`` arrives as :class:`~rs_spark.net.errors.RemoteError`.
+    CANCEL; the remote ``on_error`` arrives as :class:`~rs_spark.net.protocol.errors.RemoteError`.
     With ``codec='arrow'`` elements are ``pyarrow.RecordBatch``es of at most ``batch_rows``
     rows; ``request(n)`` asks for n batches and is sent as row credits (see :mod:`.bridge`).
     """
@@ -321,7 +321,7 @@ class RemotePublisher(PublisherBase[Any]):
         it sent until acknowledged; ``key`` resumes an existing stream. With ``positions`` the
         server keeps rows without sending them, says how far they go, and ranges are fetched
         with :meth:`ResumablePublisher.fetch` (a partition of the ``reactive`` source)."""
-        from .resume_client import ResumablePublisher
+        from .zero_loss.resume_client import ResumablePublisher
 
         return ResumablePublisher(
             self._client.fresh(),

@@ -15,25 +15,25 @@ from ..streams.drain import subscribe_with
 from ..streams.errors import throw_if_fatal
 from ..streams.sources import from_iterable
 from ..streams.types import Publisher, Subscriber
-from . import frames as F
-from .address import Address, parse
-from .auth import check_token
-from .bridge import InboundSubscription
-from .budget import OutboundBudget
-from .channel import serve_channel
-from .codecs import Codec, make_codec
-from .connection import Connection, Limits, Rejected
-from .conventions import ChannelData
-from .errors import NetError
-from .metadata import COMPOSITE, MetadataError, parse_composite, route_of
-from .outbound import OutboundStream
-from .refuser import refuse
-from .resume import fetch_of, resume_token
-from .resume_server import ResumeService
-from .retention import Retention
-from .tls import tls_server
-from .transport import listen
-from .websocket import ws_server
+from .protocol import frames as F
+from .protocol.address import Address, parse
+from .protocol.auth import check_token
+from .protocol.bridge import InboundSubscription
+from .protocol.budget import OutboundBudget
+from .protocol.channel import serve_channel
+from .protocol.codecs import Codec, make_codec
+from .protocol.connection import Connection, Limits, Rejected
+from .protocol.conventions import ChannelData
+from .protocol.errors import NetError
+from .protocol.metadata import COMPOSITE, MetadataError, parse_composite, route_of
+from .protocol.outbound import OutboundStream
+from .protocol.refuser import refuse
+from .protocol.tls import tls_server
+from .protocol.transport import listen
+from .protocol.websocket import ws_server
+from .zero_loss.resume import fetch_of, resume_token
+from .zero_loss.resume_server import ResumeService
+from .zero_loss.retention import Retention
 
 log = logging.getLogger("rs_spark.net")
 
@@ -331,7 +331,7 @@ class Server:
 
     def _first_element(self, f: F.Frame, inbound: InboundSubscription, where: str) -> None:
         """Deliver the REQUEST_CHANNEL frame's data as the first element where the convention says
-        so (:class:`~rs_spark.net.conventions.ChannelData`)."""
+        so (:class:`~rs_spark.net.protocol.conventions.ChannelData`)."""
         data = f.data
         if self.channel_data.first_element(data):
             inbound.accept_first(data)

@@ -13,7 +13,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from ..net.address import redact
+from ..net.protocol.address import redact
 
 PASS_THROUGH_PREFIX = "publisher."
 """Options starting with this prefix are not checked: they are for the user's factory."""
@@ -21,7 +21,7 @@ PASS_THROUGH_PREFIX = "publisher."
 
 class OptionError(ValueError):
     """An option is unknown, missing or has a value that cannot be used. Its message goes through
-    :func:`rs_spark.net.address.redact`: an address it quotes shows no token."""
+    :func:`rs_spark.net.protocol.address.redact`: an address it quotes shows no token."""
 
     def __init__(self, message: str) -> None:
         super().__init__(redact(message))

@@ -35,7 +35,7 @@ from .session import check_reachable
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..net.retention import Retention
+    from ..net.zero_loss.retention import Retention
 
 log = logging.getLogger("rs_spark.realtime")
 
@@ -104,8 +104,8 @@ def _struct(schema: Any) -> Any:
 def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retention: Any) -> str:
     """Serve ``publisher`` (as Arrow record batches) on a loopback endpoint with a random token."""
     from ..net import serve
-    from ..net.address import parse
-    from ..net.retention import Retention
+    from ..net.protocol.address import parse
+    from ..net.zero_loss.retention import Retention
 
     if not callable(getattr(publisher, "subscribe", None)):
         raise TypeError(f"realtime.read_stream(publisher=...) needs a Publisher, got {publisher!r}")

@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from ..net.address import parse
+from ..net.protocol.address import parse
 
 
 def ensure_worker_python() -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rs_spark.delivery import serve_sink
-from rs_spark.net.address import parse
+from rs_spark.net.protocol.address import parse
 from tests.reliability.trial import Seen
 from tests.waits import wait_until
 

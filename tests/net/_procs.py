@@ -95,7 +95,7 @@ def read_forever(address, keepalive, lifetime):
 def serve_spilling(port, spill, counter_file, conn, token):
     """Serve 'counter' with retention spilled to ``spill`` on a fixed ``port``: ids continue from
     the number in ``counter_file`` (as a broker's offset moves once it handed a record out)."""
-    from rs_spark.net.retention import Retention
+    from rs_spark.net.zero_loss.retention import Retention
 
     def ids():
         n = int(open(counter_file).read()) if os.path.exists(counter_file) else 0

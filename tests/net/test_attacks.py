@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.net import frames as F
-from rs_spark.net import metadata as M
-from rs_spark.net.address import parse
-from rs_spark.net.auth import setup_metadata
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
+from rs_spark.net.protocol.address import parse
+from rs_spark.net.protocol.auth import setup_metadata
 
 from ..waits import wait_until
 
@@ -265,7 +265,7 @@ def test_client_that_never_reads_stays_bounded_and_is_freed_on_close():
     """The server stops asking its publisher once the queue passes Limits.high_water_bytes. Per-element
     codecs ask in chunks of up to 1024 elements, so the bound is high water + one chunk (here 10 MB of
     10 KB strings); the queue must stop growing there, and closing frees everything."""
-    from rs_spark.net.outbound import _CHUNK
+    from rs_spark.net.protocol.outbound import _CHUNK
 
     limits = net.Limits(high_water_bytes=256 * 1024)
     big = "x" * 10_000

@@ -1,4 +1,4 @@
-"""rs_spark.net.batch_fetch: rows served from one process, fetched by another's partition."""
+"""rs_spark.net.zero_loss.batch_fetch: rows served from one process, fetched by another's partition."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from rs_spark.arrow import ElementConverter
-from rs_spark.net.batch_fetch import BatchServer, FetchError, fetch
+from rs_spark.net.zero_loss.batch_fetch import BatchServer, FetchError, fetch
 
 TABLE = pa.table({"id": pa.array(range(10_000), pa.int64()), "s": pa.array([str(i) for i in range(10_000)])})
 

@@ -1,4 +1,4 @@
-"""How a request-channel's first element travels (rs_spark.net.conventions), rs_spark on both
+"""How a request-channel's first element travels (rs_spark.net.protocol.conventions), rs_spark on both
 sides: every combination that names the same convention delivers every element once, in order,
 never before it was requested; the implied credit of the first element is counted."""
 

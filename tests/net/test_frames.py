@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rs_spark.net import frames as F
-from rs_spark.net.framing import IDLE, FrameReader
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol.framing import IDLE, FrameReader
 
 
 def one(parts, prefixed: bool = True) -> bytes:
@@ -146,7 +146,7 @@ def test_reader_splits_a_byte_stream_into_frames() -> None:
 def test_arrow_codec_decodes_zero_copy_across_schema_changes_and_dictionaries() -> None:
     import pyarrow as pa
 
-    from rs_spark.net.codecs import make_codec
+    from rs_spark.net.protocol.codecs import make_codec
 
     enc, dec = make_codec("arrow"), make_codec("arrow")
     batches = [

@@ -12,10 +12,10 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.net import frames as F
-from rs_spark.net.errors import ResumeRejected
-from rs_spark.net.metadata import COMPOSITE
-from rs_spark.net.retention import Retention
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol.errors import ResumeRejected
+from rs_spark.net.protocol.metadata import COMPOSITE
+from rs_spark.net.zero_loss.retention import Retention
 from tests.net._procs import serve_spilling
 from tests.publishers import Counting
 from tests.subscribers import Recorder

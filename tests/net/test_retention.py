@@ -1,4 +1,4 @@
-"""rs_spark.net.retention: the log a resumable stream keeps until its reader acknowledges."""
+"""rs_spark.net.zero_loss.retention: the log a resumable stream keeps until its reader acknowledges."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rs_spark.net.retention import ResumeError, RetainedLog, Retention
+from rs_spark.net.zero_loss.retention import ResumeError, RetainedLog, Retention
 
 
 def _split(batch, rows):

@@ -1,4 +1,4 @@
-"""The TLS pump on its own (:class:`rs_spark.net.tls.TlsPump`): a real TLS peer (an
+"""The TLS pump on its own (:class:`rs_spark.net.protocol.tls.TlsPump`): a real TLS peer (an
 ``ssl.SSLSocket`` on 127.0.0.1) on one side, the pump's plain socket on the other. Bytes arrive
 whole and in order both ways, and each half-close travels behind the bytes sent before it."""
 
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from rs_spark.net.tls import TlsPump, tls_client
+from rs_spark.net.protocol.tls import TlsPump, tls_client
 
 pytestmark = pytest.mark.timeout(60)
 

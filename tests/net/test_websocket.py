@@ -15,10 +15,10 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.net import frames as F
-from rs_spark.net import metadata as M
-from rs_spark.net.address import parse
-from rs_spark.net.websocket import accept_value, client_handshake, encode_frame, mask
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
+from rs_spark.net.protocol.address import parse
+from rs_spark.net.protocol.websocket import accept_value, client_handshake, encode_frame, mask
 from rs_spark.tck import PublisherVerification, Timeouts
 
 from ..waits import wait_until

@@ -10,11 +10,11 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.net import frames as F
-from rs_spark.net import metadata as M
-from rs_spark.net.address import parse
-from rs_spark.net.bridge import InboundSubscription
-from rs_spark.net.codecs import make_codec
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
+from rs_spark.net.protocol.address import parse
+from rs_spark.net.protocol.bridge import InboundSubscription
+from rs_spark.net.protocol.codecs import make_codec
 
 from ..subscribers import Recorder
 

@@ -1,4 +1,4 @@
-"""The connection's signal thread (:class:`rs_spark.net.worker.SerialExecutor`): a task's error
+"""The connection's signal thread (:class:`rs_spark.net.protocol.worker.SerialExecutor`): a task's error
 is reported and the next task runs; a fatal one (SystemExit, KeyboardInterrupt) is not reported
 as the task's error but ends its thread, and a new thread runs what was queued behind it."""
 
@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from rs_spark.net.worker import SerialExecutor
+from rs_spark.net.protocol.worker import SerialExecutor
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from rs_spark import net
 from rs_spark.delivery import serve_sink
-from rs_spark.net.address import parse
-from rs_spark.net.retention import Retention
+from rs_spark.net.protocol.address import parse
+from rs_spark.net.zero_loss.retention import Retention
 
 from .publishers import Recording, rows
 

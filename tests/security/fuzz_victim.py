@@ -10,7 +10,7 @@ import sys
 from rs_spark.arrow.ipc import from_ipc
 from rs_spark.arrow.validate import MalformedArrow
 from rs_spark.jvm.publisher import _one_batch
-from rs_spark.net.codecs import ArrowCodec
+from rs_spark.net.protocol.codecs import ArrowCodec
 
 from .arrow_attacks import mutations
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from rs_spark.arrow.validate import MalformedArrow
-from rs_spark.net import frames as F
+from rs_spark.net.protocol import frames as F
 
 from .arrow_attacks import out_of_range_binary_ipc, zstd_bomb_ipc
 

@@ -11,7 +11,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from rs_spark.net.batch_fetch import Address, BatchServer, FetchError, fetch
+from rs_spark.net.zero_loss.batch_fetch import Address, BatchServer, FetchError, fetch
 
 from ..waits import wait_until
 

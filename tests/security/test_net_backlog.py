@@ -10,9 +10,9 @@ import sys
 import threading
 
 from rs_spark import net
-from rs_spark.net import frames as F
-from rs_spark.net import metadata as M
-from rs_spark.net.auth import setup_metadata
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
+from rs_spark.net.protocol.auth import setup_metadata
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -74,7 +74,7 @@ class _ClosedWatch:
 
 
 def test_the_backlog_cap_closes_a_connection_whose_peer_stopped_reading():
-    from rs_spark.net.connection import Connection
+    from rs_spark.net.protocol.connection import Connection
 
     limits = net.Limits(max_frame_bytes=2 * 2**20, high_water_bytes=2**20, max_backlog_bytes=4 * 2**20)
     a, b = socket.socketpair()

@@ -13,7 +13,7 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.net.address import parse, redact
+from rs_spark.net.protocol.address import parse, redact
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.sink.options import SinkOptions
 from rs_spark.spark.source.options import SourceOptions

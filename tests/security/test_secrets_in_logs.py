@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from rs_spark.net.address import parse, redact
+from rs_spark.net.protocol.address import parse, redact
 
 SECRET = "s3cr3t-token-value-4711"
 

@@ -21,7 +21,7 @@ def _report(**fields):
 
 def decode_path(path: str, payload: bytes):
     if path == "codec":
-        from rs_spark.net.codecs import ArrowCodec
+        from rs_spark.net.protocol.codecs import ArrowCodec
 
         return [ArrowCodec().decode(payload)]
     if path == "from_ipc":

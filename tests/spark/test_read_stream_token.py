@@ -11,8 +11,8 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.net import frames as F
-from rs_spark.net import metadata as M
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
 
 SETPRIV = shutil.which("setpriv")
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...delivery import ELEMENTS
-from ...net.address import redact
+from ...net.protocol.address import redact
 from ..durations import parse_duration
 from ..options import OptionError, check_known, factory_options, lookup, parse_int
 

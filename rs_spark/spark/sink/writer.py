@@ -23,8 +23,8 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 
 from ...delivery import SinkError, send_control
 from ...delivery.wire import tag_batch
-from ...net.address import parse as parse_address
-from ...net.address import redact
+from ...net.protocol.address import parse as parse_address
+from ...net.protocol.address import redact
 from .options import SinkOptions
 from .staging import StagedPartition, read_staged, remove_staged, stage
 from .task_delivery import deliver_in_task
@@ -56,7 +56,7 @@ def _tagged(parts: list[StagedPartition], batch_id: int, total: int, opts: SinkO
 def _send(batches: Iterator[pa.RecordBatch], where: str, opts: SinkOptions) -> list[pa.RecordBatch]:
     """Send ``batches`` over one commit channel; the hub's answers (one acknowledgement)."""
     from ...net import connect_processor
-    from ...net.errors import NetError, RemoteError
+    from ...net.protocol.errors import NetError, RemoteError
     from ...streams import from_iterable, to_list
 
     kwargs = {"token": opts.token} if opts.token else {}

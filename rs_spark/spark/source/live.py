@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow as pa
 
 from ...arrow.convert import ElementConverter
-from ...net.address import redact
-from ...net.batch_fetch import BatchServer
-from ...net.errors import ResumeRejected
+from ...net.protocol.address import redact
+from ...net.protocol.errors import ResumeRejected
+from ...net.zero_loss.batch_fetch import BatchServer
 from ...streams.errors import SpecViolation, throw_if_fatal
 from .bind_address import batch_server_binds
 from .data_loss import report_data_loss

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
-from ...net.address import redact
+from ...net.protocol.address import redact
 from ..durations import parse_duration
 from ..options import (
     PASS_THROUGH_PREFIX,
@@ -165,7 +165,7 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
 def parse_endpoints(value: str) -> dict[str, str]:
     """Option endpoint: one address, or several comma-separated, each ``id=address`` or an address
     whose endpoint name is its partition id. Returns partition id -> address, in the given order."""
-    from ...net.address import parse as parse_address
+    from ...net.protocol.address import parse as parse_address
 
     out: dict[str, str] = {}
     for item in (x.strip() for x in value.split(",")):

@@ -37,9 +37,9 @@ from pyspark.sql.types import StructType
 
 from ...arrow.convert import ElementConverter
 from ...net import connect
-from ...net.address import redact
-from ...net.errors import Refused, ResumeRejected
-from ...net.resume import new_key
+from ...net.protocol.address import redact
+from ...net.protocol.errors import Refused, ResumeRejected
+from ...net.zero_loss.resume import new_key
 from ...streams.types import Subscription
 from .data_loss import report_data_loss
 from .intake import PublisherFailed

@@ -10,7 +10,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from ...arrow.ipc import from_ipc
-from ...net.batch_fetch import Address, FetchError, fetch
+from ...net.zero_loss.batch_fetch import Address, FetchError, fetch
 from .replay_log import read_segment_slice
 
 

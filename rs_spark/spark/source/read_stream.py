@@ -16,8 +16,8 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from ...net.address import parse
-from ...net.retention import Retention
+from ...net.protocol.address import parse
+from ...net.zero_loss.retention import Retention
 from ...streams.types import Publisher
 from ..options import OptionValue, spark_options
 from ..session import check_reachable, is_local

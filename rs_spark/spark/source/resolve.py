@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...net.address import redact
+from ...net.protocol.address import redact
 from ..factories import load_factory
 from ..options import OptionError
 from .options import SourceOptions

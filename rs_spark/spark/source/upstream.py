@@ -7,7 +7,7 @@ A Reactive Streams Publisher owes nothing after ``on_next``; two kinds can give 
   it starts wherever it is asked;
 * an rs_spark.net endpoint read as a resumable stream (endpoint mode, option ``resumable``, on by
   default): the serving side keeps what it sent until the source acknowledges it
-  (:mod:`rs_spark.net.resume`), and a restarted reader resumes the same stream.
+  (:mod:`rs_spark.net.zero_loss.resume`), and a restarted reader resumes the same stream.
 
 For those, offsets carry the position (:class:`~.offsets.StreamOffset`, with ``stream`` for an
 endpoint), so a restarted reader knows where to ask again: Spark's checkpoint is the only
@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...net.resume import new_key
+from ...net.zero_loss.resume import new_key
 from ...streams.types import Subscription
 from .intake import Intake
 from .offsets import StreamOffset

@@ -20,15 +20,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..streams.demand import MAX_DEMAND, add_cap
-from ..streams.errors import report_dropped, throw_if_fatal
-from ..streams.types import Subscription
+from ...streams.demand import MAX_DEMAND, add_cap
+from ...streams.errors import report_dropped, throw_if_fatal
+from ...streams.types import Subscription
+from ..zero_loss.resume import retention_metadata
+from ..zero_loss.retention import ResumeError, RetainedLog, Retention
+from ..zero_loss.spill import Spill
 from . import frames as F
 from .codecs import ArrowCodec, Codec
 from .errors import NetError, error_text, remote_error
-from .resume import retention_metadata
-from .retention import ResumeError, RetainedLog, Retention
-from .spill import Spill
 from .worker import SerialExecutor
 
 _COMPLETED = object()  # the terminal signal once the local publisher completed

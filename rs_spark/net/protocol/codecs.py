@@ -80,7 +80,7 @@ class ArrowCodec(Codec):
     def __init__(self) -> None:
         import pyarrow as pa  # only streams that use Arrow need pyarrow
 
-        from ..arrow import validate
+        from ...arrow import validate
 
         self._pa = pa
         self._validate = validate

@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..streams.drain import TerminalSubscription, check_subscriber, subscribe_with
-from ..streams.errors import throw_if_fatal
-from ..streams.types import Subscriber, Subscription
+from ...streams.drain import TerminalSubscription, check_subscriber, subscribe_with
+from ...streams.errors import throw_if_fatal
+from ...streams.types import Subscriber, Subscription
 from . import frames as F
 from .bridge import InboundSubscription
 from .codecs import make_codec
@@ -32,7 +32,7 @@ from .outbound import OutboundStream
 from .worker import in_background
 
 if TYPE_CHECKING:  # client imports this module
-    from .client import Client
+    from ..client import Client
 
 ProcessorFactory = Callable[[], Any]
 

@@ -11,7 +11,7 @@ import queue
 import threading
 from collections.abc import Callable
 
-from ..streams.errors import report_dropped, throw_if_fatal
+from ...streams.errors import report_dropped, throw_if_fatal
 
 _STOP = None
 

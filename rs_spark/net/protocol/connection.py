@@ -1,7 +1,7 @@
 """One RSocket connection: frame dispatch, stream multiplexing, keepalive, limits, close.
 
 Three threads per connection, each with one job (a TLS connection has a fourth, the
-:class:`~rs_spark.net.tls.TlsPump`, which alone touches the SSL object and hands this
+:class:`~rs_spark.net.protocol.tls.TlsPump`, which alone touches the SSL object and hands this
 class a plain socket):
 
 * the *reader* reads and decodes frames and routes them to streams by id; it also runs the
@@ -9,7 +9,7 @@ class a plain socket):
   never blocks on a send, so a slow subscriber or a full socket cannot stall them;
 * the *writer* drains a queue of encoded frames with ``sendmsg``; every other thread only
   enqueues, so no signal ever blocks on the network (rule 2.2 / 3.4: non-obstructing);
-* the *signal thread* (:class:`~rs_spark.net.worker.SerialExecutor`) runs user code: local
+* the *signal thread* (:class:`~rs_spark.net.protocol.worker.SerialExecutor`) runs user code: local
   ``request``/``cancel`` calls and deliveries to local subscribers.
 
 The writer queue is bounded by credits (a stream sends only what its peer requested) and,
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..streams.errors import throw_if_fatal
+from ...streams.errors import throw_if_fatal
 from . import frames as F
 from .budget import FRAME_OVERHEAD, OutboundBudget
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, ResumeRejected

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from ..arrow.validate import read_stream
+from ...arrow.validate import read_stream
 
 _SECRET_LEN = 32
 _LEN = struct.Struct(">I")

@@ -26,7 +26,7 @@ import ssl as _ssl
 import threading
 import time
 
-from ..streams.errors import throw_if_fatal
+from ...streams.errors import throw_if_fatal
 
 log = logging.getLogger("rs_spark.net")
 

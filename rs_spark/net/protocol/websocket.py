@@ -1,7 +1,7 @@
 """RSocket over WebSocket (RFC 6455): ``ws://`` and ``wss://`` addresses.
 
 RSocket's WebSocket mapping puts each frame in one binary message, without the 24-bit length
-prefix that TCP needs. As with TLS (:class:`~rs_spark.net.tls.TlsPump`), the connection
+prefix that TCP needs. As with TLS (:class:`~rs_spark.net.protocol.tls.TlsPump`), the connection
 never sees the difference: a :class:`WsPump` owns the network socket and hands the Connection
 one end of a local socketpair carrying length-prefixed frames. Two threads per connection
 (one per direction) move whole frames; a message above ``max_message`` bytes closes the

@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ..streams.demand import MAX_DEMAND, add_cap, is_valid_request
-from ..streams.drain import QueueSubscription
-from ..streams.types import Subscriber, Subscription
+from ...streams.demand import MAX_DEMAND, add_cap, is_valid_request
+from ...streams.drain import QueueSubscription
+from ...streams.types import Subscriber, Subscription
 from . import frames as F
 from .codecs import Codec
 from .errors import ConnectionLost, ProtocolError, Refused, remote_error

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from .errors import NetError
+from ..protocol.errors import NetError
 from .spill import Spill
 
 

@@ -36,8 +36,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ResumeRejected
-from .metadata import MetadataError, composite, parse_composite
+from ..protocol.errors import ResumeRejected
+from ..protocol.metadata import MetadataError, composite, parse_composite
 
 RESUME_MIME = "message/x.rs-spark.resume.v1"
 """SETUP metadata entry asking for an rs_spark resumable stream: JSON ``{"window": seconds}``."""

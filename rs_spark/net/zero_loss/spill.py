@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..private_files import create_private, make_private_dirs, write_private_atomically
+from ...private_files import create_private, make_private_dirs, write_private_atomically
 
 log = logging.getLogger("rs_spark.net")
 

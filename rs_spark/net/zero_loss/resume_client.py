@@ -17,16 +17,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..streams.demand import add_cap
-from ..streams.drain import check_subscriber, subscribe_with
-from ..streams.pipeline import PublisherBase
-from ..streams.types import Subscriber
-from . import frames as F
-from .bridge import InboundSubscription
-from .codecs import Codec, make_codec
-from .connection import Connection
-from .errors import ConnectionLost, NetError, Refused, ResumeRejected
-from .metadata import MetadataError, request_metadata
+from ...streams.demand import add_cap
+from ...streams.drain import check_subscriber, subscribe_with
+from ...streams.pipeline import PublisherBase
+from ...streams.types import Subscriber
+from ..protocol import frames as F
+from ..protocol.bridge import InboundSubscription
+from ..protocol.codecs import Codec, make_codec
+from ..protocol.connection import Connection
+from ..protocol.errors import ConnectionLost, NetError, Refused, ResumeRejected
+from ..protocol.metadata import MetadataError, request_metadata
+from ..protocol.worker import in_background
 from .resume import (
     STREAM_ID,
     UNKNOWN_STREAM,
@@ -38,7 +39,6 @@ from .resume import (
     parse_push,
     resume_token,
 )
-from .worker import in_background
 
 _BACKOFF = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 
@@ -342,7 +342,7 @@ class ResumablePublisher(PublisherBase[Any]):
 
 def fetch_range(client: Any, name: str | None, key: str, lo: int, hi: int, prefetch: int = 4) -> Iterator[Any]:
     """Rows ``[lo, hi)`` kept for stream ``key`` of endpoint ``name`` (see :meth:`ResumablePublisher.fetch`)."""
-    from ..streams.subscribers import BlockingIterator
+    from ...streams.subscribers import BlockingIterator
 
     it = BlockingIterator(prefetch=prefetch)
     try:

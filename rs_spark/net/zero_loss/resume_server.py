@@ -2,7 +2,7 @@
 
 A :class:`ResumeService` belongs to a :class:`~rs_spark.net.Server`. It accepts a SETUP that asks
 for resumption (:mod:`.resume` describes the conventions), opens that connection's one stream
-as a retaining :class:`~rs_spark.net.outbound.OutboundStream`, and keeps it in :class:`Sessions`
+as a retaining :class:`~rs_spark.net.protocol.outbound.OutboundStream`, and keeps it in :class:`Sessions`
 by its token. It answers RESUME (re-attaches the stream to the new connection and sends its rows
 again from the position asked for) and the reader's acknowledgements (METADATA_PUSH). A stream
 whose connection dropped waits ``Retention.window`` seconds; then its publisher is cancelled and
@@ -20,13 +20,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..arrow.validate import MalformedArrow
-from . import frames as F
-from .codecs import Codec, make_codec
-from .connection import Connection, Rejected
-from .errors import ResumeRejected
-from .metadata import COMPOSITE, MetadataError, parse_composite
-from .outbound import OutboundStream
+from ...arrow.validate import MalformedArrow
+from ..protocol import frames as F
+from ..protocol.codecs import Codec, make_codec
+from ..protocol.connection import Connection, Rejected
+from ..protocol.errors import ResumeRejected
+from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
+from ..protocol.outbound import OutboundStream
 from .resume import STREAM_ID, UNKNOWN_STREAM, ResumeRequest, parse_push, retention_metadata
 from .retention import ResumeError, Retention
 from .spill import Spill, SpilledStream, SpillError

@@ -1,0 +1,11 @@
+"""The RSocket layer: general, and unaware of resumption.
+
+Frames and their codec, metadata and the SETUP token check; the transports (TCP, Unix sockets,
+TLS, WebSocket) and length-prefixed framing; the multiplexed :mod:`.connection` with its signal
+thread and outbound budget; the two directions of a stream (:mod:`.bridge` frames in,
+:mod:`.outbound` frames out) and :mod:`.channel`, both at once; element codecs, the channel
+conventions, the errors and the address strings.
+
+It never imports :mod:`rs_spark.net.zero_loss` (an import-linter contract checks it): a stream
+that keeps its rows until acknowledged plugs into :class:`.outbound.OutboundStream` from there.
+"""

@@ -1,0 +1,8 @@
+"""Rows kept until acknowledged, and everything built on them: this project's zero-loss streams.
+
+:mod:`.retention` (the bounded log of rows kept until the reader acknowledges them), :mod:`.spill`
+(those rows on disk, across a restart of the serving process), :mod:`.resume` (the wire
+conventions of resumption and acknowledgement), :mod:`.resume_server` / :mod:`.resume_client`
+(each side of a resumable stream) and :mod:`.batch_fetch` (Arrow batches fetched by Spark
+executors by position). Built on :mod:`rs_spark.net.protocol`, never the other way round.
+"""
