@@ -47,7 +47,8 @@ def test_import_linter_contracts_hold():
 
 def test_import_linter_contracts_catch_an_upward_import(tmp_path):
     """The contracts can fail: a copy of the package where the core imports the Spark layer, the
-    delivery layer imports pyspark and the network layer imports the package root breaks all three."""
+    delivery layer imports pyspark, the network layer imports the package root and the RSocket
+    protocol imports the zero-loss room breaks all four."""
     import shutil
 
     shutil.copytree(os.path.join(ROOT, "rs_spark"), tmp_path / "rs_spark", ignore=shutil.ignore_patterns("jars"))
@@ -55,6 +56,7 @@ def test_import_linter_contracts_catch_an_upward_import(tmp_path):
     (tmp_path / "rs_spark" / "streams" / "upward.py").write_text("import rs_spark.spark.session\n")
     (tmp_path / "rs_spark" / "delivery" / "spark_rows.py").write_text("import pyspark.sql\n")
     (tmp_path / "rs_spark" / "net" / "root.py").write_text("from rs_spark import read_stream\n")
+    (tmp_path / "rs_spark" / "net" / "protocol" / "keeps.py").write_text("from ..zero_loss import retention\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     r = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "lint-imports"), "--no-cache"],
@@ -66,10 +68,11 @@ def test_import_linter_contracts_catch_an_upward_import(tmp_path):
     )
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
-    assert "Contracts: 0 kept, 3 broken." in out, out
+    assert "Contracts: 0 kept, 4 broken." in out, out
     assert "rs_spark.streams.upward -> rs_spark.spark.session" in out, out
     assert "rs_spark.delivery.spark_rows -> pyspark" in out, out
     assert "rs_spark.net.root -> rs_spark" in out, out
+    assert "rs_spark.net.protocol.keeps -> rs_spark.net.zero_loss.retention" in out, out
 
 
 def test_mypy_checks_the_typed_usage_of_the_public_entry_points():

@@ -445,15 +445,16 @@ class Server:
 
     def _open_publisher_stream(self, o: _Opening) -> None:
         """request-stream: the served Publisher is subscribed once per stream, on the signal thread."""
+        pub = o.endpoint.target
+        out: OutboundStream
         if ResumeService.session_of(o.conn) is not None:
-            out = self._resume.open_stream(o.conn, o.sid, o.codec, o.where, o.address, o.name)
+            out = kept = self._resume.open_stream(o.conn, o.sid, o.codec, o.where, o.address, o.name)
+            if callable(getattr(pub, "on_commit", None)):
+                kept.committable = pub
         else:
             out = OutboundStream(o.codec, o.where, address=o.address)
         self._register(o.conn, out, o.sid)
         out.attach(o.conn, o.sid, credit=o.frame.request_n)
-        pub = o.endpoint.target
-        if callable(getattr(pub, "on_commit", None)):
-            out.committable = pub
 
         def start() -> None:
             try:

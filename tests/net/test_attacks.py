@@ -265,7 +265,7 @@ def test_client_that_never_reads_stays_bounded_and_is_freed_on_close():
     """The server stops asking its publisher once the queue passes Limits.high_water_bytes. Per-element
     codecs ask in chunks of up to 1024 elements, so the bound is high water + one chunk (here 10 MB of
     10 KB strings); the queue must stop growing there, and closing frees everything."""
-    from rs_spark.net.protocol.outbound import _CHUNK
+    from rs_spark.net.protocol.credit import CHUNK as _CHUNK
 
     limits = net.Limits(high_water_bytes=256 * 1024)
     big = "x" * 10_000

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rs_spark.net.protocol.send_queue import SendQueue
 from rs_spark.net.zero_loss.retention import ResumeError, RetainedLog, Retention
 
 
@@ -41,8 +42,8 @@ def test_an_acknowledgement_beyond_what_was_sent_is_refused():
         log.free_until(1)
 
 
-def test_without_retention_the_log_is_a_send_queue():
-    log = RetainedLog(Retention.off())
+def test_a_send_queue_forgets_what_it_sent():
+    log = SendQueue()
     log.append("a", 1, 4)
     log.append("b", 1, 4)
     assert log.next_to_send(5) == ("a", 1)

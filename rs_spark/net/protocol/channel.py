@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...streams.drain import TerminalSubscription, check_subscriber, subscribe_with
 from ...streams.errors import throw_if_fatal
@@ -26,13 +26,31 @@ from ...streams.types import Subscriber, Subscription
 from . import frames as F
 from .bridge import InboundSubscription
 from .codecs import make_codec
+from .connection import Connection
 from .errors import NetError, ProtocolError
 from .metadata import request_metadata
 from .outbound import OutboundStream
 from .worker import in_background
 
-if TYPE_CHECKING:  # client imports this module
-    from ..client import Client
+
+class ChannelClient(Protocol):
+    """What a :class:`RemoteProcessor` needs of its client (:class:`rs_spark.net.Client`, which
+    imports this module: the protocol layer names no module above it)."""
+
+    @property
+    def codec_name(self) -> str: ...
+
+    @property
+    def batch_rows(self) -> int: ...
+
+    def address_of(self, name: str | None) -> str: ...
+
+    def where(self, kind: str, name: str | None) -> str: ...
+
+    def connection(self) -> Connection: ...
+
+    def close(self) -> None: ...
+
 
 ProcessorFactory = Callable[[], Any]
 
@@ -124,7 +142,7 @@ class RemoteProcessor:
     Single use on both sides (rules 1.10 and 2.12).
     """
 
-    def __init__(self, client: Client, name: str | None, own: bool) -> None:
+    def __init__(self, client: ChannelClient, name: str | None, own: bool) -> None:
         self._client = client
         self._name = name
         self._own = own

@@ -1,16 +1,15 @@
 """Signals in, frames out: the Subscriber a local Publisher gets for a remote Subscriber.
 
 Used on the server side of request-stream and the client side of request-channel. It asks its
-publisher only for what the peer's credits allow, in chunks, so a slow remote subscriber slows
-the publisher and nothing queues without bound. Elements wait in a :class:`RetainedLog` until
-credit lets them go (record batches are cut to the credit, which counts rows).
+publisher only for what the peer's credits allow, in chunks (:class:`~.credit.CreditPump`), so a
+slow remote subscriber slows the publisher and nothing queues without bound. Elements wait in a
+:class:`~.send_queue.SendQueue` until credit lets them go (record batches are cut to the credit,
+which counts rows).
 
-A *resumable* stream (a server stream opened with resumption, :mod:`.resume`) keeps what it sent
-in that log until the reader acknowledges it. When its connection drops it is not cancelled: it
-is *detached*, keeps what its publisher still sends within the demand already issued, asks for
-nothing more, and waits for its reader to resume at any kept position; the registry expires it
-after its window. Its publisher calls (``request``, ``cancel``, ``on_commit``) then run on the
-stream's own serial executor, which outlives connections.
+The stream is in one :class:`State` at a time. A stream that keeps its rows until the reader
+acknowledges them (and survives its connection) is a subclass in the zero-loss room
+(:class:`rs_spark.net.zero_loss.kept_stream.KeptStream`); it plugs in through the hooks marked
+*hook* below, so this module never imports that room.
 """
 
 from __future__ import annotations
@@ -18,22 +17,19 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from ...streams.demand import MAX_DEMAND, add_cap
 from ...streams.errors import report_dropped, throw_if_fatal
 from ...streams.types import Subscription
-from ..zero_loss.resume import retention_metadata
-from ..zero_loss.retention import ResumeError, RetainedLog, Retention
-from ..zero_loss.spill import Spill
 from . import frames as F
 from .codecs import ArrowCodec, Codec
+from .credit import CreditPump
 from .errors import NetError, error_text, remote_error
+from .send_queue import SendQueue, split_batch
 from .worker import SerialExecutor
 
 _COMPLETED = object()  # the terminal signal once the local publisher completed
-_CHUNK = 1024  # most elements requested from a local publisher per request() call
-_ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
 
 
 class Encoded:
@@ -46,19 +42,52 @@ class Encoded:
 
 
 class State(enum.Enum):
-    """Where an outbound stream is in its life."""
+    """Where an outbound stream is in its life (one value: the stream holds no other flags)."""
 
-    ATTACHED = "attached"  # bound to a connection (or about to be)
-    DETACHED = "detached"  # resumable, its connection dropped: waiting for a resume
-    ENDED = "ended"  # over: cancelled, failed, expired, or finished (and acknowledged when resumable)
+    ATTACHED = "attached"  # bound to a connection (or about to be): sending
+    RESUMED = "resumed"  # attached again after a resume: its end waits for the reader's first REQUEST_N
+    FINISHING = "finishing"  # its end was sent; kept rows wait for the reader's last acknowledgements
+    DETACHED = "detached"  # kept, its connection dropped: waiting for a resume
+    ENDED = "ended"  # over: cancelled, failed, expired, or finished (and acknowledged when kept)
+
+    @property
+    def on_connection(self) -> bool:
+        """Bound to a connection: frames may be sent."""
+        return self in _ON_CONNECTION
+
+    @property
+    def shown(self) -> str:
+        """As ``Server.stats()`` shows it: ``attached``, ``detached`` or ``ended``."""
+        return "attached" if self.on_connection else self.value
 
 
-def _split_batch(batch: Any, rows: int) -> tuple[Any, Any]:
-    return batch.slice(0, rows), batch.slice(rows)
+_ON_CONNECTION = frozenset({State.ATTACHED, State.RESUMED, State.FINISHING})
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundStreamStats:
+    """What one outbound stream holds and has done (rows for record batches, else elements)."""
+
+    # Where it is: its state (State.shown) and the connections that carried it.
+    state: str
+    attaches: int
+    # Positions: the next row to send, and after the newest row the publisher sent.
+    sent_position: int
+    end_position: int
+    # Held now (waiting for credit; a kept stream also holds what it sent until acknowledged).
+    held_records: int
+    held_bytes: int
+    # Dropped at the end: rows held when the stream ended; elements the publisher sent after it (rule 2.8).
+    released_records: int
+    after_end: int
 
 
 class OutboundStream:
-    """The Subscriber a local Publisher gets; forwards its elements as PAYLOAD frames."""
+    """The Subscriber a local Publisher gets; forwards its elements as PAYLOAD frames.
+
+    ``log`` and ``executor`` are for subclasses: the queue elements wait in (a plain
+    :class:`SendQueue` by default) and the executor the publisher's calls run on (by default the
+    connection's signal thread)."""
 
     def __init__(
         self,
@@ -67,75 +96,29 @@ class OutboundStream:
         *,
         on_end: Callable[[BaseException | None], None] | None = None,
         address: str | None = None,
-        retention: Retention | None = None,
-        on_detach: Callable[[], None] | None = None,
-        spill: Spill | None = None,
-        positions_only: bool = False,
+        log: SendQueue | None = None,
+        executor: SerialExecutor | None = None,
     ) -> None:
         self._codec = codec
         self._arrow = codec if isinstance(codec, ArrowCodec) else None  # batches are cut to fit credit
         self._where = where
         self._address = address
         self._on_end = on_end
-        self._on_detach = on_detach
         self._lock = threading.Lock()
         self._conn: Any = None
         self._sid = 0
         self._sub: Subscription | None = None
-        self.committable: Any = None  # the publisher, when it takes on_commit (see _commit_upstream)
-        self._credit = 0  # what the peer allows us to send (rows for arrow)
-        self._asked = 0  # requested from the local publisher, not yet received
-        self._el_rows = 0  # arrow: rows of the last element received (sizes the next request)
-        self._log = RetainedLog(
-            retention or Retention.off(),
-            split=_split_batch if self._arrow else None,
-            spill=spill,
-            to_bytes=self._payload_bytes,
-        )
-        self.resumable = retention is not None and retention.enabled
-        # Rows are kept for fetching by position (read_range); the stream itself only says how far
-        # they go (a METADATA_PUSH), within the reader's credit: a partition of the source.
-        self._positions_only = positions_only and self.resumable
-        # A resumable stream's publisher calls outlive any one connection's signal thread.
-        self._executor = SerialExecutor(f"rs-net-stream {where}") if self.resumable else None
+        self._pump = CreditPump(rows=self._arrow is not None)
+        self._log = log if log is not None else SendQueue(split=split_batch if self._arrow else None)
+        self._executor = executor
         self._state = State.ATTACHED
-        self._terminal: Any = None  # a terminal signal waiting behind unsent elements
-        self._terminal_sent = False
-        self._peer_ready = True  # False after a resume until the reader's first REQUEST_N routes the stream
-        self._cancel_wanted = False
-        self._requesting = False  # a request() call is inside the publisher
-        self._pump_scheduled = False
-        self._opening: tuple[bytes | None, int] | None = None  # (route metadata, n): see attach
-        self._acked = 0
+        self._terminal: Any = None  # the publisher's end (_COMPLETED or its error), once it ended
+        self._opening: tuple[bytes | None, int] | None = None  # the frame that opens a channel: see attach
         self.after_end = 0  # elements the publisher sent after the stream ended (rule 2.8)
-        self.resumes = 0
         self.attaches = 0  # connections that carried the stream: its opening, then each resume
-        self.resent = 0  # rows sent again after resumptions
-        self.lost = 0  # rows kept and never acknowledged when the resume window ended
-        self.released = 0  # rows kept when the stream ended (cancelled by its reader, or expired)
+        self.released = 0  # rows held when the stream ended (cancelled by its reader, or expired)
         self.error: BaseException | None = None
         self.done = threading.Event()
-
-    def _payload_bytes(self, item: Any) -> bytes:
-        """An element as the bytes its payload carries (for the spill)."""
-        buffers = self._arrow.encode(item) if self._arrow is not None else item
-        return b"".join(bytes(b) for b in buffers)
-
-    def preload(self, entries: list[tuple[int, int, bytes]], start: int) -> None:
-        """Rows of a stream read back from its spill after a restart, decoded (and validated)."""
-        items = []
-        for pos, rows, payload in entries:
-            if self._arrow is not None:
-                batch = self._arrow.decode(payload)
-                if batch.num_rows != rows:
-                    raise ValueError(f"a spilled entry at position {pos} holds {batch.num_rows} rows, not {rows}")
-                items.append((pos, rows, batch, batch.nbytes))
-            else:
-                items.append((pos, rows, [payload], len(payload)))
-        with self._lock:
-            self._log.preload(items, start)
-            self._acked = start
-            self._state = State.DETACHED
 
     # -- wiring -------------------------------------------------------------------------
     def attach(
@@ -149,32 +132,10 @@ class OutboundStream:
             if opening is not None:
                 credit += 1
             self._conn, self._sid = conn, stream_id
-            self._credit = add_cap(self._credit, credit)
+            self._pump.grant(credit)
             self.attaches += 1
             self._send_ready_locked()
         self._schedule_pump()
-
-    def resume(self, conn: Any, stream_id: int, position: int) -> int:
-        """Continue on ``conn`` from ``position`` (a kept row): credit starts at zero, the rows
-        from there are sent again as the reader grants credit. Returns how many are sent again.
-        Raises :class:`ResumeError` when the stream ended or ``position`` is not kept."""
-        with self._lock:
-            if self._state is State.ENDED:
-                raise ResumeError(f"{self._where} has ended ({self._ended_why()}); it cannot be resumed")
-            resend = self._log.rewind(position)
-            old, old_sid = self._conn, self._sid
-            self._conn, self._sid = conn, stream_id
-            self._credit = 0
-            self._terminal_sent = False
-            self._peer_ready = False  # a terminal signal waits for the resumed reader's first request
-            self._state = State.ATTACHED
-            self.resumes += 1
-            self.attaches += 1
-            self.resent += resend
-        if old is not None and old is not conn:  # the old connection may not know it is dead yet
-            old.remove_stream(old_sid)
-        self._schedule_pump()
-        return resend
 
     def subscribe_upstream(self, publisher: Any) -> None:
         """Subscribe to ``publisher`` on the stream's signal thread (a stream revived from its spill
@@ -200,7 +161,7 @@ class OutboundStream:
             dup = self._sub is not None
             if not dup:
                 self._sub = subscription
-            cancel = self._cancel_wanted or self._state is State.ENDED
+            cancel = self._state is State.ENDED
         if dup:
             subscription.cancel()  # rule 2.5
         elif cancel:
@@ -218,15 +179,15 @@ class OutboundStream:
             if self._state is State.ENDED:
                 self.after_end += 1  # late elements after cancel are allowed (rule 2.8): counted, dropped
                 return
-            self._asked -= 1
-            overflow = self._asked < 0
+            overflow = not self._pump.received()
             if not overflow:
                 try:
                     self._append_locked(item)
                     self._send_ready_locked()
                 except (TypeError, ValueError, F.FrameError) as exc:
                     unencodable = exc
-                more = self._wants_more_locked()
+                more = self._state.on_connection and self._conn is not None
+                more = more and self._pump.wants_more(self._log.unsent)
         if overflow:
             self._publisher_broke("1.1", "the publisher signalled more on_next than were requested")
         elif unencodable is not None:
@@ -238,31 +199,22 @@ class OutboundStream:
             self._schedule_pump()
 
     def _append_locked(self, item: Any) -> None:
-        """Keep ``item`` in the log: record batches as they are (cut when sent), others encoded.
-        A stream that keeps nothing sends an element at once when credit allows and nothing waits."""
+        """Queue ``item``: record batches as they are (cut when sent), others encoded. A stream
+        that keeps nothing sends an element at once when credit allows and nothing waits."""
+        log = self._log
         if self._arrow is not None:
             pieces = self._arrow.pieces(item)
-            self._el_rows = sum(p.num_rows for p in pieces)
+            self._pump.sized(sum(p.num_rows for p in pieces))
             for p in pieces:
-                self._log.append(p, p.num_rows, p.nbytes)
+                log.append(p, p.num_rows, p.nbytes)
             return
         data = item.buffers if isinstance(item, Encoded) else self._codec.encode(item)
-        log = self._log
-        if not log.retain and not log.unsent and self._credit > 0 and self._conn is not None:
+        if not log.keeps and not log.unsent and self._pump.credit > 0 and self._conn is not None:
             self._conn.send(self._payload_frame(data))  # the fast path: no queueing
             log.pass_through(1)
-            if self._credit != MAX_DEMAND:
-                self._credit -= 1
+            self._pump.spend(1)
             return
         log.append(data, 1, sum(len(b) for b in data))
-
-    def _wants_more_locked(self) -> bool:
-        """Whether to schedule a pump that may ask the publisher for more."""
-        if self._state is not State.ATTACHED or self._conn is None:
-            return False
-        if self._arrow is not None:
-            return self._log.unsent == 0 and self._credit > 0 and self._asked == 0
-        return self._asked <= _CHUNK // 2 and self._credit > self._asked
 
     def on_error(self, error: BaseException) -> None:
         self._upstream_ended(error if error is not None else TypeError("on_error(None) is illegal (rule 2.13)"))
@@ -282,8 +234,9 @@ class OutboundStream:
         t = f.type
         if t == F.REQUEST_N:
             with self._lock:
-                self._credit = add_cap(self._credit, f.request_n)
-                self._peer_ready = True
+                self._pump.grant(f.request_n)
+                if self._state is State.RESUMED:
+                    self._state = State.ATTACHED  # the resumed reader asked: its stream may end now
             self._schedule_pump()
         elif t == F.CANCEL:
             self.cancel_with(None)
@@ -292,45 +245,13 @@ class OutboundStream:
         # PAYLOAD: a channel responder's own direction; ours does not carry elements.
 
     def on_connection_closed(self, error: BaseException) -> None:
-        if self.resumable and self._detach():
-            return
+        """*hook*: the connection closed under the stream; a plain stream ends with it."""
         self.cancel_with(error)
-
-    def _detach(self) -> bool:
-        """Keep the stream for a resume (True), unless it already ended."""
-        with self._lock:
-            if self._state is State.ENDED:
-                return False
-            self._state = State.DETACHED
-            self._conn = None
-            self._credit = 0
-            self._terminal_sent = False
-        cb = self._on_detach
-        if cb is not None:
-            cb()
-        return True
 
     def cancel_with(self, error: BaseException | None) -> None:
         """End the stream with ``error`` (None: cancelled by the peer) and cancel the local
         publisher; the peer is not told (it ended the stream, or cannot be reached)."""
         self._end(error)
-        self._cancel_upstream()
-
-    def expire(self, why: str) -> int:
-        """The resume window ended without a reader: cancel the publisher; returns the rows lost."""
-        with self._lock:
-            if self._state is not State.ENDED:
-                self.lost = self._log.records
-        self._end(NetError(f"{self._where}: {why}", self._address, self._where))
-        self._cancel_upstream()
-        return self.lost
-
-    def shutdown(self, why: str) -> None:
-        """The server stops: cancel the publisher; a spilled stream keeps its files, so a restarted
-        server can serve its kept rows again."""
-        with self._lock:
-            self._log.close_spill()
-        self._end(NetError(f"{self._where}: {why}", self._address, self._where))
         self._cancel_upstream()
 
     @property
@@ -344,13 +265,6 @@ class OutboundStream:
         return self._state is State.ENDED
 
     @property
-    def reader_gone(self) -> bool:
-        """No reader is on the stream: detached, or its connection closed (a stream that sent its
-        end and waits for the last acknowledgements is no longer told of its connection's close)."""
-        conn = self._conn
-        return self._state is State.DETACHED or conn is None or conn.closed is not None
-
-    @property
     def state(self) -> State:
         return self._state
 
@@ -359,64 +273,20 @@ class OutboundStream:
         """Elements (rows for arrow) sent: the stream position of the next one."""
         return self._log.cursor
 
-    # -- acknowledgements (resumable streams) -----------------------------------------------
-    def acknowledge(self, position: int) -> int:
-        """The reader made every row before ``position`` durable: free them, and tell the
-        publisher (``on_commit``, serial with its other calls). Returns the rows freed."""
+    def stats(self) -> OutboundStreamStats:
+        """What the stream holds and has done."""
         with self._lock:
-            if self._state is State.ENDED:
-                return 0
-            freed = self._log.free_until(position)
-            advanced = position > self._acked
-            self._acked = max(self._acked, position)
-            finished = self._terminal_sent and self._acked >= self._log.end
-        if advanced:
-            self._run(lambda: self._commit_upstream(position))
-        if finished:
-            self._end(None)
-        elif freed:
-            self._schedule_pump()  # room again: the publisher may be asked for more
-        return freed
-
-    def _commit_upstream(self, position: int) -> None:
-        for target in (self._sub, self.committable):
-            hook = getattr(target, "on_commit", None)
-            if callable(hook):
-                try:
-                    hook(position)
-                except Exception as exc:  # an acknowledgement the publisher fumbled must not end the stream
-                    report_dropped(exc, f"rs_spark.net: {self._where}: on_commit({position}) raised")
-                return
-
-    def stats(self) -> dict[str, Any]:
-        """Retention and resumption counts (rows), for the endpoint's stats."""
-        with self._lock:
-            s: dict[str, Any] = dict(self._log.stats())
-            s.update(
-                state=self._state.value,
-                ackedPosition=self._acked,
-                resumes=self.resumes,
+            log = self._log
+            return OutboundStreamStats(
+                state=self._state.shown,
                 attaches=self.attaches,
-                resentRecords=self.resent,
-                lostRecords=self.lost,
-                releasedRecords=self.released,
-                afterEnd=self.after_end,
+                sent_position=log.cursor,
+                end_position=log.end,
+                held_records=log.records,
+                held_bytes=log.bytes,
+                released_records=self.released,
+                after_end=self.after_end,
             )
-        return s
-
-    def retention_counts(self) -> dict[str, int]:
-        """What the reader is told after an acknowledgement (and, positions only, when rows become available)."""
-        with self._lock:
-            return self._counts_locked()
-
-    def _counts_locked(self) -> dict[str, int]:
-        return {
-            "retainedRecords": self._log.records,
-            "retainedBytes": self._log.bytes,
-            "ackedPosition": self._acked,
-            "resentRecords": self.resent,
-            "endPosition": self._log.cursor,
-        }
 
     # -- demand (signal thread) ---------------------------------------------------------
     def _run(self, fn: Callable[[], None]) -> None:
@@ -433,16 +303,16 @@ class OutboundStream:
 
     def _schedule_pump(self) -> None:
         with self._lock:
-            if self._pump_scheduled or self._conn is None or self._state is not State.ATTACHED:
+            if self._conn is None or not self._state.on_connection or not self._pump.claim():
                 return
-            self._pump_scheduled = True
-        self._run(self._pump)
+        self._run(self._drain)
 
-    def _pump(self) -> None:
+    def _drain(self) -> None:
+        """Send what credit allows, then ask the publisher for what the credit calls for."""
         failure: str | None = None
         with self._lock:
-            self._pump_scheduled = False
-            if self._state is not State.ATTACHED or self._conn is None:
+            self._pump.draining()
+            if not self._state.on_connection or self._conn is None:
                 return
             try:
                 self._send_ready_locked()
@@ -451,7 +321,7 @@ class OutboundStream:
             k = 0 if failure is not None or self._log.unsent else self._next_ask_locked()
             s = self._sub
             if k > 0:
-                self._requesting = True
+                self._pump.requesting = True
         if failure is not None:
             self._fail_both(failure)
         elif k > 0 and s is not None:  # k > 0 only with a subscription
@@ -459,91 +329,43 @@ class OutboundStream:
                 s.request(k)  # only here, on the signal thread: serial (rule 2.7)
             finally:
                 with self._lock:
-                    self._requesting = False
+                    self._pump.requesting = False
 
     def _next_ask_locked(self) -> int:
         """How many elements to request from the local publisher now (0: none)."""
-        if self._sub is None or self._terminal is not None or self._cancel_wanted:
+        if self._sub is None or self._terminal is not None:
             return 0
-        k = self._ask_for_credit_locked()
-        if k > 0:
-            k = self._within_retention_locked(k)
+        k = self._pump.want(self._log.room, empty=self._log.records == 0)
         if k > 0 and self._conn.wait_drain(self._sid, self._schedule_pump):
             return 0  # the socket is behind: resume when the writer has drained
         if k > 0:
-            self._asked += k
+            self._pump.asked_for(k)
         return max(k, 0)
 
-    def _ask_for_credit_locked(self) -> int:
-        """Elements the peer's credit calls for."""
-        if self._arrow is not None:
-            # Ask for as many elements as the peer's credit (in rows) covers at the last element's
-            # size, 1..16: one request, and one pump hand-off, per several batches. What arrives
-            # beyond the credit waits in the log: at most that many.
-            if self._asked == 0 and self._credit > 0:
-                return 1 if self._el_rows <= 0 else max(1, min(_ARROW_ASK, self._credit // self._el_rows))
-            return 0
-        if self._asked <= _CHUNK // 2:
-            return min(self._credit, _CHUNK) - self._asked
-        return 0
-
-    def _within_retention_locked(self, k: int) -> int:
-        """``k`` cut to what the log may still keep: when it is full nothing is asked until
-        acknowledgements free room (backpressure reaches the publisher; nothing is dropped)."""
-        per = max(self._el_rows, 1) if self._arrow is not None else 1
-        room = self._log.room(self._asked * per)
-        if room >= k * per:
-            return k
-        if room > 0 and self._log.records == 0:
-            return 1  # one element bigger than the whole bound still goes (else nothing ever would)
-        return room // per
-
     def _send_ready_locked(self) -> None:
-        """Send what credit allows from the log, then the terminal signal once nothing waits."""
+        """Send what credit allows from the queue, then the terminal signal once nothing waits."""
         conn = self._conn
-        if conn is None or self._state is not State.ATTACHED:
+        if conn is None or not self._state.on_connection:
             return
-        log = self._log
-        if self._positions_only:
-            self._advance_positions_locked(conn)
-        while self._credit > 0 and not self._positions_only:
+        self._send_rows_locked(conn)
+        if not self._log.unsent and self._terminal is not None and self._state is State.ATTACHED:
+            self._send_terminal_locked()
+
+    def _send_rows_locked(self, conn: Any) -> None:
+        """*hook*: send queued rows as PAYLOAD frames, as far as credit allows."""
+        log, pump = self._log, self._pump
+        while pump.credit > 0:
             item = log.peek()
             if item is None:
                 break
             max_rows = 1
             if self._arrow is not None:
-                max_rows = min(self._credit, self._arrow.rows_for_bytes(item, conn.limits.max_frame_bytes - 1024))
+                max_rows = min(pump.credit, self._arrow.rows_for_bytes(item, conn.limits.max_frame_bytes - 1024))
             got = log.next_to_send(max_rows)
-            assert got is not None, "the log had an entry a moment ago, under the same lock"
+            assert got is not None, "the queue had an entry a moment ago, under the same lock"
             data, rows = got
             conn.send(self._payload_frame(self._arrow.encode(data) if self._arrow is not None else data))
-            if self._credit != MAX_DEMAND:
-                self._credit -= rows
-        if not log.unsent and self._terminal is not None and not self._terminal_sent and self._peer_ready:
-            self._send_terminal_locked()
-
-    def _advance_positions_locked(self, conn: Any) -> None:
-        """Positions only: make rows available within credit (no payload frames) and tell the reader
-        how far they now go."""
-        log = self._log
-        before = log.cursor
-        while self._credit > 0:
-            got = log.next_to_send(self._credit if self._arrow is not None else 1)
-            if got is None:
-                break
-            if self._credit != MAX_DEMAND:
-                self._credit -= got[1]
-        if log.cursor != before:
-            conn.send(F.encode_metadata_push(retention_metadata(self._counts_locked())))
-
-    def read_range(self, lo: int, hi: int) -> list[Any]:
-        """The kept rows ``[lo, hi)`` (made available or sent), as elements to send again: record
-        batches, or :class:`Encoded` payloads. Raises ResumeError when they are not all kept."""
-        with self._lock:
-            if self._state is State.ENDED:
-                raise ResumeError(f"{self._where} has ended ({self._ended_why()}); its rows are no longer kept")
-            items = self._log.range(lo, hi)
-        return items if self._arrow is not None else [Encoded(i) for i in items]
+            pump.spend(rows)
 
     def _payload_frame(self, data: Any, complete: bool = False) -> Any:
         """A PAYLOAD frame, or the REQUEST_CHANNEL that opens the stream with this element."""
@@ -571,16 +393,21 @@ class OutboundStream:
             self._open_empty_locked()
             conn.send(F.encode_error(self._sid, F.APPLICATION_ERROR, error_text(t)))
             err = t
-        self._terminal_sent = True
         conn.remove_stream(self._sid)
-        if self.resumable and self._acked < self._log.end:
-            return  # kept until the reader acknowledges the last rows: it may still need them again
+        if not self._ends_when_sent_locked():
+            self._state = State.FINISHING
+            return
         self._state = State.ENDED
         self.error = err
         self.done.set()
         cb, self._on_end = self._on_end, None
         if cb is not None:
             conn.worker.submit(lambda: cb(err))
+
+    def _ends_when_sent_locked(self) -> bool:
+        """*hook*: whether the stream is over once its end was sent (a kept stream waits for the
+        acknowledgement of its last rows: its reader may still need them again)."""
+        return True
 
     # -- end ----------------------------------------------------------------------------
     def _end(self, error: BaseException | None) -> None:
@@ -601,18 +428,13 @@ class OutboundStream:
         if ex is not None:
             ex.stop()
 
-    def _ended_why(self) -> str:
-        e = self.error
-        return "completed and acknowledged" if e is None else str(e)
-
     def _cancel_upstream(self) -> None:
         """Cancel the publisher promptly (rules 1.8, 3.12): after any queued request (rule 2.7),
         and at once from another thread when a request() is running inside the publisher (a
         publisher that emits synchronously would otherwise keep pulling until it returns;
         cancel() is thread-safe by rule 3.5)."""
         with self._lock:
-            self._cancel_wanted = True
-            busy = self._requesting
+            busy = self._pump.requesting
         if busy:
             threading.Thread(target=self._cancel_now, name=f"rs-net-cancel {self._where}", daemon=True).start()
         self._run(self._cancel_now)
@@ -631,7 +453,7 @@ class OutboundStream:
         text = f"{self._where}: {message}"
         err = NetError(text, self._address, self._where)
         with self._lock:
-            conn = self._conn if self._state is State.ATTACHED else None
+            conn = self._conn if self._state.on_connection else None
             if conn is not None:
                 self._open_empty_locked()
         if conn is not None:
@@ -648,4 +470,4 @@ class OutboundStream:
         return "rows" if self._codec.counts_rows else "elements"
 
 
-__all__ = ["OutboundStream", "State", "Encoded"]
+__all__ = ["OutboundStream", "OutboundStreamStats", "State", "Encoded"]

@@ -2,7 +2,7 @@
 
 A :class:`ResumeService` belongs to a :class:`~rs_spark.net.Server`. It accepts a SETUP that asks
 for resumption (:mod:`.resume` describes the conventions), opens that connection's one stream
-as a retaining :class:`~rs_spark.net.protocol.outbound.OutboundStream`, and keeps it in :class:`Sessions`
+as a :class:`~.kept_stream.KeptStream`, and keeps it in :class:`Sessions`
 by its token. It answers RESUME (re-attaches the stream to the new connection and sends its rows
 again from the position asked for) and the reader's acknowledgements (METADATA_PUSH). A stream
 whose connection dropped waits ``Retention.window`` seconds; then its publisher is cancelled and
@@ -26,7 +26,7 @@ from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection, Rejected
 from ..protocol.errors import ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
-from ..protocol.outbound import OutboundStream
+from .kept_stream import Delivery, KeptStream
 from .resume import STREAM_ID, UNKNOWN_STREAM, ResumeRequest, parse_push, retention_metadata
 from .retention import ResumeError, Retention
 from .spill import Spill, SpilledStream, SpillError
@@ -44,7 +44,7 @@ class Session:
         self.positions = positions  # rows are kept for fetching by position, not sent on the stream
         self.window = window
         self.setup = setup  # metadata_mime, data_mime, keepalive, lifetime of the first SETUP
-        self.stream: OutboundStream | None = None
+        self.stream: KeptStream | None = None
         self.endpoint = ""
         self.detached_at: float | None = None
 
@@ -271,7 +271,7 @@ class ResumeService:
 
     def open_stream(
         self, conn: Connection, sid: int, codec: Codec, where: str, address: str, endpoint: str
-    ) -> OutboundStream:
+    ) -> KeptStream:
         """The retaining stream a resumable connection's REQUEST_STREAM opens."""
         session = self.session_of(conn)
         assert session is not None, "only on a connection whose SETUP asked for resumption"
@@ -285,15 +285,15 @@ class ResumeService:
         if self.retention.spill:
             meta = dict(session.setup, endpoint=endpoint, window=session.window, positions=session.positions)
             spill = Spill(self.retention.spill, session.token, meta)
-        out = OutboundStream(
+        out = KeptStream(
             codec,
             where,
+            self.retention,
             address=address,
-            retention=self.retention,
             on_detach=lambda: self.sessions.detached(session),
             on_end=self._ended(session),
             spill=spill,
-            positions_only=session.positions,
+            delivery=Delivery.POSITIONS if session.positions else Delivery.ROWS,
         )
         session.stream, session.endpoint = out, endpoint
         try:
@@ -389,14 +389,14 @@ class ResumeService:
         )
         codec = make_codec(meta["data_mime"])
         where = f"publisher '{meta['endpoint']}' at {self.where} (resumed from its spill)"
-        out = OutboundStream(
+        out = KeptStream(
             codec,
             where,
-            retention=self.retention,
+            self.retention,
             on_detach=lambda: self.sessions.detached(session),
             on_end=self._ended(session),
             spill=Spill.adopt(spilled),
-            positions_only=session.positions,
+            delivery=Delivery.POSITIONS if session.positions else Delivery.ROWS,
         )
         try:
             out.preload(spilled.entries, meta["acked"])
@@ -443,7 +443,7 @@ class ResumeService:
         streams = []
         for s in self.sessions.all():
             if s.stream is not None:
-                streams.append({"endpoint": s.endpoint, "window": s.window, **s.stream.stats()})
+                streams.append({"endpoint": s.endpoint, "window": s.window, **s.stream.stats().as_server_stats()})
         return {
             "streams": streams,
             "expiredStreams": self.sessions.expired,

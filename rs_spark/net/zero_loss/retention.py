@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from ..protocol.errors import NetError
+from ..protocol.send_queue import MAX_BYTES, MAX_RECORDS, Entry, SendQueue, Splitter
 from .spill import Spill
 
 
@@ -37,8 +37,8 @@ class Retention:
     """
 
     enabled: bool = True
-    max_records: int = 4_000_000
-    max_bytes: int = 256 * 1024 * 1024
+    max_records: int = MAX_RECORDS
+    max_bytes: int = MAX_BYTES
     window: float = 600.0
     spill: str | None = None
 
@@ -60,35 +60,15 @@ class ResumeError(NetError):
     """A stream cannot be resumed at the position asked for."""
 
 
-class _Entry:
-    """Rows ``[pos, pos + rows)``: one element (encoded payload) or a slice of a record batch."""
+class RetainedLog(SendQueue):
+    """A :class:`SendQueue` that keeps what it sent: rows are freed from the front by
+    acknowledgements, and a resumed reader is sent them again from any kept position.
 
-    __slots__ = ("pos", "rows", "item", "nbytes")
-
-    def __init__(self, pos: int, rows: int, item: Any, nbytes: int) -> None:
-        self.pos = pos
-        self.rows = rows
-        self.item = item
-        self.nbytes = nbytes
-
-    @property
-    def end(self) -> int:
-        return self.pos + self.rows
-
-
-Splitter = Callable[[Any, int], tuple[Any, Any]]
-"""``split(item, rows)`` -> (its first ``rows`` rows, the rest): cuts a record batch. The bytes
-counted for the two parts are the whole's, shared in proportion to their rows (a slice of a record
-batch shares the whole's buffers, so its own size would count them twice)."""
-
-
-class RetainedLog:
-    """Rows by position, oldest first: appended as they arrive, read from a cursor as credit
-    allows, freed from the front by acknowledgements.
-
-    ``retain=False`` makes it a plain send queue: an entry is freed as soon as it was read.
+    With ``spill`` each row is also written to disk before it can be sent.
     Not thread-safe: its stream serialises access under its own lock.
     """
+
+    keeps = True
 
     def __init__(
         self,
@@ -98,66 +78,17 @@ class RetainedLog:
         spill: Spill | None = None,
         to_bytes: Callable[[Any], bytes] | None = None,
     ) -> None:
+        super().__init__(split, start, retention.max_records, retention.max_bytes)
         self.retention = retention
-        self.retain = retention.enabled
-        self._split = split
         self._spill = spill  # rows also written to disk before they are sent (Retention.spill)
         self._to_bytes = to_bytes  # an item as the bytes of its payload, for the spill
-        self._entries: deque[_Entry] = deque()
-        self._first = start  # position of the oldest row kept
-        self._end = start  # position after the newest row
-        self._cursor = start  # position of the next row to send
-        self._sent_entries = 0  # entries before the cursor (the cursor is at an entry boundary)
-        self.records = 0
-        self.bytes = 0
 
-    # -- positions ------------------------------------------------------------------------
-    @property
-    def first(self) -> int:
-        """Position of the oldest row still kept (== ``end`` when empty)."""
-        return self._first
-
-    @property
-    def end(self) -> int:
-        """Position after the newest row appended."""
-        return self._end
-
-    @property
-    def cursor(self) -> int:
-        """Position of the next row to send."""
-        return self._cursor
-
-    @property
-    def unsent(self) -> int:
-        """Rows appended and not yet sent."""
-        return self._end - self._cursor
-
-    def room(self, rows_asked: int = 0) -> int:
-        """How many more rows the stream may ask its publisher for, ``rows_asked`` being on their
-        way already: 0 once the rows or the bytes kept reach their bound."""
-        r = self.retention
-        if self.bytes >= r.max_bytes:
-            return 0
-        return max(0, r.max_records - self.records - rows_asked)
-
-    # -- writing ----------------------------------------------------------------------------
     def append(self, item: Any, rows: int, nbytes: int) -> int:
-        """Keep ``item`` (``rows`` rows, about ``nbytes`` bytes); returns its first position."""
-        pos = self._end
+        """Keep ``item`` (``rows`` rows, about ``nbytes`` bytes), on disk first with a spill;
+        returns its first position."""
         if self._spill is not None and self._to_bytes is not None:
-            self._spill.append(pos, rows, self._to_bytes(item))
-        self._entries.append(_Entry(pos, rows, item, nbytes))
-        self._end = pos + rows
-        self.records += rows
-        self.bytes += nbytes
-        return pos
-
-    def pass_through(self, rows: int) -> None:
-        """Count ``rows`` appended and sent at once, without keeping them (a stream that retains
-        nothing sends straight through when nothing waits)."""
-        assert not self.retain and self._cursor == self._end, "only an empty log that keeps nothing"
-        self._end += rows
-        self._cursor = self._first = self._end
+            self._spill.append(self._end, rows, self._to_bytes(item))
+        return super().append(item, rows, nbytes)
 
     def range(self, lo: int, hi: int) -> list[Any]:
         """The items holding rows ``[lo, hi)`` of those sent (or made available), record batches cut
@@ -178,46 +109,6 @@ class RetainedLog:
             item = e.item if (a, b) == (0, e.rows) else self._split(self._split(e.item, a)[1], b - a)[0]
             out.append(item)
         return out
-
-    # -- sending ----------------------------------------------------------------------------
-    def peek(self) -> Any:
-        """The item at the cursor (None when nothing is unsent)."""
-        if self._cursor >= self._end:
-            return None
-        return self._entries[self._sent_entries].item
-
-    def next_to_send(self, max_rows: int) -> tuple[Any, int] | None:
-        """The entry at the cursor, cut to at most ``max_rows`` rows (record batches only),
-        and its rows; the cursor moves past it. None when nothing is unsent or ``max_rows`` < 1."""
-        if max_rows < 1 or self._cursor >= self._end:
-            return None
-        i = self._sent_entries
-        e = self._entries[i]
-        if e.rows > max_rows:
-            self._cut(i, max_rows)
-        self._sent_entries = i + 1
-        self._cursor = e.end
-        if not self.retain:
-            self._drop_sent()
-        return e.item, e.rows
-
-    def _cut(self, i: int, rows: int) -> None:
-        """Split entry ``i`` after its first ``rows`` rows (both halves stay in the log)."""
-        e = self._entries[i]
-        if self._split is None:
-            raise ValueError(f"an element of {e.rows} rows cannot be cut: this stream's elements are indivisible")
-        head, rest = self._split(e.item, rows)
-        hb = e.nbytes * rows // e.rows
-        self._entries.insert(i + 1, _Entry(e.pos + rows, e.rows - rows, rest, e.nbytes - hb))
-        e.rows, e.item, e.nbytes = rows, head, hb
-
-    def _drop_sent(self) -> None:
-        while self._sent_entries:
-            e = self._entries.popleft()
-            self._sent_entries -= 1
-            self.records -= e.rows
-            self.bytes -= e.nbytes
-        self._first = self._cursor
 
     # -- acknowledgements and resumption ----------------------------------------------------
     def free_until(self, position: int) -> int:
@@ -254,7 +145,7 @@ class RetainedLog:
         assert not self._entries, "only an empty log"
         self._first = self._end = self._cursor = start
         for pos, rows, item, nbytes in entries:
-            self._entries.append(_Entry(pos, rows, item, nbytes))
+            self._entries.append(Entry(pos, rows, item, nbytes))
             self.records += rows
             self.bytes += nbytes
             self._end = self._cursor = pos + rows
@@ -292,25 +183,11 @@ class RetainedLog:
             self._spill = None
 
     def clear(self) -> int:
-        """Forget everything kept (the stream ended or was cancelled); returns the rows dropped."""
-        n = self.records
+        """Forget everything kept (the stream ended or was cancelled), its spill too; returns the rows dropped."""
         if self._spill is not None:
             self._spill.remove()
             self._spill = None
-        self._entries.clear()
-        self._sent_entries = 0
-        self.records = self.bytes = 0
-        self._first = self._cursor = self._end
-        return n
-
-    def stats(self) -> dict[str, int]:
-        return {
-            "retainedRecords": self.records,
-            "retainedBytes": self.bytes,
-            "firstPosition": self._first,
-            "sentPosition": self._cursor,
-            "endPosition": self._end,
-        }
+        return super().clear()
 
 
 __all__ = ["Retention", "RetainedLog", "ResumeError"]

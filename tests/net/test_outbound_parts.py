@@ -1,0 +1,91 @@
+"""The parts an outbound stream is made of: its credit pump, its one state, its stats record."""
+
+import dataclasses
+
+import pytest
+
+from rs_spark.net.protocol.codecs import make_codec
+from rs_spark.net.protocol.credit import ARROW_ASK, CHUNK, CreditPump
+from rs_spark.net.protocol.outbound import OutboundStream, OutboundStreamStats, State
+from rs_spark.net.zero_loss.kept_stream import KeptStream, KeptStreamStats
+from rs_spark.net.zero_loss.retention import Retention
+from rs_spark.streams.demand import MAX_DEMAND
+
+
+def _room(n):
+    return lambda asked: max(0, n - asked)
+
+
+def test_the_pump_asks_for_what_the_credit_calls_for_in_chunks():
+    p = CreditPump(rows=False)
+    p.grant(5000)
+    assert p.want(_room(10**9), empty=True) == CHUNK
+    p.asked_for(CHUNK)
+    assert p.want(_room(10**9), empty=True) == 0  # more than half a chunk still on its way
+    assert not p.wants_more(unsent=0)
+    for _ in range(CHUNK // 2):
+        assert p.received()
+    assert p.wants_more(unsent=0)
+    assert p.want(_room(10**9), empty=True) == CHUNK - CHUNK // 2
+
+
+def test_the_pump_asks_only_for_what_the_queue_has_room_for():
+    p = CreditPump(rows=False)
+    p.grant(100)
+    assert p.want(_room(7), empty=False) == 7
+    assert p.want(_room(0), empty=True) == 0
+
+
+def test_the_pump_counts_rows_and_sizes_arrow_requests_from_the_last_batch():
+    p = CreditPump(rows=True)
+    p.grant(1000)
+    assert p.want(_room(10**9), empty=True) == 1  # no batch seen yet: one
+    p.asked_for(1)
+    assert p.received()
+    p.sized(10)
+    assert p.want(_room(10**9), empty=True) == ARROW_ASK  # 1000 rows of credit at 10 rows a batch, at most 16
+
+
+def test_rule_1_1_an_element_not_asked_for_is_seen_by_the_pump():
+    p = CreditPump(rows=False)
+    assert not p.received()
+
+
+def test_unbounded_credit_is_never_spent():
+    p = CreditPump(rows=False)
+    p.grant(MAX_DEMAND)
+    p.spend(10)
+    assert p.credit == MAX_DEMAND
+
+
+def test_one_drain_is_queued_at_a_time_and_a_running_drain_lets_the_next_queue():
+    p = CreditPump(rows=False)
+    assert p.claim()
+    assert not p.claim()  # a signal while a drain is queued folds into it
+    p.draining()
+    assert p.claim()
+
+
+def test_a_state_shows_as_server_stats_documents_it():
+    assert {s.shown for s in State} == {"attached", "detached", "ended"}
+    assert [s for s in State if s.on_connection] == [State.ATTACHED, State.RESUMED, State.FINISHING]
+
+
+def test_stats_are_frozen_records_and_a_kept_streams_show_the_documented_keys():
+    plain = OutboundStream(make_codec("json"), "test stream")
+    s = plain.stats()
+    assert isinstance(s, OutboundStreamStats)
+    assert (s.state, s.held_records, s.sent_position) == ("attached", 0, 0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        s.state = "ended"  # type: ignore[misc]
+    kept = KeptStream(make_codec("json"), "test kept stream", Retention())
+    try:
+        k = kept.stats()
+        assert isinstance(k, KeptStreamStats) and isinstance(k, OutboundStreamStats)
+        assert set(k.as_server_stats()) == {
+            "retainedRecords", "retainedBytes", "firstPosition", "sentPosition", "endPosition", "state",
+            "ackedPosition", "resumes", "attaches", "resentRecords", "lostRecords", "releasedRecords", "afterEnd",
+        }  # fmt: skip
+    finally:
+        kept.expire("the test is over")
+    assert kept.ended
