@@ -11,60 +11,25 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..streams.drain import subscribe_with
-from ..streams.errors import throw_if_fatal
-from ..streams.sources import from_iterable
 from ..streams.types import Publisher, Subscriber
+from .opening import Endpoint, Endpoints, StreamOpener
 from .protocol import frames as F
 from .protocol.address import Address, parse
 from .protocol.auth import check_token
-from .protocol.bridge import InboundSubscription
 from .protocol.budget import OutboundBudget
-from .protocol.channel import serve_channel
-from .protocol.codecs import Codec, make_codec
+from .protocol.codecs import make_codec
 from .protocol.connection import Connection, Limits, Rejected
 from .protocol.conventions import ChannelData
-from .protocol.errors import NetError
-from .protocol.metadata import COMPOSITE, MetadataError, parse_composite, route_of
-from .protocol.outbound import OutboundStream
 from .protocol.refuser import refuse
 from .protocol.tls import tls_server
 from .protocol.transport import listen
 from .protocol.websocket import ws_server
-from .zero_loss.resume import fetch_of, resume_token
 from .zero_loss.resume_server import ResumeService
 from .zero_loss.retention import Retention
 
 log = logging.getLogger("rs_spark.net")
 
 SubscriberFactory = Callable[[], Subscriber[Any]]
-
-
-class _Endpoint:
-    __slots__ = ("kind", "target", "used")
-
-    def __init__(self, kind: str, target: Any) -> None:
-        self.kind = kind
-        self.target = target
-        self.used = False
-
-
-class _Opening:
-    """A request being turned into a stream: what each ``_open_*`` step needs."""
-
-    __slots__ = ("conn", "frame", "sid", "name", "endpoint", "codec", "where", "address")
-
-    def __init__(
-        self, conn: Connection, frame: F.Frame, name: str, endpoint: _Endpoint, codec: Codec, where: str, address: str
-    ) -> None:
-        self.conn = conn
-        self.frame = frame
-        self.sid = frame.stream_id
-        self.name = name
-        self.endpoint = endpoint
-        self.codec = codec
-        self.where = where  # names the stream in errors: endpoint, address, stream id, client
-        self.address = address
 
 
 class Server:
@@ -103,7 +68,6 @@ class Server:
         self.limits = limits or Limits()
         self._outbound = OutboundBudget(self.limits.max_server_backlog_bytes)  # shared by the connections
         self._lock = threading.Lock()
-        self._endpoints: dict[str, _Endpoint] = {}
         self._conns: set[Connection] = set()
         self._open_sockets = 0  # accepted network sockets not yet closed: what max_connections bounds
         self._stopped = False
@@ -111,10 +75,11 @@ class Server:
         if addr.scheme != "unix":
             addr = Address(addr.scheme, addr.host, self._sock.getsockname()[1])
         self._addr = addr
+        self._endpoints = Endpoints(addr.base)
         self._resume = ResumeService(
-            addr.base, retention or Retention(), self._publisher_named, self.limits.max_frame_bytes
+            addr.base, retention or Retention(), self._endpoints.publisher_named, self.limits.max_frame_bytes
         )
-        self._first: str | None = None
+        self._opener = StreamOpener(self._endpoints, self._resume, token, self.channel_data, self.address_of, addr.base)
         self._thread = threading.Thread(target=self._accept_loop, name=f"rs-net-accept {addr.base}", daemon=True)
         self._thread.start()
 
@@ -126,7 +91,7 @@ class Server:
                 f"add_publisher({name!r}, ...) needs a Publisher (an object with subscribe()), "
                 f"got {type(publisher).__name__}"
             )
-        return self._add(name, _Endpoint("publisher", publisher))
+        return self._add(name, Endpoint("publisher", publisher))
 
     def add_subscriber(self, name: str, subscriber: Subscriber[Any] | SubscriberFactory) -> str:
         """Serve a Subscriber as ``name``: an instance accepts one channel (rule 2.12), a factory
@@ -136,7 +101,7 @@ class Server:
                 f"add_subscriber({name!r}, ...) needs a Subscriber or a factory of Subscribers, "
                 f"got {type(subscriber).__name__}"
             )
-        return self._add(name, _Endpoint("subscriber", subscriber))
+        return self._add(name, Endpoint("subscriber", subscriber))
 
     def add_processor(self, name: str, factory: Callable[[], Any]) -> str:
         """Serve a two-way channel as ``name``: each request-channel gets a new Processor from
@@ -147,30 +112,14 @@ class Server:
                 f"add_processor({name!r}, ...) needs a factory (a callable returning a new Processor "
                 f"per channel), got {type(factory).__name__}"
             )
-        return self._add(name, _Endpoint("processor", factory))
-
-    def _publisher_named(self, name: str) -> Any:
-        with self._lock:
-            ep = self._endpoints.get(name)
-        return ep.target if ep is not None and ep.kind == "publisher" else None
+        return self._add(name, Endpoint("processor", factory))
 
     def remove(self, name: str) -> None:
         """Stop offering ``name`` to new streams (open streams continue)."""
-        with self._lock:
-            self._endpoints.pop(name, None)
+        self._endpoints.remove(name)
 
-    def _add(self, name: str, ep: _Endpoint) -> str:
-        if not isinstance(name, str) or not name or len(name.encode("utf-8")) > 255:
-            raise ValueError(f"an endpoint name is a non-empty str of at most 255 UTF-8 bytes, got {name!r}")
-        with self._lock:
-            if name in self._endpoints:
-                raise ValueError(
-                    f"{self._addr.base} already serves an endpoint named {name!r}; "
-                    "pick another name or remove() it first"
-                )
-            self._endpoints[name] = ep
-            if self._first is None:
-                self._first = name
+    def _add(self, name: str, ep: Endpoint) -> str:
+        self._endpoints.add(name, ep)
         return self.address_of(name)
 
     # -- addresses ----------------------------------------------------------------------
@@ -181,9 +130,10 @@ class Server:
     @property
     def address(self) -> str:
         """The address of the first endpoint added (what :func:`serve` served)."""
-        if self._first is None:
+        first = self._endpoints.first
+        if first is None:
             raise ValueError(f"{self._addr.base} serves no endpoint yet; add_publisher()/add_subscriber() first")
-        return self.address_of(self._first)
+        return self.address_of(first)
 
     @property
     def base_address(self) -> str:
@@ -329,20 +279,6 @@ class Server:
             self._conns.add(conn)
         conn.start()
 
-    def _first_element(self, f: F.Frame, inbound: InboundSubscription, where: str) -> None:
-        """Deliver the REQUEST_CHANNEL frame's data as the first element where the convention says
-        so (:class:`~rs_spark.net.protocol.conventions.ChannelData`)."""
-        data = f.data
-        if self.channel_data.first_element(data):
-            inbound.accept_first(data)
-        elif len(data):
-            log.debug(
-                "rs_spark.net: %s: %d bytes of REQUEST_CHANNEL data taken as request parameters "
-                "(channel_data=parameters), not as an element",
-                where,
-                len(data),
-            )
-
     def _forget(self, conn: Connection) -> None:
         with self._lock:
             self._conns.discard(conn)
@@ -383,168 +319,12 @@ class Server:
         """METADATA_PUSH: a reader's acknowledgement (resumable streams)."""
         self._resume.on_metadata_push(conn, f)
 
-    def _resolve(self, name: str | None, kind: str) -> tuple[str, _Endpoint]:
-        with self._lock:
-            eps = dict(self._endpoints)
-        if name is None:
-            same = [(n, e) for n, e in eps.items() if e.kind == kind]
-            if len(same) == 1:
-                return same[0]  # a request without a route reaches the only endpoint of its kind
-            # The error lists no names: what a server serves is not for whoever can connect to tell.
-            raise Rejected(
-                F.REJECTED,
-                f"the request names no {kind} (routing metadata) and {self._addr.base} "
-                f"serves {len(same)} {kind}s; put the endpoint's name in the address",
-            )
-        ep = eps.get(name)
-        if ep is None:
-            raise Rejected(
-                F.REJECTED,
-                f"{self._addr.base} serves no {kind} named {name!r}; check the name in the "
-                "address (the server's own log and server.address name its endpoints)",
-            )
-        if ep.kind != kind and not (kind == "subscriber" and ep.kind == "processor"):
-            fix = {"subscriber": "connect_subscriber()", "processor": "connect_processor()"}.get(ep.kind, "connect()")
-            raise Rejected(F.REJECTED, f"{name!r} on {self._addr.base} is a {ep.kind}, not a {kind}; use {fix}")
-        return name, ep
-
     def open_stream(self, conn: Connection, f: F.Frame) -> None:
         """A REQUEST_STREAM or REQUEST_CHANNEL (the connection's reader thread): route it to the
         endpoint its metadata names and open the stream: a publisher's (resumable when the SETUP
         asked for it), a fetch of a resumable stream's kept rows, a processor's or a subscriber's
         channel. Raises ``Rejected``, sent to the client as ERROR, saying why it cannot."""
-        try:
-            route = route_of(conn.metadata_mime, bytes(f.metadata) if f.metadata is not None else None)
-        except MetadataError as exc:  # the peer is told; the parser's traceback is of no use to it
-            raise Rejected(F.INVALID, f"unreadable routing metadata: {exc}") from None
-        name, ep = self._resolve(route, self._kind_of(f))  # ep.kind: the kind asked for, or a processor
-        address = self.address_of(name)
-        where = f"{ep.kind} '{name}' at {address} (stream {f.stream_id}, client {conn.label.split(' ')[0]})"
-        stream = _Opening(conn, f, name, ep, make_codec(conn.data_mime), where, address)
-        fetch = self._fetch_of(conn, f) if ep.kind == "publisher" else None
-        if fetch is not None:
-            self._open_fetch_stream(stream, *fetch)
-        elif ep.kind == "publisher":
-            self._open_publisher_stream(stream)
-        elif ep.kind == "processor":
-            self._open_processor_channel(stream)
-        else:
-            self._open_subscriber_channel(stream)
-
-    def _kind_of(self, f: F.Frame) -> str:
-        """The kind of endpoint a request reads or feeds."""
-        if f.type == F.REQUEST_STREAM:
-            return "publisher"
-        if f.type == F.REQUEST_CHANNEL:
-            return "subscriber"
-        raise Rejected(
-            F.REJECTED,
-            f"{self._addr.base} serves request-stream (to read a publisher) and "
-            "request-channel (to feed a subscriber) only",
-        )
-
-    def _open_publisher_stream(self, o: _Opening) -> None:
-        """request-stream: the served Publisher is subscribed once per stream, on the signal thread."""
-        pub = o.endpoint.target
-        out: OutboundStream
-        if ResumeService.session_of(o.conn) is not None:
-            out = kept = self._resume.open_stream(o.conn, o.sid, o.codec, o.where, o.address, o.name)
-            if callable(getattr(pub, "on_commit", None)):
-                kept.committable = pub
-        else:
-            out = OutboundStream(o.codec, o.where, address=o.address)
-        self._register(o.conn, out, o.sid)
-        out.attach(o.conn, o.sid, credit=o.frame.request_n)
-
-        def start() -> None:
-            try:
-                pub.subscribe(out)
-            except BaseException as exc:  # rule 1.9 broken by the publisher: end the stream
-                # A fatal error is not the publisher's error to send to the peer: it ends the signal thread
-                # (SerialExecutor starts another), and the stream stays open until the peer cancels it or
-                # the connection closes.
-                throw_if_fatal(exc)
-                out.on_error(exc)
-
-        o.conn.worker.submit(start)
-
-    @staticmethod
-    def _fetch_of(conn: Connection, f: F.Frame) -> tuple[str, int, int] | None:
-        if conn.metadata_mime != COMPOSITE or f.metadata is None:
-            return None
-        try:
-            return fetch_of(parse_composite(bytes(f.metadata)))
-        except MetadataError as exc:
-            raise Rejected(F.INVALID, f"unreadable fetch metadata: {exc}") from None
-
-    def _open_fetch_stream(self, o: _Opening, key: str, lo: int, hi: int) -> None:
-        """request-stream for kept rows ``[lo, hi)`` of a resumable stream (a partition's range a
-        Spark executor reads): sent again from what the stream keeps, then COMPLETE."""
-        items = self._resume.read_range(resume_token(self._token, key), o.name, o.conn.data_mime, lo, hi)
-        out = OutboundStream(o.codec, o.where.replace("publisher '", "rows of '", 1), address=o.address)
-        self._register(o.conn, out, o.sid)
-        out.attach(o.conn, o.sid, credit=o.frame.request_n)
-        o.conn.worker.submit(lambda: from_iterable(items).subscribe(out))
-
-    def _open_processor_channel(self, o: _Opening) -> None:
-        """request-channel to a processor: a new Processor per channel reads and answers."""
-        try:
-            proc = o.endpoint.target()
-            if not (hasattr(proc, "on_subscribe") and hasattr(proc, "subscribe")):
-                raise TypeError(f"the processor factory returned {type(proc).__name__}, not a Processor")
-        except Exception as exc:
-            raise Rejected(
-                F.REJECTED, f"processor '{o.name}': its factory failed: {type(exc).__name__}: {exc}"
-            ) from exc
-        ch = serve_channel(o.conn, o.sid, proc, o.codec, o.where, o.address, o.frame.request_n, self._register)
-        self._first_element(o.frame, ch.inbound, o.where)
-        if o.frame.flags & F.FLAG_COMPLETE:  # the client has nothing to send
-            ch.inbound.on_frame(F.Frame(o.sid, F.PAYLOAD, F.FLAG_COMPLETE))
-
-    def _open_subscriber_channel(self, o: _Opening) -> None:
-        """request-channel to a subscriber: the served Subscriber (or a new one from its factory)
-        reads what the client sends; our direction of the channel carries nothing."""
-        sub = self._channel_subscriber(o.endpoint, o.name)
-        inb = InboundSubscription(sub, o.codec, o.where, requester=False, address=o.address)
-        self._register(o.conn, inb, o.sid)
-        inb.attach(o.conn, o.sid)
-        o.conn.send(F.encode_payload(o.sid, next=False, complete=True))  # our direction carries no elements
-        self._first_element(o.frame, inb, o.where)
-        if o.frame.flags & F.FLAG_COMPLETE:
-            inb.on_frame(F.Frame(o.sid, F.PAYLOAD, F.FLAG_COMPLETE))
-        o.conn.worker.submit(lambda: subscribe_with(sub, inb, start=True))
-
-    def _channel_subscriber(self, ep: _Endpoint, name: str) -> Subscriber[Any]:
-        """The served Subscriber, once (rule 2.12), or a new one from the served factory."""
-        target = ep.target
-        single = hasattr(target, "on_subscribe") and not isinstance(target, type)  # a class is a factory
-        if single:
-            with self._lock:
-                if ep.used:
-                    raise Rejected(
-                        F.REJECTED,
-                        (
-                            f"subscriber '{name}' on {self._addr.base} was already subscribed once and a Subscriber "
-                            "may be subscribed only once (rule 2.12); serve a factory (a callable returning a new "
-                            "Subscriber) to accept many channels"
-                        ),
-                    )
-                ep.used = True
-            return target
-        try:
-            sub = target()
-            if sub is None:
-                raise TypeError("the subscriber factory returned None")
-        except Exception as exc:
-            raise Rejected(F.REJECTED, f"subscriber '{name}': its factory failed: {type(exc).__name__}: {exc}") from exc
-        return sub
-
-    @staticmethod
-    def _register(conn: Connection, stream: Any, sid: int) -> None:
-        try:
-            conn.add_stream(stream, sid)
-        except NetError as exc:
-            raise Rejected(F.REJECTED, str(exc)) from None
+        self._opener.open(conn, f)
 
 
 def _bind_address(bind: str, token: str | None, ssl: _ssl.SSLContext | None) -> tuple[Address, str | None]:
