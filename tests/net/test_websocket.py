@@ -18,7 +18,8 @@ from rs_spark import streams as rs
 from rs_spark.net.protocol import frames as F
 from rs_spark.net.protocol import metadata as M
 from rs_spark.net.protocol.address import parse
-from rs_spark.net.protocol.websocket import accept_value, client_handshake, encode_frame, mask
+from rs_spark.net.protocol.websocket import encode_frame, mask
+from rs_spark.net.protocol.ws_handshake import accept_value, client_handshake
 from rs_spark.tck import PublisherVerification, Timeouts
 
 from ..waits import wait_until

@@ -15,6 +15,12 @@ class a plain socket):
 The writer queue is bounded by credits (a stream sends only what its peer requested) and,
 for peers granting huge credit, by ``Limits.high_water_bytes``: outbound streams stop asking
 their publisher for more until the writer has drained below half of it.
+
+Why this module is long (about 700 lines): it is one class whose three threads share one lock,
+one writer queue, one stream table and one close sequence. The invariants that keep it correct
+(the queue's byte count and the server budget move together; a close ends the streams once, after
+the writer's last frame; the reader's timers never wait on the writer) are read in one place;
+split by thread, each half would hold the other's state.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Layouts follow the RSocket Protocol.md (big endian): a 31-bit stream id, then 6 
 type and 10 bits of flags. Encoders return a list of buffers (header first) so large data
 (Arrow IPC bodies) is written with ``sendmsg`` without being copied into one bytes object.
 The 3-byte length prefix that TCP needs is added here too (``prefixed=True``).
+
+Why this module is long (about 480 lines): it is the spec's frame table, the constants, the
+header layout and one encoder plus the decoder's case for each frame type; split by frame type,
+every part would repeat the header layout it shares.
 """
 
 from __future__ import annotations
