@@ -22,7 +22,8 @@ Two rooms:
   spill to disk, resumption (wire conventions, server and client side) and the batch fetch of
   Spark's executors. It builds on the protocol; the protocol never imports it.
 
-:mod:`.server` and :mod:`.client`, the API, compose both. The module paths from before the split
+:mod:`.server` (with :mod:`.opening`: endpoints by name, requests turned into streams) and
+:mod:`.client`, the API, compose both. The module paths from before the split
 (``rs_spark.net.frames``, ``rs_spark.net.retention``, ...) still import, with a DeprecationWarning.
 Never imports pyspark.
 """

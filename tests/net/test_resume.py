@@ -13,8 +13,17 @@ import pytest
 from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol.auth import setup_metadata
 from rs_spark.net.protocol.errors import ResumeRejected
-from rs_spark.net.protocol.metadata import COMPOSITE
+from rs_spark.net.protocol.metadata import COMPOSITE, request_metadata
+from rs_spark.net.zero_loss.resume import (
+    STREAM_ID,
+    ResumeRequest,
+    commit_metadata,
+    new_key,
+    parse_push,
+    resume_token,
+)
 from rs_spark.net.zero_loss.retention import Retention
 from tests.net._procs import serve_spilling
 from tests.publishers import Counting
@@ -522,3 +531,63 @@ def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the
     stats = server.stats()
     assert (stats["lostRecords"], stats["discardedRecords"]) == (0, 100), stats
     assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
+
+
+class _WireReader:
+    """A reader speaking the resume conventions on a raw socket (acknowledgements after the end
+    included, which the Python client does not send: it closes its connection at the end)."""
+
+    def __init__(self, server, key: str) -> None:
+        host, port = server.base_address.split("//")[1].split(":")
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.buf = b""
+        setup = F.encode_setup(
+            1000,
+            60000,
+            COMPOSITE,
+            "application/json",
+            metadata=setup_metadata(TOKEN, [ResumeRequest().entry()]),
+            resume_token=resume_token(TOKEN, key),
+        )
+        route = request_metadata(COMPOSITE, "nums")
+        self.send(setup, F.encode_request(F.REQUEST_STREAM, STREAM_ID, 100, metadata=route))
+
+    def send(self, *frames) -> None:
+        self.sock.sendall(b"".join(bytes(b) for fr in frames for b in fr))
+
+    def next_frame(self) -> F.Frame:
+        while len(self.buf) < 3 or len(self.buf) < 3 + int.from_bytes(self.buf[:3], "big"):
+            chunk = self.sock.recv(65536)
+            assert chunk, "the server closed the connection"
+            self.buf += chunk
+        n = int.from_bytes(self.buf[:3], "big")
+        f, self.buf = F.decode(self.buf[3 : 3 + n]), self.buf[3 + n :]
+        return f
+
+
+def test_a_finished_stream_is_kept_until_its_last_row_is_acknowledged_then_ends(serve):
+    """The stream sent its rows and its end (State.FINISHING, shown as attached): it keeps them
+    until the reader acknowledges the last one, then it ends and the server forgets it."""
+    server = serve(rs.range_(5))
+    r = _WireReader(server, new_key())
+    try:
+        got = []
+        while True:
+            f = r.next_frame()
+            if f.type == F.PAYLOAD and f.flags & F.FLAG_NEXT:
+                got.append(bytes(f.data))
+            if f.type == F.PAYLOAD and f.flags & F.FLAG_COMPLETE:
+                break
+        assert got == [b"0", b"1", b"2", b"3", b"4"]
+        s = _stream(server)
+        assert (s["state"], s["retainedRecords"], s["sentPosition"]) == ("attached", 5, 5), s
+        r.send(F.encode_metadata_push(commit_metadata(3)))
+        answer = r.next_frame()
+        assert answer.type == F.METADATA_PUSH
+        assert parse_push(bytes(answer.metadata))[1]["retainedRecords"] == 2
+        assert _stream(server)["ackedPosition"] == 3
+        r.send(F.encode_metadata_push(commit_metadata(5)))
+        wait_until(lambda: server.stats()["streams"] == [], what="the finished stream to end")
+        assert server.stats()["lostRecords"] == 0
+    finally:
+        r.sock.close()

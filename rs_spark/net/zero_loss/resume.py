@@ -1,4 +1,4 @@
-"""Resumable streams: the wire conventions and the server's registry of streams waiting for a reader.
+"""Resumable streams: the wire conventions (each side: :mod:`.resume_server`, :mod:`.resume_client`).
 
 Modelled on RSocket resumption (Protocol.md, "Resuming Operation"), with three differences, each
 because a reader here may be a new process after a crash:
