@@ -6,7 +6,8 @@ import pytest
 
 from rs_spark.net.protocol.codecs import make_codec
 from rs_spark.net.protocol.credit import ARROW_ASK, CHUNK, CreditPump
-from rs_spark.net.protocol.outbound import OutboundStream, OutboundStreamStats, State
+from rs_spark.net.protocol.outbound import OutboundStream
+from rs_spark.net.protocol.stream_state import OutboundStreamStats, State
 from rs_spark.net.zero_loss.kept_stream import KeptStream, KeptStreamStats
 from rs_spark.net.zero_loss.retention import Retention
 from rs_spark.streams.demand import MAX_DEMAND

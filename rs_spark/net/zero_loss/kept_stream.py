@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from ...streams.errors import report_dropped
 from ..protocol import frames as F
 from ..protocol.codecs import ArrowCodec, Codec
 from ..protocol.errors import NetError
-from ..protocol.outbound import Encoded, OutboundStream, OutboundStreamStats, State
+from ..protocol.outbound import Encoded, OutboundStream
 from ..protocol.send_queue import split_batch
+from ..protocol.stream_state import OutboundStreamStats, State
 from ..protocol.worker import SerialExecutor
 from .resume import retention_metadata
 from .retention import ResumeError, RetainedLog, Retention
@@ -52,21 +53,20 @@ class KeptStreamStats(OutboundStreamStats):
 
     def as_server_stats(self) -> dict[str, Any]:
         """As ``Server.stats()["streams"]`` shows a stream (its documented keys)."""
-        d = asdict(self)
         return {
-            "retainedRecords": d["held_records"],
-            "retainedBytes": d["held_bytes"],
-            "firstPosition": d["first_position"],
-            "sentPosition": d["sent_position"],
-            "endPosition": d["end_position"],
-            "state": d["state"],
-            "ackedPosition": d["acked_position"],
-            "resumes": d["resumes"],
-            "attaches": d["attaches"],
-            "resentRecords": d["resent_records"],
-            "lostRecords": d["lost_records"],
-            "releasedRecords": d["released_records"],
-            "afterEnd": d["after_end"],
+            "retainedRecords": self.held_records,
+            "retainedBytes": self.held_bytes,
+            "firstPosition": self.first_position,
+            "sentPosition": self.sent_position,
+            "endPosition": self.end_position,
+            "state": self.state,
+            "ackedPosition": self.acked_position,
+            "resumes": self.resumes,
+            "attaches": self.attaches,
+            "resentRecords": self.resent_records,
+            "lostRecords": self.lost_records,
+            "releasedRecords": self.released_records,
+            "afterEnd": self.after_end,
         }
 
 
