@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import secrets
 import tempfile
-import threading
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from pyspark.sql.types import StructType
 
 from ...streams.types import Publisher, Subscriber
 from ..options import OptionValue, spark_options
+from ..served import keep, stop_served
 from ..session import check_reachable
 
 if TYPE_CHECKING:
@@ -43,9 +43,6 @@ SOURCE = "reactive-rt"
 """The real-time source's name (``reactive`` stays the Python source: a JVM source of the same name
 would take precedence over it whenever the shim jar is on the classpath)."""
 WRITER = "rsspark.rt.ReactiveSinkWriter"
-
-_served: list[Any] = []
-_lock = threading.Lock()
 
 
 def read_stream(
@@ -118,8 +115,7 @@ def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retentio
         token=token,
         retention=retention if retention is not None else Retention(),
     )
-    with _lock:
-        _served.append(server)
+    keep(server)
     return parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
 
 
@@ -142,15 +138,6 @@ def as_record_batches(publisher: Any, struct: Any) -> Any:
         return converter.convert([element], 0).batch
 
     return pipe(publisher, rs_map(as_batch))
-
-
-def stop_served() -> int:
-    """Stop every endpoint :func:`read_stream` started in this process; return how many."""
-    with _lock:
-        servers, _served[:] = list(_served), []
-    for s in servers:
-        s.stop()
-    return len(servers)
 
 
 def write_stream(
