@@ -20,8 +20,9 @@ from ...net.batch_fetch import BatchServer
 from ...net.errors import ResumeRejected
 from ...streams.errors import SpecViolation, throw_if_fatal
 from .bind_address import batch_server_binds
+from .chunks import Chunk
 from .data_loss import report_data_loss
-from .intake import Chunk, Intake
+from .intake import Intake
 from .offsets import StreamOffset
 from .options import SourceOptions
 from .replay_log import ReplayLog
@@ -276,12 +277,12 @@ class Live:
 
     def progress(self) -> dict[str, Any]:
         """What the source's progress JSON shows about the publisher and what it keeps."""
-        requested, received, buffered, outstanding = self.intake.stats()
+        counts = self.intake.stats()
         p: dict[str, Any] = {
             "offset": self.next_offset + self.intake.buffered_rows,
-            "bufferedElements": buffered,
-            "outstandingDemand": outstanding,
-            "receivedElements": received,
+            "bufferedElements": counts.buffered,
+            "outstandingDemand": counts.outstanding,
+            "receivedElements": counts.received,
             "malformedRecords": self.malformed,
             "droppedRecords": self.dropped,
         }
