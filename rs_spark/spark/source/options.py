@@ -165,7 +165,7 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
 def parse_endpoints(value: str) -> dict[str, str]:
     """Option endpoint: one address, or several comma-separated, each ``id=address`` or an address
     whose endpoint name is its partition id. Returns partition id -> address, in the given order."""
-    from ...net.address import parse as parse_address
+    from ...net.address import parse
 
     out: dict[str, str] = {}
     for item in (x.strip() for x in value.split(",")):
@@ -175,7 +175,7 @@ def parse_endpoints(value: str) -> dict[str, str]:
         if not sep or "://" in pid:
             pid, address = "", item
         try:
-            name = parse_address(address.strip()).name
+            name = parse(address.strip()).name
         except ValueError as exc:
             raise OptionError(f"option endpoint: {exc}") from exc
         pid = pid.strip() or (name or "")
