@@ -18,6 +18,7 @@ from ..options import (
     parse_bool,
     parse_choice,
     parse_int,
+    redacted_repr,
 )
 
 SOURCE_OPTIONS: dict[str, str] = {
@@ -87,8 +88,7 @@ class SourceOptions:
     """The options for the ``publisher`` / ``jvmPublisher`` factory: ``publisher.*``, prefix stripped."""
 
     def __repr__(self) -> str:  # the token, and any address holding one, redacted
-        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
-        return redact(f"{type(self).__name__}({fields})")
+        return redacted_repr(self)
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
