@@ -135,7 +135,7 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> dict[str, objec
     def watch_hub() -> None:
         nonlocal max_hub
         while not stop.is_set():
-            max_hub = max(max_hub, hub.buffered)
+            max_hub = max(max_hub, hub.stats().buffered)
             stop.wait(0.05)
 
     threading.Thread(target=watch_hub, daemon=True).start()
@@ -157,7 +157,7 @@ def soak(minutes: float, every: float = 10.0, out=sys.stdout) -> dict[str, objec
                 "t": time.time() - t0,
                 "rows": sub.rows,
                 "src_buffered": m.get("bufferedElements", 0),
-                "hub": hub.buffered,
+                "hub": hub.stats().buffered,
                 **rss_by_role(),
             }
             samples.append(s)

@@ -112,10 +112,9 @@ def sink_state(query: Any) -> SinkState:
 def stop_served() -> int:
     """Stop the endpoints :func:`read_stream` (and ``rs_spark.spark.realtime.read_stream``) started in this
     process; returns how many."""
-    from .spark.realtime import stop_served as _stop_realtime
-    from .spark.source.read_stream import stop_served as _stop_served
+    from .spark.served import stop_served as _stop_served
 
-    return _stop_served() + _stop_realtime()
+    return _stop_served()
 
 
 __all__ = ["__version__", "read_stream", "write_stream", "serve_sink", "sink_state", "stop_served"]

@@ -210,7 +210,7 @@ def _row(p: dict[str, Any], delivered_before: int, hub: Any) -> dict[str, Any]:
         "ms": p["durationMs"].get("triggerExecution", 0),
         "delivered": delivered,
         "delivered_total": delivered_before + delivered,
-        "sink_demand": hub.outstanding,
+        "sink_demand": hub.stats().outstanding,
     }
 
 

@@ -2,11 +2,12 @@
 
 The ``reactive`` sink's commits run in short-lived processes; the Subscriber lives here, in a
 long-lived one (a notebook, a service), served on an rs_spark.net endpoint. Modules:
-:mod:`.hub` (the hub and the Subscription the Subscriber holds), :mod:`.end` (why the hub
-ended: the query's end or the Subscriber's), :mod:`.ledger` (what was delivered: exactly once
-across restarts), :mod:`.wire` (the commit channel's record-batch
-tags and acknowledgement), :mod:`.commit_channel`, :mod:`.control` (abort / end messages),
-:mod:`.endpoint` (:func:`serve_sink`), :mod:`.elements` (what a Subscriber receives per row).
+:mod:`.hub` (the hub and its :class:`DeliveryHubStats`), :mod:`.subscription` (the Subscription
+the Subscriber holds), :mod:`.queued` (the current commit's batches queued for it), :mod:`.end`
+(why the hub ended: the query's end or the Subscriber's; a Subscriber kept after a failure),
+:mod:`.ledger` (what was delivered: exactly once across restarts), :mod:`.wire` (the commit
+channel's record-batch tags and acknowledgement), :mod:`.commit_channel`, :mod:`.control` (abort /
+end messages), :mod:`.endpoint` (:func:`serve_sink`), :mod:`.elements` (what a Subscriber receives per row).
 Never imports pyspark: ``rows`` elements are registered by :mod:`rs_spark.spark`.
 """
 
@@ -14,11 +15,13 @@ from .control import send_control
 from .end import EndReason, HubEnd
 from .endpoint import SinkEndpoint, serve_sink
 from .errors import BatchAborted, QueryFailed, SinkError, SubscriberCancelled
-from .hub import ELEMENTS, DeliveryHub, DeliverySubscription, Offer
+from .hub import ELEMENTS, DeliveryHub, DeliveryHubStats, Offer
 from .ledger import Ledger
+from .subscription import DeliverySubscription
 
 __all__ = [
     "DeliveryHub",
+    "DeliveryHubStats",
     "DeliverySubscription",
     "HubEnd",
     "EndReason",

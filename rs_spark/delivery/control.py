@@ -52,10 +52,11 @@ class ControlSubscriber:
 
 def send_control(endpoint: str, message: dict[str, Any], timeout: float = 10.0) -> None:
     """Send one control message to the hub at ``endpoint`` (an address from :func:`serve_sink`)."""
-    from ..net import connect_subscriber, parse_address
+    from ..net import connect_subscriber
+    from ..net.protocol.address import parse
     from ..streams import just
 
-    a = parse_address(endpoint)
+    a = parse(endpoint)
     addr = a.with_name(f"{a.name}.control").with_codec("json").format(with_token=True)
     sub = connect_subscriber(addr, codec="json")
     just(message).subscribe(sub)

@@ -2,12 +2,15 @@
 
 The first end counts: the query's (``finish``, an abort) or the Subscriber's own (it cancelled,
 raised in ``on_next``, or broke a rule). Every later commit is refused with :meth:`HubEnd.refusal`.
+After a failure the hub may keep its Subscriber for a restarted run instead (:class:`KeptEnd`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import threading
+from collections.abc import Callable
 
 from .errors import SinkError, SubscriberCancelled
 
@@ -67,4 +70,25 @@ class HubEnd:
         return SinkError(f"sink '{sink}' takes no more batches: {self.text}")
 
 
-__all__ = ["EndReason", "HubEnd"]
+class KeptEnd:
+    """The Subscriber kept after a failure (:meth:`DeliveryHub.keep`): the error it gets if no run
+    resumes within the window, and the timer that gives it."""
+
+    __slots__ = ("error", "timer", "on_expiry")
+
+    def __init__(
+        self,
+        error: BaseException,
+        window: float,
+        expired: Callable[[KeptEnd], None],
+        on_expiry: Callable[[], None] | None,
+        name: str,
+    ) -> None:
+        self.error = error
+        self.on_expiry = on_expiry
+        self.timer = threading.Timer(window, expired, args=[self])
+        self.timer.daemon = True
+        self.timer.name = f"rs-spark-kept {name}"
+
+
+__all__ = ["EndReason", "HubEnd", "KeptEnd"]

@@ -25,213 +25,31 @@ No pyspark here: this package runs in any Python process (``rows`` elements are 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import secrets
 import threading
 import uuid
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from ..streams.drain import DrainSubscription, subscribe_with
-from ..streams.errors import throw_if_fatal
+from ..streams.drain import subscribe_with
 from ..streams.types import Subscriber
 from .commit_channel import CommitChannel, Offer
 from .control import ControlSubscriber
-from .elements import batch_elements, check_elements
-from .end import EndReason, HubEnd
+from .elements import check_elements
+from .end import EndReason, HubEnd, KeptEnd
 from .errors import BatchAborted, SinkError
 from .ledger import Ledger
+from .queued import Pending, QueuedBatch
+from .subscription import DeliverySubscription
 from .wire import tag_batch
 
 log = logging.getLogger("rs_spark.sink")
 
 ELEMENTS = ("dicts", "rows", "tuples", "batches")
-
-
-class _Current:
-    """A record batch queued for delivery, with its rows converted once. ``pos``: its rows (or, for
-    ``batches``, the batch) already delivered; ``dropped``: the hub let it go (the query ended, the
-    commit failed or a newer commit superseded it), so delivery stops at the next row."""
-
-    __slots__ = ("batch", "batch_id", "start", "rows", "pos", "dropped")
-
-    def __init__(self, batch: pa.RecordBatch, batch_id: int, start: int, elements: str) -> None:
-        self.batch = batch
-        self.batch_id = batch_id
-        self.start = start
-        self.pos = 0
-        self.dropped = False
-        self.rows: list[Any] | None = None if elements == "batches" else batch_elements(batch, elements)
-
-    @property
-    def done(self) -> bool:
-        return self.pos >= self.batch.num_rows
-
-    @property
-    def left(self) -> int:
-        """Elements not yet delivered (one for a ``batches`` element)."""
-        return 1 if self.rows is None else len(self.rows) - self.pos
-
-
-class _Pending:
-    """The current commit's record batches not yet fully delivered, oldest first (under the hub's lock)."""
-
-    __slots__ = ("_q",)
-
-    def __init__(self) -> None:
-        self._q: deque[_Current] = deque()
-
-    def head(self) -> _Current | None:
-        return self._q[0] if self._q else None
-
-    def __bool__(self) -> bool:
-        return bool(self._q)
-
-    def append(self, cur: _Current) -> None:
-        self._q.append(cur)
-
-    def next_row(self, delivered: int) -> int:
-        """The first row of the micro-batch not yet queued (``delivered`` when nothing is)."""
-        q = self._q
-        return q[-1].start + q[-1].batch.num_rows if q else delivered
-
-    def remove_done(self, cur: _Current) -> None:
-        if cur.done and self._q and self._q[0] is cur:
-            self._q.popleft()
-
-    def drop_all(self) -> None:
-        for cur in self._q:
-            cur.dropped = True
-        self._q.clear()
-
-    @property
-    def elements(self) -> int:
-        return sum(cur.left for cur in self._q)
-
-
-class _Kept:
-    """The Subscriber kept after a failure (:meth:`DeliveryHub.keep`): the error it gets if no run
-    resumes within the window, and the timer that gives it."""
-
-    __slots__ = ("error", "timer", "on_expiry")
-
-    def __init__(
-        self,
-        error: BaseException,
-        window: float,
-        expired: Callable[[_Kept], None],
-        on_expiry: Callable[[], None] | None,
-        name: str,
-    ) -> None:
-        self.error = error
-        self.on_expiry = on_expiry
-        self.timer = threading.Timer(window, expired, args=[self])
-        self.timer.daemon = True
-        self.timer.name = f"rs-spark-kept {name}"
-
-
-class DeliverySubscription(DrainSubscription):
-    """The Subscription the user's Subscriber holds. Demand counts rows (``dicts``/``rows``/
-    ``tuples``) or record batches (``batches``). ``batch_id`` is the micro-batch of the element
-    last delivered, ``row`` its index within that micro-batch.
-
-    Its drain loop takes record batches from the hub (:meth:`DeliveryHub.head`), delivers them
-    within demand and reports what was taken (:meth:`DeliveryHub.took`); how the Subscriber ends
-    the stream reaches the hub through :meth:`DeliveryHub.subscriber_raised`,
-    :meth:`DeliveryHub.subscriber_violated` and :meth:`DeliveryHub.subscription_ended`."""
-
-    __slots__ = ("_hub", "batch_id", "row")
-
-    def __init__(self, subscriber: Subscriber[Any], hub: DeliveryHub) -> None:
-        super().__init__(subscriber)
-        self._hub = hub
-        self.batch_id = -1
-        self.row = -1
-
-    def drain(self) -> None:
-        """Deliver what the hub holds, within demand (here, or on the thread already draining)."""
-        self._schedule()
-
-    # -- the drain loop (drain owner only) ----------------------------------------------
-    def _emit(self) -> None:
-        s = self._downstream
-        if s is None:  # the stream ended: nothing is delivered any more
-            return
-        hub = self._hub
-        while not self._cancelled:
-            cur = hub.head()
-            if cur is None:  # the Subscriber took everything queued: acknowledge, pull or end
-                end = hub.queue_empty()
-                if end is not None:
-                    self._signal_end(end)
-                return
-            if self._emitted >= self._requested:
-                return
-            self.batch_id = cur.batch_id
-            rows = cur.rows
-            delivered = self._emit_batch(s, cur) if rows is None else self._emit_rows(s, cur, rows)
-            if not delivered:
-                return
-
-    def _emit_batch(self, s: Subscriber[Any], cur: _Current) -> bool:
-        """Deliver ``cur`` as one element (``batches``); False when on_next raised."""
-        self.row = cur.start
-        self._emitted += 1
-        try:
-            s.on_next(cur.batch)
-        except BaseException as exc:
-            throw_if_fatal(exc)  # Ctrl-C / exit stop the drain here; the batch counts as not taken
-            self._on_next_raised(exc, cur.batch_id, cur.start)
-            return False
-        self._hub.took(cur, cur.batch.num_rows)
-        return True
-
-    def _emit_rows(self, s: Subscriber[Any], cur: _Current, rows: list[Any]) -> bool:
-        """Deliver ``cur``'s rows within demand, stopping at a cancel (rule 3.6) or when the hub
-        drops the batch; False when on_next raised."""
-        pos = i = cur.pos
-        stop = min(len(rows), pos + (self._requested - self._emitted))
-        try:
-            while i < stop and not self._cancelled and not cur.dropped:
-                s.on_next(rows[i])
-                i += 1
-        except BaseException as exc:
-            self._took_rows(cur, pos, i)  # rows before i were taken; the row that raised was not
-            throw_if_fatal(exc)  # Ctrl-C / exit stop the drain here, with the ledger up to date
-            self._on_next_raised(exc, cur.batch_id, cur.start + i)
-            return False
-        self._took_rows(cur, pos, i)
-        return True
-
-    def _took_rows(self, cur: _Current, pos: int, i: int) -> None:
-        self._emitted += i - pos
-        self.row = cur.start + i - 1
-        self._hub.took(cur, i)
-
-    def _on_next_raised(self, exc: BaseException, batch_id: int, row: int) -> None:
-        # Rule 2.13: on_next raised -> the subscription is cancelled; the query must fail with it.
-        self._hub.subscriber_raised(exc, batch_id, row)
-        self._subscriber_failed(exc, "on_next")
-
-    def _signal_end(self, end: HubEnd) -> None:
-        """The query's end, owed to the Subscriber now that everything queued was delivered."""
-        if end.error is None:
-            self._complete()
-        else:
-            super()._error(end.error)  # the query's failure, not a rule the Subscriber broke
-
-    # -- DrainSubscription hooks ----------------------------------------------------------
-    def _error(self, error: BaseException) -> None:
-        # The drain signals on_error itself only when the Subscriber broke a rule (request(n <= 0),
-        # rule 3.9) or delivery failed: the hub refuses the next commit with it.
-        self._hub.subscriber_violated(error, self.batch_id, self.row)
-        super()._error(error)
-
-    def _release(self) -> None:
-        self._hub.subscription_ended()
 
 
 class DeliveryHub:
@@ -259,11 +77,11 @@ class DeliveryHub:
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self.ledger = Ledger(ledger)
-        self._pending = _Pending()
+        self._pending = Pending()
         self._active: CommitChannel | None = None
         self._write_batch_id: int | None = None  # the number given to the active commit of a batch write
         self._end: HubEnd | None = None  # set once: why the hub takes no more batches
-        self._kept: _Kept | None = None  # the query failed and the Subscriber waits for a restarted run
+        self._kept: KeptEnd | None = None  # the query failed and the Subscriber waits for a restarted run
         self.delivered = 0  # elements handed to on_next in total
         self.batches_delivered = 0
         self._sub = DeliverySubscription(subscriber, self)
@@ -315,6 +133,13 @@ class DeliveryHub:
         end = self._end
         return None if end is None else end.text
 
+    def stats(self) -> DeliveryHubStats:
+        """Its counts now: what reached the Subscriber, what waits for it, and whether it ended."""
+        with self._lock:
+            buffered = self._pending.elements
+            delivered, batches = self.delivered, self.batches_delivered
+        return DeliveryHubStats(delivered, batches, self.outstanding, buffered, self.ended, self.kept)
+
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no commit is being delivered."""
         with self._lock:
@@ -348,7 +173,7 @@ class DeliveryHub:
                 return False
             active = self._drop_active()
             old = self._kept
-            kept = self._kept = _Kept(error, window, self._keep_expired, on_expiry, self.name)
+            kept = self._kept = KeptEnd(error, window, self._keep_expired, on_expiry, self.name)
         if old is not None:
             old.timer.cancel()
         if active is not None:
@@ -373,7 +198,7 @@ class DeliveryHub:
         """Whether the Subscriber is kept for a restarted run (see :meth:`keep`)."""
         return self._kept is not None
 
-    def _keep_expired(self, kept: _Kept) -> None:
+    def _keep_expired(self, kept: KeptEnd) -> None:
         with self._lock:
             if self._kept is not kept:  # a commit resumed, or the hub ended, first
                 return
@@ -502,7 +327,7 @@ class DeliveryHub:
             )
         led.batch_id, led.rows, led.total = batch_id, 0, total
 
-    def _new_rows(self, batch: pa.RecordBatch, batch_id: int, start: int) -> _Current | None:
+    def _new_rows(self, batch: pa.RecordBatch, batch_id: int, start: int) -> QueuedBatch | None:
         """The rows of ``batch`` not yet delivered or queued (None: all were); a gap is refused."""
         expect = self._pending.next_row(self.ledger.rows)
         if start + batch.num_rows <= expect:
@@ -514,7 +339,7 @@ class DeliveryHub:
             )
         if start < expect:
             batch, start = batch.slice(expect - start), expect
-        return _Current(batch, batch_id, start, self.elements)
+        return QueuedBatch(batch, batch_id, start, self.elements)
 
     def channel_done(self, ch: CommitChannel, error: BaseException | None) -> None:
         """``ch`` sent everything (``error`` None: acknowledge once delivered) or failed."""
@@ -535,12 +360,12 @@ class DeliveryHub:
         return active
 
     # -- delivery (the subscription's drain owner) ----------------------------------------
-    def head(self) -> _Current | None:
+    def head(self) -> QueuedBatch | None:
         """The record batch to deliver next, if any."""
         with self._lock:
             return self._pending.head()
 
-    def took(self, cur: _Current, upto: int) -> None:
+    def took(self, cur: QueuedBatch, upto: int) -> None:
         """The rows of ``cur`` before ``upto`` (all of it for a ``batches`` element) reached ``on_next``."""
         with self._lock:
             self.delivered += 1 if cur.rows is None else upto - cur.pos
@@ -606,4 +431,21 @@ class DeliveryHub:
                 self._end = end
 
 
-__all__ = ["DeliveryHub", "DeliverySubscription", "Offer", "ELEMENTS"]
+@dataclasses.dataclass(frozen=True, slots=True)
+class DeliveryHubStats:
+    """What :meth:`DeliveryHub.stats` reports."""
+
+    delivered: int
+    """Elements handed to the Subscriber's ``on_next`` in total, and micro-batches fully delivered and acknowledged."""
+    batches_delivered: int
+    outstanding: int
+    """Demand the Subscriber signalled that the hub has not yet satisfied, and rows (or batches, for
+    ``elements="batches"``) of the current commit received and not yet delivered."""
+    buffered: int
+    ended: str | None
+    """Why the hub takes no more batches (None while it does), and whether the Subscriber is kept for a
+    restarted run after a failure (:meth:`DeliveryHub.keep`)."""
+    kept: bool
+
+
+__all__ = ["DeliveryHub", "DeliveryHubStats", "DeliverySubscription", "Offer", "ELEMENTS"]

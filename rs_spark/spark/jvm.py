@@ -1,5 +1,8 @@
 """The JVM shim inside a Spark driver: one call gives ``spark._jvm`` with the shim's classes.
 
+The Spark side of :mod:`rs_spark.jvm` (which starts and talks to the shim without pyspark): this module
+puts the shim jar on a session's classpath and reads JVM Publishers as DataFrames.
+
     from rs_spark.spark.jvm import jvm, read_jvm_stream
     j = jvm(spark)                                    # the shim jar joins the driver's classpath
     df = read_jvm_stream(spark, j.rsspark.jvm.Sources.submissionLongs(1000), schema="value:int64")

@@ -7,6 +7,7 @@ case-insensitively, and an unknown key is an error that names the closest known 
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import sys
 import warnings
@@ -25,6 +26,13 @@ class OptionError(ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(redact(message))
+
+
+def redacted_repr(options: Any) -> str:
+    """``Name(field=value, ...)`` of a dataclass of parsed options, any token (and any address holding
+    one) redacted: what the source's and the sink's options show in logs and errors."""
+    fields = ", ".join(f"{f.name}={getattr(options, f.name)!r}" for f in dataclasses.fields(options))
+    return redact(f"{type(options).__name__}({fields})")
 
 
 def parse_int(name: str, value: Any, minimum: int) -> int:
@@ -127,6 +135,7 @@ __all__ = [
     "check_known",
     "lookup",
     "factory_options",
+    "redacted_repr",
     "spark_options",
     "OptionValue",
     "PASS_THROUGH_PREFIX",

@@ -140,10 +140,10 @@ def sink_state_from_any_handle(spark):
     running = {
         "same_hub": state.hub is rs_spark.sink_state(q).hub,
         "run_id": state.run_id == str(handle.runId),
-        "delivered": state.hub.delivered,
+        "delivered": state.stats().delivered,
     }
     q.stop()
-    return {**running, "completed": ended.wait(60), "after_end": rs_spark.sink_state(q.id).hub.delivered}
+    return {**running, "completed": ended.wait(60), "after_end": rs_spark.sink_state(q.id).stats().delivered}
 
 
 def factory_sink(spark):

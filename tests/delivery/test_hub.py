@@ -15,6 +15,7 @@ from rs_spark import streams as rs
 from rs_spark.delivery import (
     BatchAborted,
     DeliveryHub,
+    DeliveryHubStats,
     EndReason,
     HubEnd,
     QueryFailed,
@@ -124,8 +125,11 @@ def test_demand_bounds_what_the_hub_holds():
     try:
         t.start()
         # The drain is done once the hub has counted the 5 rows as taken from the first record batch.
-        wait_until(lambda: len(rec.items) == 5 and ep.hub.buffered == 995, "5 rows taken and 995 buffered", 10)
-        assert ep.hub.outstanding == 0 and ep.hub.delivered == 5
+        wait_until(lambda: len(rec.items) == 5 and ep.hub.stats().buffered == 995, "5 rows taken and 995 buffered", 10)
+        assert ep.hub.stats() == DeliveryHubStats(
+            delivered=5, batches_delivered=0, outstanding=0, buffered=995, ended=None, kept=False
+        )
+        assert (ep.hub.delivered, ep.hub.outstanding, ep.hub.buffered) == (5, 0, 995)  # the attributes stay
         ep.hub.finish()  # the query ends: the commit still waiting for demand is refused
         t.join(20)
         assert not t.is_alive() and len(outcome) == 1 and "the query ended" in str(outcome[0])
@@ -165,7 +169,7 @@ def test_finish_during_on_next_cuts_the_batch_off_and_completes():
         with pytest.raises(net.RemoteError, match="the query ended"):
             commit(ep.address, 0, [rows(0, 10)])
         assert rec.done.wait(5) and rec.completed and rec.error is None
-        assert ids(rec) == [0, 1, 2] and ep.hub.ledger.rows == 3 and ep.hub.delivered == 3
+        assert ids(rec) == [0, 1, 2] and ep.hub.ledger.rows == 3 and ep.hub.stats().delivered == 3
         assert ep.hub.end == HubEnd(EndReason.QUERY_ENDED)
     finally:
         ep.stop()

@@ -12,7 +12,7 @@ import pytest
 
 import rs_spark.spark  # noqa: F401  (registers the "rows" elements with rs_spark.delivery)
 from rs_spark.delivery.elements import batch_elements
-from rs_spark.delivery.hub import _Current
+from rs_spark.delivery.queued import QueuedBatch
 
 BATCH = pa.record_batch({"id": pa.array([1, 2], pa.int64()), "name": pa.array(["a", "b"])})
 NO_COLUMNS = pa.table({"id": [1, 2, 3]}).select([]).to_batches()[0]
@@ -29,7 +29,7 @@ def test_each_mode_gives_the_rows_in_order():
 def test_a_batch_without_columns_gives_one_empty_element_per_row(mode, empty):
     assert NO_COLUMNS.num_rows == 3 and NO_COLUMNS.num_columns == 0
     assert batch_elements(NO_COLUMNS, mode) == [empty] * 3
-    assert _Current(NO_COLUMNS, 0, 0, mode).rows == [empty] * 3  # the hub delivers the same
+    assert QueuedBatch(NO_COLUMNS, 0, 0, mode).rows == [empty] * 3  # the hub delivers the same
 
 
 def test_an_unknown_mode_is_refused_with_the_choices():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rs_spark.spark.source.intake import Intake
+from rs_spark.spark.source.intake import Intake, IntakeStats
 from rs_spark.tck import SubscriberBlackboxVerification, Timeouts
 
 
@@ -48,8 +48,7 @@ def test_memory_bound_counts_rows_of_record_batch_elements():
     # Nothing taken out: nothing more may be requested. demand_up_to decides (and counts) on this
     # thread and returns what it asked for; only the request() call itself runs on the demand thread.
     assert intake.demand_up_to(100_000) == 0
-    requested_total, received, buffered, outstanding = intake.stats()
-    assert (requested_total, received, buffered, outstanding) == (5, 5, 5, 0)
+    assert intake.stats() == IntakeStats(requested=5, received=5, buffered=5, outstanding=0)
     assert sum(requested) == 5  # every request was served: the 5000 rows above arrived through them
     elements, rows = intake.take_rows(2000)
     assert rows == 2000

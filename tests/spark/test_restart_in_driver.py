@@ -130,7 +130,7 @@ class Restarted:
         old, before = str(self.q.runId), sum(len(r.items) for r in self.recs)
         self.gate.hold(old)
         self.q.stop()
-        hub_before = self.hubs[-1].batches_delivered if self.new else None
+        hub_before = self.hubs[-1].stats().batches_delivered if self.new else None
         self.start()
         assert sum(len(r.items) for r in self.recs) > before
         self.gate.release(old)
@@ -138,7 +138,7 @@ class Restarted:
         if self.new:
             assert self.recs[-2].done.wait(60), "the stopped run's Subscriber got no terminal signal"
             assert self.recs[-2].completed and self.recs[-2].error is None
-            assert self.hubs[-2].batches_delivered == hub_before, "a commit reached the stopped run's endpoint"
+            assert self.hubs[-2].stats().batches_delivered == hub_before, "a commit reached the stopped run's endpoint"
         # The restarted run is not ended by the stopped run's late end: it goes on delivering.
         delivered_more(self.recs[-1], len(self.recs[-1].items))
         assert self.q.isActive, f"the restarted query ended: {self.q.exception()}"

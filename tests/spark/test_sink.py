@@ -51,7 +51,8 @@ def test_rows_arrive_in_order_exactly_once_then_on_complete(spark, tmp_path):
     assert rec.items[7] == {"id": 7, "name": "r-7", "price": 3.5}
     # Each element's micro-batch is readable on the subscription: 3 batches of 1000, in order.
     assert rec.batch_ids == [0] * 1000 + [1] * 1000 + [2] * 1000
-    assert rs_spark.sink_state(q).hub.batches_delivered == 3 and rs_spark.sink_state(q).hub.delivered == 3000
+    stats = rs_spark.sink_state(q).stats()
+    assert stats is not None and (stats.batches_delivered, stats.delivered) == (3, 3000)
 
 
 def test_a_named_query_delivers_too(spark, tmp_path):
@@ -75,8 +76,8 @@ def test_demand_paces_the_query_subscriber_requesting_10_sees_at_most_10_outstan
     assert q.awaitTermination(120), "the query did not end within 120 s"
     assert rec.done.wait(30) and rec.completed
     assert len(rec.items) == 2000 and rec.max_outstanding == 10
-    hub = rs_spark.sink_state(q).hub
-    assert hub.buffered == 0
+    stats = rs_spark.sink_state(q).stats()
+    assert stats is not None and stats.buffered == 0
 
 
 def test_record_batch_subscriber_gets_arrow_with_batch_id_metadata(spark, tmp_path):

@@ -9,7 +9,7 @@ from typing import Any
 from ...delivery import ELEMENTS
 from ...net.protocol.address import redact
 from ..durations import parse_duration
-from ..options import OptionError, check_known, factory_options, lookup, parse_int
+from ..options import OptionError, check_known, factory_options, lookup, parse_int, redacted_repr
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
@@ -58,8 +58,7 @@ class SinkOptions:
     """The options for the ``subscriber`` factory: ``subscriber.*``, prefix stripped."""
 
     def __repr__(self) -> str:  # the token, and any address holding one, redacted
-        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
-        return redact(f"{type(self).__name__}({fields})")
+        return redacted_repr(self)
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SinkOptions:

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from ...delivery import DeliveryHub
+from ...delivery import DeliveryHub, DeliveryHubStats
 
 KEEP_ENDED = 100
 """Ended queries whose last run's state is kept (the oldest beyond this are forgotten)."""
@@ -26,10 +26,15 @@ class SinkState:
     query_id: str
     run_id: str
     hub: DeliveryHub | None
-    """The hub serving the Subscriber in this process (``outstanding``, ``buffered``, ``delivered``,
-    ``batches_delivered``, ``ledger``); None when the Subscriber is served elsewhere."""
+    """The hub serving the Subscriber in this process (its counts: :meth:`stats`; its ``ledger``); None
+    when the Subscriber is served elsewhere."""
     options: dict[str, Any] = dataclasses.field(repr=False)
     """The sink options the query was started with (``repr`` leaves them out: they may hold a token)."""
+
+    def stats(self) -> DeliveryHubStats | None:
+        """The hub's counts now (what reached the Subscriber, what waits for it); None when the
+        Subscriber is served elsewhere."""
+        return None if self.hub is None else self.hub.stats()
 
 
 class _Registry:

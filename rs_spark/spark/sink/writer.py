@@ -23,8 +23,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 
 from ...delivery import SinkError, send_control
 from ...delivery.wire import tag_batch
-from ...net.protocol.address import parse as parse_address
-from ...net.protocol.address import redact
+from ...net.protocol.address import parse, redact
 from .options import SinkOptions
 from .staging import StagedPartition, read_staged, remove_staged, stage
 from .task_delivery import deliver_in_task
@@ -147,7 +146,7 @@ class _WriterBase:
             )
 
     def _control_address(self) -> str:
-        a = parse_address(self.opts.endpoint or "")
+        a = parse(self.opts.endpoint or "")
         if self.opts.token and not a.token:
             a = a.with_token(self.opts.token)
         return a.format(with_token=True)

@@ -11,6 +11,7 @@ naming the rule and the offset).
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import queue
 import threading
@@ -18,71 +19,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import pyarrow as pa
-
 from ...streams.demand import add_cap
 from ...streams.errors import SpecViolation, throw_if_fatal
 from ...streams.types import Subscription
+from .chunks import ARROW, Chunk, Precompute, converted, has_arrow, take_from
 
 log = logging.getLogger("rs_spark.source")
 
 _COMPLETE = object()  # the terminal signal on_complete (an error is stored as itself)
 _CANCEL = -1  # on the demand thread's queue: cancel, then end the thread
 _DETACH = -2  # leave the stream to its endpoint (ResumableSubscription.detach), then end the thread
-_ARROW = (pa.RecordBatch, pa.Table)
-
-
-def _has_arrow(items: list[Any]) -> bool:
-    """Whether any element is a RecordBatch or Table (checks each distinct type once, not each element)."""
-    return any(issubclass(t, _ARROW) for t in set(map(type, items)))
-
-
-class Chunk:
-    """Plain elements already converted to one RecordBatch (one row per element) off the critical path."""
-
-    __slots__ = ("batch",)
-
-    def __init__(self, batch: pa.RecordBatch) -> None:
-        self.batch = batch
-
-
-def _rows_in(e: Any) -> int:
-    """Rows an element holds: a Chunk or Arrow element its rows, a plain element one."""
-    if isinstance(e, Chunk):
-        return int(e.batch.num_rows)
-    if isinstance(e, _ARROW):
-        return int(e.num_rows)
-    return 1
-
-
-def _take_from(src: collections.deque[Any], budget: int, out: list[Any]) -> tuple[int, int]:
-    """Move elements holding up to ``budget`` rows from the head of ``src`` to ``out``, splitting
-    the element that holds more. Returns (rows, elements) moved: a Chunk counts the elements it
-    holds; a split Arrow element stays one element, counted when its last row is taken."""
-    taken = elements = 0
-    while taken < budget and src:
-        e = src[0]
-        n = _rows_in(e)
-        if taken + n <= budget:
-            out.append(src.popleft())
-            taken += n
-            elements += n if isinstance(e, Chunk) else 1
-            continue
-        cut = budget - taken
-        if isinstance(e, Chunk):
-            out.append(Chunk(e.batch.slice(0, cut)))
-            src[0] = Chunk(e.batch.slice(cut))
-            elements += cut
-        else:
-            out.append(e.slice(0, cut))
-            src[0] = e.slice(cut)
-        taken += cut
-    return taken, elements
-
-
-Precompute = Callable[[list[Any]], pa.RecordBatch | None]
-"""Converts plain elements to a RecordBatch with one row per element, or returns None (e.g. a
-malformed element: the reader converts those itself, naming the offset)."""
 
 
 class PublisherFailed(RuntimeError):
@@ -167,16 +113,8 @@ class Intake:
             # the reader writes only the take counters, and deque appends are atomic.
             if not self._admit(1):
                 return
-            rows = item.num_rows if isinstance(item, _ARROW) else 1
             self._buffer.append(item)
-            self._received += 1
-            self._received_rows += rows
-            w = self._wake_at
-            if w is not None and self._received_rows >= w:
-                with self._cond:
-                    self._cond.notify_all()
-            if self._precompute is not None and len(self._buffer) >= self.chunk:
-                self._convert_wake.set()
+            self._landed(1, item.num_rows if isinstance(item, ARROW) else 1)
         finally:
             self._signal.release()
 
@@ -208,21 +146,26 @@ class Intake:
             if not self._admit(n):
                 return
             rows = n
-            if _has_arrow(items):
+            if has_arrow(items):
                 for item in items:
-                    if isinstance(item, _ARROW):
+                    if isinstance(item, ARROW):
                         rows += item.num_rows - 1
             self._buffer.extend(items)
-            self._received += n
-            self._received_rows += rows
-            w = self._wake_at
-            if w is not None and self._received_rows >= w:
-                with self._cond:
-                    self._cond.notify_all()
-            if self._precompute is not None and len(self._buffer) >= self.chunk:
-                self._convert_wake.set()
+            self._landed(n, rows)
         finally:
             self._signal.release()
+
+    def _landed(self, n: int, rows: int) -> None:
+        """Count ``n`` elements (``rows`` rows) just added to the buffer; wake a reader waiting for
+        them, and the converter once a chunk is there. Runs inside the (serial) signal."""
+        self._received += n
+        self._received_rows += rows
+        w = self._wake_at
+        if w is not None and self._received_rows >= w:
+            with self._cond:
+                self._cond.notify_all()
+        if self._precompute is not None and len(self._buffer) >= self.chunk:
+            self._convert_wake.set()
 
     def on_error(self, error: BaseException) -> None:
         if error is None:
@@ -421,13 +364,13 @@ class Intake:
                 self._head.wait()
             # Only the reader (under _head) removes elements; the publisher appends at the tail.
             out: list[Any] = []
-            taken, elements = _take_from(self._ready, budget, out)
+            taken, elements = take_from(self._ready, budget, out)
             buf = self._buffer
-            if not out and len(buf) == budget == avail and not isinstance(buf[0], _ARROW):
+            if not out and len(buf) == budget == avail and not isinstance(buf[0], ARROW):
                 out = [buf.popleft() for _ in range(budget)]  # the common case: every row, plain elements
                 taken = elements = budget
             else:
-                more, more_elements = _take_from(buf, budget - taken, out)
+                more, more_elements = take_from(buf, budget - taken, out)
                 taken += more
                 elements += more_elements
             self._taken_rows += taken
@@ -452,7 +395,8 @@ class Intake:
             self._converting = True
         moved = items
         try:
-            moved = self._converted(items)
+            if self._precompute is not None:
+                moved = converted(items, self._precompute)
         except BaseException as exc:  # never lose elements: hand them on unconverted (the reader converts them)
             # A fatal error ends the converter thread after the finally below: the reader then
             # converts everything that arrives itself.
@@ -463,34 +407,6 @@ class Intake:
                 self._ready.extend(moved)
                 self._converting = False
                 self._head.notify_all()
-
-    def _converted(self, items: list[Any]) -> list[Any]:
-        """``items`` with each run of plain elements converted to a Chunk (Arrow elements stay as they are)."""
-        if not _has_arrow(items):
-            return self._convert_run(items)
-        moved: list[Any] = []
-        run: list[Any] = []
-        for e in items:
-            if isinstance(e, _ARROW):
-                moved.extend(self._convert_run(run))
-                run = []
-                moved.append(e)
-            else:
-                run.append(e)
-        moved.extend(self._convert_run(run))
-        return moved
-
-    def _convert_run(self, run: list[Any]) -> list[Any]:
-        precompute = self._precompute
-        if not run or precompute is None:
-            return run
-        try:
-            batch = precompute(run)
-        except Exception:
-            batch = None
-        if batch is None or batch.num_rows != len(run):
-            return run  # the reader converts these itself and names any malformed element's offset
-        return [Chunk(batch)]
 
     def call_on_subscription(self, fn: Callable[[Subscription], None]) -> None:
         """Run ``fn(subscription)`` on the demand thread, after the calls queued before it (serial
@@ -515,10 +431,23 @@ class Intake:
             caller.join(wait)
         return not caller.is_alive()
 
-    def stats(self) -> tuple[int, int, int, int]:
-        """(requested, received, buffered elements, outstanding demand)."""
+    def stats(self) -> IntakeStats:
+        """Its counts of demand and elements now (read without a lock: each field is current, the
+        set may straddle a signal)."""
         requested, received = self._requested, self._received
-        return requested, received, received - self._taken_elements, requested - received
+        return IntakeStats(requested, received, received - self._taken_elements, requested - received)
 
 
-__all__ = ["Intake", "PublisherFailed", "Chunk"]
+@dataclasses.dataclass(frozen=True, slots=True)
+class IntakeStats:
+    """What :meth:`Intake.stats` reports."""
+
+    requested: int
+    """Elements requested from the publisher in total (saturating), and received from it in total."""
+    received: int
+    buffered: int
+    """Elements received and not yet taken by the reader, and demand requested but not yet received."""
+    outstanding: int
+
+
+__all__ = ["Intake", "IntakeStats", "PublisherFailed", "Chunk", "Precompute"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -20,8 +20,9 @@ from ...net.protocol.errors import ResumeRejected
 from ...net.zero_loss.batch_fetch import BatchServer
 from ...streams.errors import SpecViolation, throw_if_fatal
 from .bind_address import batch_server_binds
+from .chunks import Chunk
 from .data_loss import report_data_loss
-from .intake import Chunk, Intake
+from .intake import Intake
 from .offsets import StreamOffset
 from .options import SourceOptions
 from .replay_log import ReplayLog
@@ -47,9 +48,15 @@ class Live:
     """
 
     def __init__(
-        self, opts: SourceOptions, arrow_schema: pa.Schema, start: StreamOffset, end: StreamOffset | None = None
+        self,
+        opts: SourceOptions,
+        arrow_schema: pa.Schema,
+        start: StreamOffset,
+        end: StreamOffset | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.opts = opts
+        self.clock = clock  # when micro-batches were planned and the subscription began (the reader's clock)
         self.schema = arrow_schema
         self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
         self.log = ReplayLog(opts.log_path) if opts.log_path else None
@@ -59,7 +66,7 @@ class Live:
         s = start.offset
         self.next_offset = s if self.log is None else max(s, self.log.end_offset())
         self.intake = self._new_intake()
-        self.last_batch_at = time.monotonic()
+        self.last_batch_at = clock()
         self.malformed = 0
         self.dropped = 0
         self.replayed = 0  # rows asked for again after a restart (a planned batch re-read from upstream)
@@ -90,7 +97,7 @@ class Live:
         if self._subscribed:
             return
         self._subscribed = True
-        self.subscribed_at = time.monotonic()
+        self.subscribed_at = self.clock()
         SigtermStop(self.stop).install()  # Spark ends this process with SIGTERM: stop() first
         self._warn_without_replay()
         if self.log is not None and not self.upstream.replayable:
@@ -132,7 +139,7 @@ class Live:
         threading.Thread(target=run, name="rs-spark-subscribe", daemon=True).start()
         # Until on_subscribe, or subscribe() returned (on_subscribe may follow: latestOffset waits),
         # or the limit.
-        intake.wait_subscribed(self.on_subscribe_limit() - (time.monotonic() - self.subscribed_at), done.is_set)
+        intake.wait_subscribed(self.on_subscribe_limit() - (self.clock() - self.subscribed_at), done.is_set)
         self.check_subscribed()
 
     def resume_refused(self, offset: int) -> bool:
@@ -207,7 +214,7 @@ class Live:
             )
         self.store(s, end, batches)
         self.next_offset = end
-        self.last_batch_at = time.monotonic()
+        self.last_batch_at = self.clock()
         return end
 
     def replan(self, s: int, e: int) -> bool:
@@ -276,12 +283,12 @@ class Live:
 
     def progress(self) -> dict[str, Any]:
         """What the source's progress JSON shows about the publisher and what it keeps."""
-        requested, received, buffered, outstanding = self.intake.stats()
+        counts = self.intake.stats()
         p: dict[str, Any] = {
             "offset": self.next_offset + self.intake.buffered_rows,
-            "bufferedElements": buffered,
-            "outstandingDemand": outstanding,
-            "receivedElements": received,
+            "bufferedElements": counts.buffered,
+            "outstandingDemand": counts.outstanding,
+            "receivedElements": counts.received,
             "malformedRecords": self.malformed,
             "droppedRecords": self.dropped,
         }

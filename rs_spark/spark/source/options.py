@@ -18,6 +18,7 @@ from ..options import (
     parse_bool,
     parse_choice,
     parse_int,
+    redacted_repr,
 )
 
 SOURCE_OPTIONS: dict[str, str] = {
@@ -87,8 +88,7 @@ class SourceOptions:
     """The options for the ``publisher`` / ``jvmPublisher`` factory: ``publisher.*``, prefix stripped."""
 
     def __repr__(self) -> str:  # the token, and any address holding one, redacted
-        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
-        return redact(f"{type(self).__name__}({fields})")
+        return redacted_repr(self)
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> SourceOptions:
@@ -165,7 +165,7 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
 def parse_endpoints(value: str) -> dict[str, str]:
     """Option endpoint: one address, or several comma-separated, each ``id=address`` or an address
     whose endpoint name is its partition id. Returns partition id -> address, in the given order."""
-    from ...net.protocol.address import parse as parse_address
+    from ...net.protocol.address import parse
 
     out: dict[str, str] = {}
     for item in (x.strip() for x in value.split(",")):
@@ -175,7 +175,7 @@ def parse_endpoints(value: str) -> dict[str, str]:
         if not sep or "://" in pid:
             pid, address = "", item
         try:
-            name = parse_address(address.strip()).name
+            name = parse(address.strip()).name
         except ValueError as exc:
             raise OptionError(f"option endpoint: {exc}") from exc
         pid = pid.strip() or (name or "")

@@ -8,7 +8,6 @@ lives until :func:`stop_served` is called or this process exits.
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -20,10 +19,8 @@ from ...net.protocol.address import parse
 from ...net.zero_loss.retention import Retention
 from ...streams.types import Publisher
 from ..options import OptionValue, spark_options
+from ..served import keep, served, stop_served
 from ..session import check_reachable, is_local
-
-_served: list[Any] = []  # servers this process started for read_stream; stopped by stop_served()
-_lock = threading.Lock()
 
 
 def read_stream(
@@ -124,8 +121,7 @@ def _serve(publishers: dict[str, Any], bind: str, retention: Retention | None) -
     names = {pid: f"{prefix}-{pid}" for pid in publishers}
     for pid, pub in publishers.items():
         server.add_publisher(names[pid], pub)
-    with _lock:
-        _served.append(server)
+    keep(server)
     return server, token, names
 
 
@@ -136,22 +132,6 @@ def _address(server: Any, name: str, token: str, codec: str) -> str:
         .with_codec(codec if codec != "json" else None)
         .format(with_token=True)
     )
-
-
-def served() -> list[Any]:
-    """The servers :func:`read_stream` started in this process and has not stopped (their
-    ``stats()`` show what each endpoint keeps for its reader)."""
-    with _lock:
-        return list(_served)
-
-
-def stop_served() -> int:
-    """Stop every endpoint :func:`read_stream` started in this process; return how many."""
-    with _lock:
-        servers, _served[:] = list(_served), []
-    for s in servers:
-        s.stop()
-    return len(servers)
 
 
 __all__ = ["read_stream", "stop_served", "served"]

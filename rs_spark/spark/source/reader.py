@@ -21,7 +21,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -66,10 +66,12 @@ def default_read_limit(o: SourceOptions) -> ReadLimit:
 
 
 class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Streaming reader: demand per micro-batch from the read limit."""
+    """Streaming reader: demand per micro-batch from the read limit. ``clock``: seconds on a monotonic
+    clock, for maxTriggerDelay and the on_subscribe wait (a test passes one it moves by hand)."""
 
-    def __init__(self, opts: SourceOptions, schema: StructType) -> None:
+    def __init__(self, opts: SourceOptions, schema: StructType, clock: Callable[[], float] = time.monotonic) -> None:
         self._opts = opts
+        self._clock = clock
         self._schema_json = schema.json()
         self._live: Live | None = None
         self._available_now = False
@@ -86,7 +88,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _state(self, start: StreamOffset, end: StreamOffset | None = None) -> Live:
         if self._live is None:
-            self._live = Live(self._opts, self._arrow_schema(), start, end)
+            self._live = Live(self._opts, self._arrow_schema(), start, end, clock=self._clock)
         return self._live
 
     # -- offsets ------------------------------------------------------------------------
@@ -208,7 +210,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         rows = intake.buffered_rows
         if min_rows is None or rows >= min_rows or intake.terminated or intake.violated:
             return False
-        return rows == 0 or time.monotonic() - live.last_batch_at < self._opts.max_trigger_delay
+        return rows == 0 or self._clock() - live.last_batch_at < self._opts.max_trigger_delay
 
     def _nothing_to_plan(self, live: Live, s: int) -> None:
         """No records to plan: continue a stream the endpoint no longer keeps; raise what ended the
@@ -242,10 +244,10 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         signalled, so waiting longer cannot help: fail after a bounded wait."""
         intake = live.intake
         # Spark (AvailableNow) would take an empty answer as "no more data": wait for on_subscribe.
-        left = live.on_subscribe_limit() - (time.monotonic() - live.subscribed_at)
+        left = live.on_subscribe_limit() - (self._clock() - live.subscribed_at)
         intake.wait_subscribed(left, lambda: live.subscribe_error is not None)
         live.check_subscribed()
-        waited = time.monotonic() - live.subscribed_at
+        waited = self._clock() - live.subscribed_at
         if intake.subscription is None:
             raise SpecViolation(
                 "1.9",

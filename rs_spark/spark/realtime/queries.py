@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import secrets
 import tempfile
-import threading
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,14 +27,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
-from ..streams.types import Publisher, Subscriber
-from .options import OptionValue, spark_options
-from .session import check_reachable
+from ...streams.types import Publisher, Subscriber
+from ..options import OptionValue, spark_options
+from ..served import keep, stop_served
+from ..session import check_reachable
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..net.zero_loss.retention import Retention
+    from ...net.zero_loss.retention import Retention
 
 log = logging.getLogger("rs_spark.realtime")
 
@@ -43,9 +43,6 @@ SOURCE = "reactive-rt"
 """The real-time source's name (``reactive`` stays the Python source: a JVM source of the same name
 would take precedence over it whenever the shim jar is on the classpath)."""
 WRITER = "rsspark.rt.ReactiveSinkWriter"
-
-_served: list[Any] = []
-_lock = threading.Lock()
 
 
 def read_stream(
@@ -66,7 +63,7 @@ def read_stream(
     served by rs_spark.net with codec arrow) or ``jvm_publisher`` (``"com.example.Feeds#quotes"``).
     ``schema``: DDL, StructType or pyarrow.Schema (required). ``options``: source options
     (``{"maxInFlight": 16}``, ...; as keyword arguments: deprecated)."""
-    from .jvm import jvm
+    from ..jvm import jvm
 
     if sum(x is not None for x in (publisher, endpoint, jvm_publisher)) != 1:
         raise ValueError(
@@ -103,9 +100,9 @@ def _struct(schema: Any) -> Any:
 
 def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retention: Any) -> str:
     """Serve ``publisher`` (as Arrow record batches) on a loopback endpoint with a random token."""
-    from ..net import serve
-    from ..net.protocol.address import parse
-    from ..net.zero_loss.retention import Retention
+    from ...net import serve
+    from ...net.protocol.address import parse
+    from ...net.zero_loss.retention import Retention
 
     if not callable(getattr(publisher, "subscribe", None)):
         raise TypeError(f"realtime.read_stream(publisher=...) needs a Publisher, got {publisher!r}")
@@ -118,8 +115,7 @@ def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retentio
         token=token,
         retention=retention if retention is not None else Retention(),
     )
-    with _lock:
-        _served.append(server)
+    keep(server)
     return parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
 
 
@@ -130,9 +126,9 @@ def as_record_batches(publisher: Any, struct: Any) -> Any:
     import pyarrow as pa
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from ..arrow.convert import ElementConverter
-    from ..streams.operators import map as rs_map
-    from ..streams.pipeline import pipe
+    from ...arrow.convert import ElementConverter
+    from ...streams.operators import map as rs_map
+    from ...streams.pipeline import pipe
 
     converter = ElementConverter(to_arrow_schema(struct))
 
@@ -142,15 +138,6 @@ def as_record_batches(publisher: Any, struct: Any) -> Any:
         return converter.convert([element], 0).batch
 
     return pipe(publisher, rs_map(as_batch))
-
-
-def stop_served() -> int:
-    """Stop every endpoint :func:`read_stream` started in this process; return how many."""
-    with _lock:
-        servers, _served[:] = list(_served), []
-    for s in servers:
-        s.stop()
-    return len(servers)
 
 
 def write_stream(
@@ -177,10 +164,10 @@ def write_stream(
     as for :func:`rs_spark.serve_sink`. ``options``: sink options (``maxRowsPerPayload``,
     ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``; as keyword arguments: deprecated). When the query
     stops the Subscriber gets ``on_complete``; when it fails, ``on_error``."""
-    from ..delivery import DeliveryHub
-    from .jvm import jvm
-    from .sink.query_end import on_query_end
-    from .sink.state import run_started
+    from ...delivery import DeliveryHub
+    from ..jvm import jvm
+    from ..sink.query_end import on_query_end
+    from ..sink.state import run_started
 
     sink_options = spark_options(options, legacy_options, "realtime.write_stream")
     spark = df.sparkSession
@@ -260,8 +247,8 @@ class _QueryEnd:
         self._endpoint = endpoint
 
     def __call__(self, error: str | None) -> None:
-        from ..delivery import QueryFailed, send_control
-        from .sink.state import run_ended
+        from ...delivery import QueryFailed, send_control
+        from ..sink.state import run_ended
 
         run_ended(self._state)
         err = QueryFailed(f"the query failed: {error.splitlines()[0] if error else ''}") if error else None
