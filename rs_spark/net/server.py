@@ -112,7 +112,7 @@ class Server:
             addr = Address(addr.scheme, addr.host, self._sock.getsockname()[1])
         self._addr = addr
         self._resume = ResumeService(
-            addr.base, retention or Retention(), self._publisher_named, self.limits.max_frame_bytes
+            addr.base, retention or Retention(), self._publisher_named, self.limits.max_frame_bytes, token=token
         )
         self._first: str | None = None
         self._thread = threading.Thread(target=self._accept_loop, name=f"rs-net-accept {addr.base}", daemon=True)
