@@ -10,6 +10,9 @@ time.time() when emitted, as Arrow record batches. Paths, each run ``--runs`` ti
 * ``real-time``: format("reactive-rt") -> the shim's ForeachWriter -> a Subscriber here
   (rs_spark.spark.realtime), trigger(realTime="5 minutes"): no batch boundary falls in a run;
 * ``real-time 10s batches``: the same with 10 s batches, boundaries included;
+* ``real-time 2 partitions``: two publishers (half the rate each) served on two endpoints, read as
+  two partitions (option endpoint ``p0=...,p1=...``: two long-running tasks, both of local[2]'s
+  slots) into the same Subscriber through the hub's two lanes, 5-minute batches;
 * ``micro-batch``: format("reactive") -> format("reactive") (processingTime 0, pollTimeout 50ms);
 * ``rate -> foreachBatch``: Spark's rate source (rowsPerSecond) into a Python foreachBatch that
   takes now - timestamp per row (Spark's own micro-batch floor, no rs_spark involved);
@@ -34,7 +37,8 @@ from typing import Any
 import pyarrow as pa
 
 SCHEMA = pa.schema([("id", pa.int64()), ("t", pa.float64())])
-RT_TARGET_P50, RT_TARGET_P99 = 0.020, 0.100
+# Issue 29's targets on this machine: p50 <= 5 ms and p99 <= 20 ms at 10,000 rows/s; p99 <= 50 ms at 100,000.
+RT_TARGETS: dict[float, tuple[float | None, float]] = {10_000.0: (0.005, 0.020), 100_000.0: (None, 0.050)}
 
 
 def percentiles(xs: list[float]) -> dict[str, float]:
@@ -114,6 +118,38 @@ def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str) -> 
     return sub.lat
 
 
+def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, parts: int = 2) -> list[float]:
+    import secrets
+
+    from pyspark.sql.types import _parse_datatype_string
+
+    from rs_spark import net
+    from rs_spark.net.protocol.address import parse
+    from rs_spark.net.zero_loss.retention import Retention
+    from rs_spark.spark import realtime
+
+    struct = _parse_datatype_string("id LONG, t DOUBLE")
+    token = secrets.token_urlsafe(24)
+    servers = [
+        net.serve(
+            realtime.as_record_batches(ticking(rate / parts), struct), name=f"p{i}", token=token, retention=Retention()
+        )
+        for i in range(parts)
+    ]
+    endpoints = ",".join(
+        f"p{i}=" + parse(sv.address).with_token(token).with_codec("arrow").format(with_token=True)
+        for i, sv in enumerate(servers)
+    )
+    sub = Lat(time.time() + a.warmup)
+    df = realtime.read_stream(spark, endpoint=endpoints, schema="id LONG, t DOUBLE")
+    q = realtime.write_stream(df, sub, trigger="5 minutes", checkpoint=tempfile.mkdtemp(prefix="rs-bench-rt-"))
+    time.sleep(a.warmup + a.seconds)
+    q.stop()
+    for sv in servers:
+        sv.stop()
+    return sub.lat
+
+
 def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
     import rs_spark
     from rs_spark.examples.stopping import Brake, stop_at_batch_end
@@ -160,6 +196,9 @@ def run_floor(rate: float, a: argparse.Namespace) -> list[float]:
 PATHS = {
     "real-time": lambda spark, rate, a: run_realtime(spark, rate, a, "5 minutes"),
     "real-time 10s batches": lambda spark, rate, a: run_realtime(spark, rate, a, "10 seconds"),
+    "real-time 2 partitions": run_realtime_partitions,
+    # TODO(issue 29, TLS row): "real-time TLS" needs the Java client's tls:// (helper h-rtjava's branch):
+    # serve ticking(rate) with ssl= (tests/certs) and read it as endpoint tls://...; not measured here yet.
     "micro-batch": run_microbatch,
     "rate -> foreachBatch": run_rate,
     "floor (no Spark)": lambda spark, rate, a: run_floor(rate, a),
@@ -191,11 +230,14 @@ def print_table(results: list[tuple[str, float, dict[str, Any]]], a: argparse.Na
             f" {p99s:>17} {ms['max']:>8.1f}"
         )
     for name, rate, s in results:
-        if name == "real-time":
-            met = s["p50"] <= RT_TARGET_P50 and s["p99"] <= RT_TARGET_P99
+        target = RT_TARGETS.get(rate)
+        if name in ("real-time", "real-time 2 partitions") and target is not None:
+            p50, p99 = target
+            met = (p50 is None or s["p50"] <= p50) and s["p99"] <= p99
+            want = ("" if p50 is None else f"p50 <= {p50 * 1000:g} ms, ") + f"p99 <= {p99 * 1000:g} ms"
             print(
-                f"real-time at {rate:g}/s: p50 {s['p50'] * 1000:.1f} ms (target <= 20), p99 {s['p99'] * 1000:.1f} ms "
-                f"(target <= 100): {'met' if met else 'NOT met'}"
+                f"{name} at {rate:g}/s: p50 {s['p50'] * 1000:.1f} ms, p99 {s['p99'] * 1000:.1f} ms (target {want}): "
+                f"{'met' if met else 'NOT met'}"
             )
 
 
@@ -204,7 +246,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=30, help="measured seconds per run")
     ap.add_argument("--warmup", type=float, default=10, help="seconds not counted at the start of each run")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--rates", default="20,10000", help="comma-separated rows per second")
+    ap.add_argument("--rates", default="20,10000,100000", help="comma-separated rows per second")
     ap.add_argument("--paths", default=",".join(PATHS), help="comma-separated, of: " + ", ".join(PATHS))
     a = ap.parse_args()
 

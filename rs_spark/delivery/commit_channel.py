@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..streams.drain import QueueSubscription, subscribe_with
 from ..streams.types import Subscriber, Subscription
 from .errors import SinkError
-from .wire import ack_batch, batch_meta, is_open_ended
+from .wire import ack_batch, batch_meta, is_open_ended, partition_of
 
 if TYPE_CHECKING:
     from .hub import DeliveryHub
@@ -40,6 +40,7 @@ class CommitChannel:
         self._piece: tuple[int, int] = (-2, -1)
         self._piece_rows = 0
         self.complete = False  # the commit sent its last record batch
+        self.partition: int | None = None  # the partition it delivers, from its first record batch (set by the hub)
 
     # Subscriber side (the commit's record batches)
     def on_subscribe(self, subscription: Subscription) -> None:
@@ -72,7 +73,9 @@ class CommitChannel:
             else:
                 self._piece, self._piece_rows = (bid, start), 0
             self._piece_rows += batch.num_rows
-            what = self._hub.offer(self, batch, bid, start, total, open_ended=is_open_ended(batch))
+            what = self._hub.offer(
+                self, batch, bid, start, total, open_ended=is_open_ended(batch), partition=partition_of(batch)
+            )
         except SinkError as exc:
             self.refuse(exc)
             return

@@ -42,7 +42,7 @@ from .control import ControlSubscriber
 from .elements import check_elements
 from .end import EndReason, HubEnd, KeptEnd
 from .errors import BatchAborted, SinkError
-from .ledger import Ledger
+from .ledger import Entry, Ledger
 from .queued import Pending, QueuedBatch
 from .subscription import DeliverySubscription
 from .wire import tag_batch
@@ -78,7 +78,8 @@ class DeliveryHub:
         self._idle = threading.Condition(self._lock)
         self.ledger = Ledger(ledger)
         self._pending = Pending()
-        self._active: CommitChannel | None = None
+        self._channels: list[CommitChannel] = []  # the commits in flight, in the order they attached
+        self._lanes: dict[int, CommitChannel] = {}  # partition -> the commit delivering it
         self._write_batch_id: int | None = None  # the number given to the active commit of a batch write
         self._end: HubEnd | None = None  # set once: why the hub takes no more batches
         self._kept: KeptEnd | None = None  # the query failed and the Subscriber waits for a restarted run
@@ -143,7 +144,7 @@ class DeliveryHub:
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until no commit is being delivered."""
         with self._lock:
-            return self._idle.wait_for(lambda: self._active is None, timeout)
+            return self._idle.wait_for(lambda: not self._channels, timeout)
 
     # -- the query's side (control messages, write_stream) --------------------------------
     def finish(self, error: BaseException | None = None) -> None:
@@ -158,8 +159,8 @@ class DeliveryHub:
             kept, self._kept = self._kept, None
         if kept is not None:
             kept.timer.cancel()
-        if active is not None:
-            active.refuse(SinkError(f"sink '{self.name}': {end.text}"))
+        for ch in active:
+            ch.refuse(SinkError(f"sink '{self.name}': {end.text}"))
         self._sub.drain()
 
     def keep(self, error: BaseException, window: float, on_expiry: Callable[[], None] | None = None) -> bool:
@@ -176,8 +177,8 @@ class DeliveryHub:
             kept = self._kept = KeptEnd(error, window, self._keep_expired, on_expiry, self.name)
         if old is not None:
             old.timer.cancel()
-        if active is not None:
-            active.refuse(SinkError(f"sink '{self.name}': the query failed: {error}"))
+        for ch in active:
+            ch.refuse(SinkError(f"sink '{self.name}': the query failed: {error}"))
         log.info("sink '%s': the query failed; the Subscriber is kept %.0f s for a restarted run", self.name, window)
         kept.timer.start()
         return True
@@ -226,11 +227,11 @@ class DeliveryHub:
         if self.defer_abort:
             with self._lock:
                 active = self._drop_active()
-            if active is not None:
-                active.refuse(SinkError(f"sink '{self.name}': Spark aborted micro-batch {batch_id}"))
+            for ch in active:
+                ch.refuse(SinkError(f"sink '{self.name}': Spark aborted micro-batch {batch_id}"))
             return
         with self._lock:
-            cut = self._active is not None
+            cut = bool(self._channels)
         self.finish(
             BatchAborted(
                 f"Spark aborted micro-batch {batch_id}{' while it was being delivered' if cut else ''}: {reason}"
@@ -239,45 +240,86 @@ class DeliveryHub:
 
     # -- commits (connection signal threads) --------------------------------------------
     def attach(self, ch: CommitChannel) -> BaseException | None:
-        """A commit opened ``ch``: it becomes the active commit, or gets the refusal returned."""
+        """A commit opened ``ch``: it is in flight (it takes its partition's lane with its first record
+        batch, :meth:`offer`), or gets the refusal returned."""
         with self._lock:
             if self._end is not None:
                 return self._end.refusal(self.name)
-            old = self._drop_active()
-            self._active = ch
-            self._write_batch_id = None
+            self._channels.append(ch)
         self.resume()  # a commit while the Subscriber is kept: a run restarted from the checkpoint
-        if old is not None:
-            log.warning(
-                "sink '%s': a new commit arrived while an older one was still open; the older one "
-                "(its process is probably gone) is dropped and its rows not yet delivered will be "
-                "resent by the new one",
-                self.name,
-            )
-            old.refuse(SinkError(f"sink '{self.name}': superseded by a newer commit"))
         return None
 
     def offer(
-        self, ch: CommitChannel, batch: pa.RecordBatch, batch_id: int, start: int, total: int, open_ended: bool = False
+        self,
+        ch: CommitChannel,
+        batch: pa.RecordBatch,
+        batch_id: int,
+        start: int,
+        total: int,
+        open_ended: bool = False,
+        partition: int = 0,
     ) -> Offer:
-        """A record batch from ``ch``: queued for delivery, skipped, or a duplicate (see :class:`Offer`).
-        ``open_ended``: the real-time sink's epoch, whose total grows as its rows arrive (``total`` is
-        this batch's end); rows of it delivered before are skipped, the rest are new."""
+        """A record batch of ``partition`` from ``ch``: queued for delivery, skipped, or a duplicate (see
+        :class:`Offer`). ``open_ended``: the real-time sink's epoch, whose total grows as its rows arrive
+        (``total`` is this batch's end); rows of it delivered before are skipped, the rest are new.
+        Partitions are delivered side by side, each in order, each with its own line in the ledger."""
         with self._lock:
-            if ch is not self._active:
-                return Offer.SKIP
-            if batch_id == -1:  # a batch write: new data, numbered after what was delivered
-                batch_id, batch = self._number_write(batch, start, total)
-            if self._delivered_before(batch_id, open_ended):
-                self._active = None
-                self._idle.notify_all()
-                return Offer.DUPLICATE
-            self._start_batch(batch_id, total, open_ended)
-            cur = self._new_rows(batch, batch_id, start)
-            if cur is None:
-                return Offer.SKIP  # delivered before the commit was cut off and retried
-            self._pending.append(cur)
-        self._sub.drain()
+            if ch not in self._channels:
+                return Offer.SKIP  # superseded, or its partition's commit failed
+            old = self._take_lane(ch, partition)
+            what = self._queue(ch, batch, batch_id, start, total, open_ended, partition)
+        if old is not None:
+            log.warning(
+                "sink '%s': a new commit of partition %d arrived while an older one was still open; the older "
+                "one (its process is probably gone) is dropped and its rows not yet delivered will be resent by "
+                "the new one",
+                self.name,
+                partition,
+            )
+            old.refuse(SinkError(f"sink '{self.name}': superseded by a newer commit"))
+        if what is Offer.QUEUED:
+            self._sub.drain()
+        return what
+
+    def _take_lane(self, ch: CommitChannel, partition: int) -> CommitChannel | None:
+        """``ch`` delivers ``partition`` (under the lock); returns an older commit it supersedes."""
+        holder = self._lanes.get(partition)
+        if holder is ch:
+            return None
+        if ch.partition is not None:
+            raise SinkError(
+                f"sink '{self.name}': a commit sent partition {partition} after partition {ch.partition}; "
+                "one channel carries one partition"
+            )
+        if holder is not None:
+            self._drop(holder)
+        self._lanes[partition] = ch
+        ch.partition = partition
+        if partition == 0:
+            self._write_batch_id = None
+        return holder
+
+    def _queue(
+        self,
+        ch: CommitChannel,
+        batch: pa.RecordBatch,
+        batch_id: int,
+        start: int,
+        total: int,
+        open_ended: bool,
+        partition: int,
+    ) -> Offer:
+        entry = self.ledger.partition(partition)
+        if batch_id == -1:  # a batch write: new data, numbered after what was delivered
+            batch_id, batch = self._number_write(batch, start, total)
+        if self._delivered_before(entry, batch_id, open_ended, partition):
+            self._drop(ch)
+            return Offer.DUPLICATE
+        self._start_batch(entry, batch_id, total, open_ended, partition)
+        cur = self._new_rows(entry, batch, batch_id, start, partition)
+        if cur is None:
+            return Offer.SKIP  # delivered before the commit was cut off and retried
+        self._pending.append(cur)
         return Offer.QUEUED
 
     def _number_write(self, batch: pa.RecordBatch, start: int, total: int) -> tuple[int, pa.RecordBatch]:
@@ -285,51 +327,53 @@ class DeliveryHub:
             self._write_batch_id = max(self.ledger.batch_id + 1, 0)
         return self._write_batch_id, tag_batch(batch, self._write_batch_id, start, total)
 
-    def _delivered_before(self, batch_id: int, open_ended: bool = False) -> bool:
+    def _delivered_before(self, led: Entry, batch_id: int, open_ended: bool, partition: int) -> bool:
         """Whether micro-batch ``batch_id`` reached the Subscriber before (the commit gets ``duplicate``).
         An open-ended epoch run again may go further than before: never a duplicate as a whole."""
-        led = self.ledger
         if batch_id == led.batch_id:
-            return not open_ended and led.complete and not self._pending
+            return not open_ended and led.complete and not self._pending.has(partition)
         if batch_id > led.batch_id:
             return False
         # A restart re-runs only the last batch; an older one is a late task attempt or a query
         # whose checkpoint is behind this sink's ledger: say so, its rows are dropped.
         log.warning(
-            "sink '%s': micro-batch %d is older than micro-batch %d, the last this sink delivered; not "
+            "sink '%s': micro-batch %d%s is older than micro-batch %d, the last this sink delivered; not "
             "delivering it. If this query started from a new or different checkpointLocation than the one "
             "that wrote this sink's ledger, its first %d micro-batches are skipped: use that checkpoint, "
             "or a new ledger/endpoint",
             self.name,
             batch_id,
+            f" (partition {partition})" if partition else "",
             led.batch_id,
             led.batch_id + 1,
         )
         return True
 
-    def _start_batch(self, batch_id: int, total: int, open_ended: bool = False) -> None:
+    def _start_batch(self, led: Entry, batch_id: int, total: int, open_ended: bool, partition: int) -> None:
         """A micro-batch after the ledger's: the ledger moves on to it (saying so if the last was cut off).
         The ledger's total of an open-ended epoch grows with the rows sent."""
-        led = self.ledger
         if batch_id <= led.batch_id:
             if open_ended and batch_id == led.batch_id and total > led.total:
                 led.total = total
             return
         if not led.complete:
             log.warning(
-                "sink '%s': micro-batch %d was cut off after %d of %d rows and Spark moved on to %d "
+                "sink '%s': micro-batch %d%s was cut off after %d of %d rows and Spark moved on to %d "
                 "without retrying it",
                 self.name,
                 led.batch_id,
+                f" (partition {partition})" if partition else "",
                 led.rows,
                 led.total,
                 batch_id,
             )
         led.batch_id, led.rows, led.total = batch_id, 0, total
 
-    def _new_rows(self, batch: pa.RecordBatch, batch_id: int, start: int) -> QueuedBatch | None:
+    def _new_rows(
+        self, led: Entry, batch: pa.RecordBatch, batch_id: int, start: int, partition: int
+    ) -> QueuedBatch | None:
         """The rows of ``batch`` not yet delivered or queued (None: all were); a gap is refused."""
-        expect = self._pending.next_row(self.ledger.rows)
+        expect = self._pending.next_row(partition, led.rows)
         if start + batch.num_rows <= expect:
             return None
         if start > expect:
@@ -339,22 +383,32 @@ class DeliveryHub:
             )
         if start < expect:
             batch, start = batch.slice(expect - start), expect
-        return QueuedBatch(batch, batch_id, start, self.elements)
+        return QueuedBatch(batch, batch_id, start, self.elements, partition)
 
     def channel_done(self, ch: CommitChannel, error: BaseException | None) -> None:
         """``ch`` sent everything (``error`` None: acknowledge once delivered) or failed."""
         with self._lock:
-            if ch is not self._active:
+            if ch not in self._channels:
                 return
             if error is not None:  # the commit process failed or vanished: drop what it sent
-                self._drop_active()
+                self._drop(ch)
                 self.ledger.save()
                 return
         self._sub.drain()
 
-    def _drop_active(self) -> CommitChannel | None:
-        """Let go of the active commit and what it queued (under the lock); return it."""
-        active, self._active = self._active, None
+    def _drop(self, ch: CommitChannel) -> None:
+        """Let go of commit ``ch`` and what it queued (under the lock)."""
+        if ch in self._channels:
+            self._channels.remove(ch)
+        if ch.partition is not None and self._lanes.get(ch.partition) is ch:
+            del self._lanes[ch.partition]
+            self._pending.drop(ch.partition)
+        self._idle.notify_all()
+
+    def _drop_active(self) -> list[CommitChannel]:
+        """Let go of every commit in flight and what they queued (under the lock); return them."""
+        active, self._channels = self._channels, []
+        self._lanes.clear()
         self._pending.drop_all()
         self._idle.notify_all()
         return active
@@ -370,24 +424,25 @@ class DeliveryHub:
         with self._lock:
             self.delivered += 1 if cur.rows is None else upto - cur.pos
             cur.pos = upto
-            if self.ledger.batch_id == cur.batch_id:  # not when a newer commit moved the ledger on
-                self.ledger.rows = cur.start + upto
+            led = self.ledger.partition(cur.partition)
+            if led.batch_id == cur.batch_id:  # not when a newer commit moved the ledger on
+                led.rows = cur.start + upto
             self._pending.remove_done(cur)
 
     def queue_empty(self) -> HubEnd | None:
-        """The Subscriber took everything queued: acknowledge a commit that sent everything, or
-        pull the active commit's next record batch. Returns the query's end when the Subscriber
-        is owed it now (no commit in flight)."""
+        """The Subscriber took everything queued: acknowledge each commit that sent everything, and
+        pull the others' next record batch. Returns the query's end when the Subscriber is owed it
+        now (no commit in flight)."""
         with self._lock:
-            ch = self._active
-            if ch is None:
+            if not self._channels:
                 end = self._end
                 return end if end is not None and end.owes_terminal else None
-            ack = self._acknowledgement(ch)
-        if ack is None:
-            ch.pull()
-        else:
-            ch.answer(*ack)
+            acks = [(ch, self._acknowledgement(ch)) for ch in list(self._channels)]
+        for ch, ack in acks:
+            if ack is None:
+                ch.pull()
+            else:
+                ch.answer(*ack)
         return None
 
     def _acknowledgement(self, ch: CommitChannel) -> tuple[str, int, int, int] | None:
@@ -395,10 +450,12 @@ class DeliveryHub:
         the ledger is saved and the commit is no longer active."""
         if not ch.complete:
             return None
-        self._active = None
-        led = self.ledger
+        self._channels.remove(ch)
+        if ch.partition is not None and self._lanes.get(ch.partition) is ch:
+            del self._lanes[ch.partition]
+        led = self.ledger.partition(ch.partition or 0)
         self.batches_delivered += 1
-        led.save()
+        self.ledger.save()
         self._idle.notify_all()
         return ("delivered" if led.complete else "incomplete", led.batch_id, led.total, led.rows)
 
@@ -422,8 +479,8 @@ class DeliveryHub:
             refusal = self._end.refusal(self.name)
             active = self._drop_active()
             self.ledger.save()
-        if active is not None:
-            active.refuse(refusal)
+        for ch in active:
+            ch.refuse(refusal)
 
     def _ended_by(self, end: HubEnd) -> None:
         with self._lock:

@@ -1,4 +1,4 @@
-"""What the delivery hub holds of the current commit: its record batches queued for the Subscriber,
+"""What the delivery hub holds of the commits in flight: its record batches queued for the Subscriber,
 each with its rows converted once (under the hub's lock)."""
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ class QueuedBatch:
     ``batches``, the batch) already delivered; ``dropped``: the hub let it go (the query ended, the
     commit failed or a newer commit superseded it), so delivery stops at the next row."""
 
-    __slots__ = ("batch", "batch_id", "start", "rows", "pos", "dropped")
+    __slots__ = ("batch", "batch_id", "partition", "start", "rows", "pos", "dropped")
 
-    def __init__(self, batch: pa.RecordBatch, batch_id: int, start: int, elements: str) -> None:
+    def __init__(self, batch: pa.RecordBatch, batch_id: int, start: int, elements: str, partition: int = 0) -> None:
         self.batch = batch
         self.batch_id = batch_id
+        self.partition = partition
         self.start = start
         self.pos = 0
         self.dropped = False
@@ -37,7 +38,8 @@ class QueuedBatch:
 
 
 class Pending:
-    """The current commit's record batches not yet fully delivered, oldest first (under the hub's lock)."""
+    """The record batches of the commits in flight not yet fully delivered, in the order they arrived
+    (so in order within each partition), oldest first (under the hub's lock)."""
 
     __slots__ = ("_q",)
 
@@ -53,10 +55,25 @@ class Pending:
     def append(self, cur: QueuedBatch) -> None:
         self._q.append(cur)
 
-    def next_row(self, delivered: int) -> int:
-        """The first row of the micro-batch not yet queued (``delivered`` when nothing is)."""
-        q = self._q
-        return q[-1].start + q[-1].batch.num_rows if q else delivered
+    def next_row(self, partition: int, delivered: int) -> int:
+        """The first row of ``partition``'s micro-batch not yet queued (``delivered`` when nothing is)."""
+        for cur in reversed(self._q):
+            if cur.partition == partition:
+                return cur.start + cur.batch.num_rows
+        return delivered
+
+    def has(self, partition: int) -> bool:
+        return any(cur.partition == partition for cur in self._q)
+
+    def drop(self, partition: int) -> None:
+        """Let go of ``partition``'s record batches (its commit failed or was superseded)."""
+        keep: deque[QueuedBatch] = deque()
+        for cur in self._q:
+            if cur.partition == partition:
+                cur.dropped = True
+            else:
+                keep.append(cur)
+        self._q = keep
 
     def remove_done(self, cur: QueuedBatch) -> None:
         if cur.done and self._q and self._q[0] is cur:

@@ -19,6 +19,8 @@ META_BATCH = b"rs_spark.batch_id"
 META_START = b"rs_spark.start_row"
 META_TOTAL = b"rs_spark.batch_rows"
 META_OPEN = b"rs_spark.open_ended"
+META_PARTITION = b"rs_spark.partition"
+"""The real-time sink's Spark partition (absent: 0); each partition is delivered in order, side by side."""
 ACK_SCHEMA = pa.schema(
     [("status", pa.string()), ("batch_id", pa.int64()), ("rows", pa.int64()), ("delivered", pa.int64())]
 )
@@ -38,6 +40,18 @@ def batch_meta(batch: pa.RecordBatch) -> tuple[int, int, int]:
 def is_open_ended(batch: pa.RecordBatch) -> bool:
     """Whether ``batch`` belongs to an epoch whose total is not known yet (the real-time sink's)."""
     return (batch.schema.metadata or {}).get(META_OPEN) == b"1"
+
+
+def partition_of(batch: pa.RecordBatch) -> int:
+    """The partition ``batch`` belongs to (0 without the tag, as micro-batch commits send it)."""
+    raw = (batch.schema.metadata or {}).get(META_PARTITION)
+    try:
+        p = 0 if raw is None else int(raw)
+    except ValueError:
+        p = -1
+    if p < 0:
+        raise SinkError(f"a record batch reached the sink hub tagged with partition {raw!r}, not a number >= 0")
+    return p
 
 
 def tag_batch(batch: pa.RecordBatch, batch_id: int, start: int, total: int) -> pa.RecordBatch:
@@ -64,9 +78,11 @@ __all__ = [
     "META_START",
     "META_TOTAL",
     "META_OPEN",
+    "META_PARTITION",
     "ACK_SCHEMA",
     "batch_meta",
     "is_open_ended",
+    "partition_of",
     "tag_batch",
     "ack_batch",
 ]

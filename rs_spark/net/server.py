@@ -77,7 +77,11 @@ class Server:
         self._addr = addr
         self._endpoints = Endpoints(addr.base)
         self._resume = ResumeService(
-            addr.base, retention or Retention(), self._endpoints.publisher_named, self.limits.max_frame_bytes
+            addr.base,
+            retention or Retention(),
+            self._endpoints.publisher_named,
+            self.limits.max_frame_bytes,
+            token=token,
         )
         self._opener = StreamOpener(self._endpoints, self._resume, token, self.channel_data, self.address_of, addr.base)
         self._thread = threading.Thread(target=self._accept_loop, name=f"rs-net-accept {addr.base}", daemon=True)

@@ -7,8 +7,8 @@ is tested against the real Python server, in its own process.
     python -m tests.realtime.fixture_server sink            # a delivery hub (rs_spark.serve_sink)
 
 It prints ``ADDRESS <address with token>``, then one line per event (``REQUESTED <total>``,
-``EMITTED <total>``, ``CANCELLED``, ``ROW <id>``, ``COMPLETE``, ``ERROR <text>``), and exits when its
-stdin closes (the JUnit test ended or died).
+``EMITTED <total>``, ``COMMITTED <position>``, ``CANCELLED``, ``ROW <id>``, ``COMPLETE``,
+``ERROR <text>``), and exits when its stdin closes (the JUnit test ended or died).
 """
 
 from __future__ import annotations
@@ -44,6 +44,9 @@ class _Announcing(Recording):
     def on_emit(self, rows: int) -> None:
         super().on_emit(rows)
         say(f"EMITTED {self.emitted}")
+
+    def on_commit(self, position: int) -> None:
+        say(f"COMMITTED {position}")
 
 
 def _publisher(kind: str, args: list[str]) -> Any:

@@ -133,16 +133,6 @@ def test_a_jvm_publisher_is_read_in_real_time_mode(rt_spark, tmp_path):
     assert sub.ids == list(range(len(sub.ids)))
 
 
-def test_the_sink_refuses_a_second_partition_saying_why(rt_spark, tmp_path):
-    sub = Collect()
-    a = realtime.read_stream(rt_spark, rows(), schema=DDL)
-    b = realtime.read_stream(rt_spark, rows(), schema=DDL)  # another endpoint: not an identical source
-    q = realtime.write_stream(a.union(b), sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
-    wait_until(lambda: not q.isActive, "the query to fail", 90)
-    assert "delivers one partition into its Subscriber" in str(q.exception())
-    wait_until(sub.failed.is_set, "on_error at the Subscriber")
-
-
 @pytest.mark.parametrize("option", ["publisher", "numPartitions"])
 def test_options_of_the_python_source_that_do_not_apply_are_refused_saying_why(rt_spark, tmp_path, option):
     sub = Collect()

@@ -43,6 +43,10 @@ RESUME_MIME = "message/x.rs-spark.resume.v1"
 """SETUP metadata entry asking for an rs_spark resumable stream: JSON ``{"window": seconds}``."""
 COMMIT_MIME = "message/x.rs-spark.commit.v1"
 """METADATA_PUSH entry from the reader: the stream position (8 bytes, big endian) it acknowledges."""
+STREAM_MIME = "message/x.rs-spark.stream.v1"
+"""METADATA_PUSH entry beside :data:`COMMIT_MIME`: the key (32 ASCII hex digits) of the stream acknowledged.
+With it, any connection that passed SETUP with the endpoint's token may acknowledge that stream (a
+driver acknowledges as soon as Spark commits, while the stream's own connection is an executor's)."""
 RETENTION_MIME = "message/x.rs-spark.retention.v1"
 """METADATA_PUSH entry from the server after an acknowledgement (and, delivering positions, when more
 rows are available): the stream's retention and its ``endPosition``, JSON."""
@@ -136,9 +140,24 @@ def fetch_of(entries: list[tuple[str, bytes]]) -> tuple[str, int, int] | None:
     return None
 
 
-def commit_metadata(position: int) -> bytes:
-    """METADATA_PUSH metadata acknowledging every row before ``position``."""
-    return composite([(COMMIT_MIME, _U64.pack(position))])
+def commit_metadata(position: int, key: str | None = None) -> bytes:
+    """METADATA_PUSH metadata acknowledging every row before ``position`` (of stream ``key``: from
+    another connection than the stream's own; see :data:`STREAM_MIME`)."""
+    entries = [(COMMIT_MIME, _U64.pack(position))]
+    if key is not None:
+        entries.append((STREAM_MIME, check_key(key).encode("ascii")))
+    return composite(entries)
+
+
+def stream_of(metadata: bytes) -> str | None:
+    """The stream key a METADATA_PUSH names (:data:`STREAM_MIME`), None when it names none."""
+    for mime, payload in parse_composite(metadata):
+        if mime == STREAM_MIME:
+            try:
+                return check_key(payload.decode("ascii"))
+            except (UnicodeDecodeError, ValueError) as exc:
+                raise MetadataError(f"{STREAM_MIME} entry: {exc}") from None
+    return None
 
 
 def retention_metadata(stats: dict[str, Any]) -> bytes:
@@ -178,6 +197,7 @@ __all__ = [
     "RESUME_MIME",
     "COMMIT_MIME",
     "RETENTION_MIME",
+    "STREAM_MIME",
     "STREAM_ID",
     "UNKNOWN_STREAM",
     "ResumeRejected",
@@ -188,6 +208,7 @@ __all__ = [
     "fetch_entry",
     "fetch_of",
     "commit_metadata",
+    "stream_of",
     "retention_metadata",
     "parse_push",
 ]

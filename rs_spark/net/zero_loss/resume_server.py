@@ -11,6 +11,7 @@ its kept rows are counted as lost.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import os
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from ..protocol.connection import Connection, Rejected
 from ..protocol.errors import ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
 from .kept_stream import Delivery, KeptStream
-from .resume import STREAM_ID, UNKNOWN_STREAM, ResumeRequest, parse_push, retention_metadata
+from .resume import STREAM_ID, UNKNOWN_STREAM, ResumeRequest, parse_push, resume_token, retention_metadata, stream_of
 from .retention import ResumeError, Retention
 from .sessions import Session, Sessions
 from .spill import Spill, SpilledStream, SpillError
@@ -40,8 +41,11 @@ Resolver = Callable[[str], Any]
 class ResumeService:
     """Resumption for one server (see the module docstring)."""
 
-    def __init__(self, where: str, retention: Retention, resolve: Resolver, max_payload: int) -> None:
+    def __init__(
+        self, where: str, retention: Retention, resolve: Resolver, max_payload: int, token: str | None = None
+    ) -> None:
         self.where = where
+        self._token = token  # the endpoint's: an acknowledgement naming a key finds its stream by the resume token
         self.retention = retention
         self.sessions = Sessions(where)
         self._resolve = resolve
@@ -249,19 +253,48 @@ class ResumeService:
 
     # -- acknowledgements --------------------------------------------------------------------
     def on_metadata_push(self, conn: Connection, f: F.Frame) -> None:
-        """The reader acknowledges a position: free what it covers, answer with the retention."""
-        session = self.session_of(conn)
-        if session is None or session.stream is None or f.metadata is None:
+        """The reader acknowledges a position: free what it covers, answer with the retention. The
+        stream is the connection's own, or the one whose key the push names (:data:`.resume.STREAM_MIME`;
+        the connection passed SETUP with the endpoint's token). An acknowledgement of another stream
+        than a resumed connection's own, of a stream not kept, or beyond what the stream sent closes
+        the connection with an error saying so."""
+        if f.metadata is None:
             return
         try:
-            position, _ = parse_push(bytes(f.metadata))
+            raw = bytes(f.metadata)
+            position, _ = parse_push(raw)
             if position is None:
                 return
+            session = self._acknowledged(conn, stream_of(raw))
+            if session is None or session.stream is None:
+                return
             session.stream.acknowledge(position)
-        except (MetadataError, ResumeError) as exc:
+        except MetadataError as exc:
             conn.protocol_error(f"acknowledgement: {exc}")
             return
+        except ResumeError as exc:
+            log.warning("rs_spark.net: %s: %s refused an acknowledgement: %s", conn.label, self.where, exc)
+            conn.reject(F.CONNECTION_ERROR, f"acknowledgement refused: {exc}")
+            return
         conn.send(F.encode_metadata_push(retention_metadata(session.stream.retention_counts())))
+
+    def _acknowledged(self, conn: Connection, key: str | None) -> Session | None:
+        """The stream an acknowledgement on ``conn`` naming ``key`` (or none) is for."""
+        own = self.session_of(conn)
+        if key is None:
+            return own
+        token = resume_token(self._token, key)
+        if own is not None and not hmac.compare_digest(own.token, token):
+            raise ResumeError(
+                f"this connection carries another stream than {key}; acknowledge {key} on its own connection, or "
+                "on a connection opened with SETUP and the endpoint's token"
+            )
+        session = own or self.sessions.find(token)
+        if session is None or session.stream is None:
+            raise ResumeError(
+                f"{self.where} keeps no stream {key}: it ended or expired, or the key belongs to another endpoint"
+            )
+        return session
 
     # -- visibility and shutdown ---------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

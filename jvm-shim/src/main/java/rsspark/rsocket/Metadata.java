@@ -138,6 +138,17 @@ public final class Metadata {
         return composite(List.of(new Entry(COMMIT_MIME, ByteBuffer.allocate(8).putLong(position).array())));
     }
 
+    public static final String STREAM_MIME = "message/x.rs-spark.stream.v1";
+
+    /**
+     * METADATA_PUSH metadata acknowledging every row before {@code position} of stream {@code key}: on
+     * any connection that passed SETUP with the endpoint's token, not only the stream's own.
+     */
+    public static byte[] commitOf(String key, long position) {
+        return composite(List.of(new Entry(COMMIT_MIME, ByteBuffer.allocate(8).putLong(position).array()),
+                new Entry(STREAM_MIME, checkKey(key).getBytes(StandardCharsets.US_ASCII))));
+    }
+
     /** A resumable stream's key: 32 lower-case hex digits (public: it appears in Spark's offsets). */
     public static String checkKey(String key) {
         if (key == null || !key.matches("[0-9a-f]{32}")) {

@@ -3,13 +3,12 @@ package rsspark.rt;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The last position Spark committed, per stream, in this JVM. A real-time task learns the committed
- * position from its partition when it starts; Spark commits a batch while the next one (or, with
- * asynchronous progress tracking, the one after) is already running, so a task that waited for
- * its successor would leave the server keeping two or three batches of rows. Where the driver
- * and the task share a JVM (local mode, or a driver that runs tasks) the task reads the position
- * here and acknowledges it upstream within {@link LiveReader#ACK_EVERY_NANOS}; elsewhere the
- * acknowledgement waits for the next batch's task.
+ * The last position Spark committed, per stream, in this JVM: for a {@code jvmPublisher}, whose
+ * kept rows live in the JVM that reads it. Spark commits a batch while the next one (or, with
+ * asynchronous progress tracking, the one after) is already running; where the driver and the task
+ * share a JVM (local mode, or a driver that runs tasks) the task reads the position here and frees
+ * the kept rows within {@link LiveReader#ACK_EVERY_NANOS}; elsewhere that waits for the next batch's
+ * task. An endpoint's stream is acknowledged by the driver as soon as Spark commits ({@link DriverAcks}).
  */
 final class Commits {
     private Commits() {}

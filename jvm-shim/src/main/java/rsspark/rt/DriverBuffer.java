@@ -98,7 +98,7 @@ final class DriverBuffer {
         }
         entries.clear();
         base = received = position;
-        feed = Feeds.open(o, schema, key, run, position, -1); // acknowledgements come with commit()
+        feed = Feeds.open(o, RtOptions.SINGLE, schema, key, run, position, -1); // acknowledgements come with commit()
     }
 
     /** Take what arrived, waiting up to {@code waitNs} for a first chunk, while the buffer has room. */

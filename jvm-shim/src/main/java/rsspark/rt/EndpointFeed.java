@@ -14,12 +14,13 @@ final class EndpointFeed implements RowFeed {
         this.reader = reader;
     }
 
-    /** Open the stream {@code key} at {@code position}; {@code ack} (> 0) is acknowledged once open. */
-    static EndpointFeed open(RtOptions o, StructType schema, String key, long position, long ack)
+    /** Open partition {@code partition}'s stream {@code key} at {@code position}; {@code ack} (> 0) is acknowledged once open. */
+    static EndpointFeed open(RtOptions o, String partition, StructType schema, String key, long position, long ack)
             throws IOException {
-        ArrowRows decoder = new ArrowRows(schema, Feeds.allocator(), "remote publisher " + o.endpoint());
+        ArrowRows decoder = new ArrowRows(schema, Feeds.allocator(), o.describe(partition));
         StreamReader.Mode mode = o.resume ? StreamReader.Mode.RESUMABLE : StreamReader.Mode.PLAIN;
-        return new EndpointFeed(StreamReader.open(o.endpoint(), o.readerSettings(), decoder, mode, key, position, ack));
+        return new EndpointFeed(StreamReader.open(o.endpoint(partition), o.readerSettings(), decoder, mode, key, position,
+                ack));
     }
 
     @Override

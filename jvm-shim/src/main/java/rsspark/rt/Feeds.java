@@ -22,21 +22,21 @@ final class Feeds {
      * Cancel stream {@code key} where it waits for a reader (the query stopped between two batches:
      * no task was there to cancel it). {@code position}: one the publisher side still keeps.
      */
-    static void cancelWaiting(RtOptions o, String key, String run, long position) throws IOException {
+    static void cancelWaiting(RtOptions o, String partition, String key, String run, long position) throws IOException {
         if (o.isEndpoint()) {
-            if (o.resume) StreamReader.cancelRemote(o.endpoint(), o.readerSettings(), key, position);
+            if (o.resume) StreamReader.cancelRemote(o.endpoint(partition), o.readerSettings(), key, position);
         } else {
             JvmFeed.cancelIfPresent(key, run);
         }
     }
 
     /**
-     * Stream {@code key} at {@code position} for the query run {@code run} (one per started query);
-     * {@code ack} (> 0) is acknowledged once it is open.
+     * Stream {@code key} of partition {@code partition} at {@code position} for the query run {@code run}
+     * (one per started query); {@code ack} (> 0) is acknowledged once it is open.
      */
-    static RowFeed open(RtOptions o, StructType schema, String key, String run, long position, long ack)
+    static RowFeed open(RtOptions o, String partition, StructType schema, String key, String run, long position, long ack)
             throws IOException {
-        if (o.isEndpoint()) return EndpointFeed.open(o, schema, key, position, ack);
+        if (o.isEndpoint()) return EndpointFeed.open(o, partition, schema, key, position, ack);
         return JvmFeed.open(o, schema, key, run, position, ack);
     }
 }

@@ -38,7 +38,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
     }
 
     static LiveReader open(RtInputPartition p) throws IOException {
-        return new LiveReader(p, Feeds.open(p.options, p.schema, p.key, p.run, p.start, p.acknowledge));
+        return new LiveReader(p, Feeds.open(p.options, p.partition, p.schema, p.key, p.run, p.start, p.acknowledge));
     }
 
     @Override
@@ -50,7 +50,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
     @Override
     public boolean next() throws IOException {
         if (p.end < 0) {
-            throw new IllegalStateException(p.options.describe() + ": a real-time partition was read as a plain batch; "
+            throw new IllegalStateException(p.options.describe(p.partition) + ": a real-time partition was read as a plain batch; "
                     + "run the query with trigger(realTime=...) or plan it with an end offset");
         }
         long waitNs = TimeUnit.MILLISECONDS.toNanos(Math.max(100, p.options.pollTimeoutMs));
@@ -83,8 +83,13 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
         return true;
     }
 
-    /** Acknowledge upstream what Spark committed since (never beyond what this task read). */
+    /**
+     * Acknowledge upstream what Spark committed since (never beyond what this task read): a JVM
+     * publisher's kept rows, when the driver shares this JVM. An endpoint's stream is acknowledged by
+     * the driver itself when Spark commits ({@link DriverAcks}).
+     */
     private void acknowledgeCommitted() throws IOException {
+        if (p.options.isEndpoint()) return;
         long now = System.nanoTime();
         if (now - nextAckCheck < 0) return;
         nextAckCheck = now + ACK_EVERY_NANOS;
@@ -113,7 +118,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
 
     @Override
     public PartitionOffset getOffset() {
-        return new RtOffset.Partition(p.key, position);
+        return new RtOffset.Partition(p.partition, p.key, position);
     }
 
     @Override

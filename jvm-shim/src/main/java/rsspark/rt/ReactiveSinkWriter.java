@@ -25,11 +25,14 @@ import rsspark.rsocket.Endpoint;
  * Subscriber slows the task. {@code close} sends the end of the epoch and waits until the hub
  * answers that every row reached {@code on_next}.
  *
- * <p>Guarantee: the hub's ledger remembers how many rows of the current epoch reached the
- * Subscriber, and skips that many when Spark runs the epoch again (a retried task, a restarted
- * query): exactly once when the query's single partition replays the same rows from the epoch's
- * start offset (a {@code reactive-rt} source on a resumable endpoint, with deterministic
- * transformations); otherwise at least once per position (see docs/realtime.md).
+ * <p>Several partitions: each task's channel is tagged with its partition; the hub delivers the
+ * partitions side by side into the one Subscriber, each in order.
+ *
+ * <p>Guarantee: the hub's ledger remembers, per partition, how many rows of its current epoch
+ * reached the Subscriber, and skips that many when Spark runs the epoch again (a retried task, a
+ * restarted query): exactly once when each partition replays the same rows from the epoch's start
+ * offset (a {@code reactive-rt} source on resumable endpoints, with deterministic transformations
+ * that keep rows in their partition); otherwise at least once per position (see docs/realtime.md).
  */
 public final class ReactiveSinkWriter extends ForeachWriter<Row> {
     private static final long serialVersionUID = 1L;
@@ -59,11 +62,6 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
 
     @Override
     public boolean open(long partitionId, long epochId) {
-        if (partitionId != 0) {
-            throw new IllegalStateException("the real-time reactive sink delivers one partition into its Subscriber, "
-                    + "in order; this query writes partition " + partitionId + " too (a union of sources, or a "
-                    + "repartition). Write each source with its own query and Subscriber");
-        }
         try {
             channel = SinkChannel.open(Endpoint.parse(endpoint, null), (StructType) DataType.fromJson(schemaJson),
                     options, partitionId, epochId);

@@ -16,6 +16,9 @@ final class RtInputPartition implements InputPartition {
 
     final StructType schema;
     final RtOptions options;
+    /** The partition's id ({@link RtOptions#SINGLE} for one publisher). */
+    final String partition;
+    /** The stream this partition reads. */
     final String key;
     /** The query run that planned it (see {@link JvmFeed#open}). */
     final String run;
@@ -25,10 +28,11 @@ final class RtInputPartition implements InputPartition {
     final long acknowledge;
     final List<InternalRow> rows; // null: live (UnsafeRows: serializable)
 
-    private RtInputPartition(StructType schema, RtOptions options, String key, String run, long start, long end,
-            long acknowledge, List<InternalRow> rows) {
+    private RtInputPartition(StructType schema, RtOptions options, String partition, String key, String run, long start,
+            long end, long acknowledge, List<InternalRow> rows) {
         this.schema = schema;
         this.options = options;
+        this.partition = partition;
         this.key = key;
         this.run = run;
         this.start = start;
@@ -37,14 +41,14 @@ final class RtInputPartition implements InputPartition {
         this.rows = rows;
     }
 
-    static RtInputPartition live(StructType schema, RtOptions options, String key, String run, long start, long end,
-            long ack) {
-        return new RtInputPartition(schema, options, key, run, start, end, ack, null);
+    static RtInputPartition live(StructType schema, RtOptions options, String partition, String key, String run,
+            long start, long end, long ack) {
+        return new RtInputPartition(schema, options, partition, key, run, start, end, ack, null);
     }
 
     static RtInputPartition inline(StructType schema, RtOptions options, String key, long start, long end,
             List<InternalRow> rows) {
-        return new RtInputPartition(schema, options, key, null, start, end, -1, rows);
+        return new RtInputPartition(schema, options, RtOptions.SINGLE, key, null, start, end, -1, rows);
     }
 
     boolean isLive() {

@@ -25,7 +25,9 @@ public final class RtOptions implements Serializable {
     static final Map<String, String[]> KNOWN = new LinkedHashMap<>();
 
     static {
-        known("endpoint", "an rs_spark.net address of a served Publisher of Arrow record batches (tcp://HOST:PORT/NAME)");
+        known("endpoint", "an rs_spark.net address of a served Publisher of Arrow record batches (tcp://HOST:PORT/NAME); "
+                + "several, comma-separated (id=address names a partition; else its endpoint name does), are partitions, "
+                + "each read by its own long-running task (real-time mode)");
         known("jvmPublisher", "a JVM Publisher: com.example.Feeds#method (public static, no argument or a "
                 + "Map<String, String> of the options) or a Publisher class; built in the JVM that reads it (its jar "
                 + "on spark.jars)");
@@ -51,6 +53,8 @@ public final class RtOptions implements Serializable {
     }
 
     final String endpointAddress; // redacted never: it carries the token; shown only through Endpoint.toString
+    /** Partition id -> address, in the given order; one endpoint is the single partition {@code ""}. */
+    final LinkedHashMap<String, String> endpoints;
     final String jvmPublisher;
     final String token;
     final String schema;
@@ -71,6 +75,7 @@ public final class RtOptions implements Serializable {
     private RtOptions(Map<String, String> o, Map<String, String> factory) {
         factoryOptions = factory;
         endpointAddress = o.get("endpoint");
+        endpoints = new LinkedHashMap<>();
         jvmPublisher = o.get("jvmpublisher");
         token = o.get("token");
         schema = o.get("schema");
@@ -123,7 +128,7 @@ public final class RtOptions implements Serializable {
                 hint = "offsets live in the query's checkpoint and rows in the server's retention until Spark commits";
                 break;
             case "numpartitions":
-                hint = "one publisher is one ordered sequence, read by one long-running task";
+                hint = "each endpoint is one partition, read by one long-running task: list several in option endpoint";
                 break;
             case "minrecordspertrigger":
             case "maxtriggerdelay":
@@ -152,7 +157,7 @@ public final class RtOptions implements Serializable {
                     + (ep ? "both" : "neither") + ". From Python, rs_spark.spark.realtime.read_stream(spark, publisher, "
                     + "schema=...) serves an in-process Publisher and sets option endpoint");
         }
-        if (ep) endpoint(); // parse now: a bad address fails the query before it starts
+        if (ep) parseEndpoints(); // parse now: a bad address fails the query before it starts
         if (jvm && (jvmPublisher.contains(" ") || jvmPublisher.split("#")[0].contains(":"))) {
             throw new IllegalArgumentException("format('reactive-rt'): option jvmPublisher='" + jvmPublisher
                     + "' must look like 'com.example.Feeds#method' or 'com.example.FeedPublisher'");
@@ -163,8 +168,53 @@ public final class RtOptions implements Serializable {
         return endpointAddress != null && !endpointAddress.isBlank();
     }
 
-    Endpoint endpoint() {
-        return Endpoint.parse(endpointAddress, token);
+    /** Option endpoint, as the {@code reactive} source reads it: {@code id=address} or an address named by its endpoint. */
+    private void parseEndpoints() {
+        Map<String, String> out = new LinkedHashMap<>();
+        for (String raw : endpointAddress.split(",")) {
+            String item = raw.trim();
+            if (item.isEmpty()) continue;
+            int eq = item.indexOf('=');
+            String pid = "";
+            String address = item;
+            if (eq >= 0 && !item.substring(0, eq).contains("://")) {
+                pid = item.substring(0, eq).trim();
+                address = item.substring(eq + 1).trim();
+            }
+            String name = Endpoint.parse(address, token).name;
+            if (pid.isEmpty()) pid = name == null ? "" : name;
+            if (pid.isEmpty()) {
+                throw new IllegalArgumentException("format('reactive-rt'): option endpoint: " + Endpoint.redact(address)
+                        + " names no endpoint; give each partition an id (id=address) or an address with an endpoint name");
+            }
+            if (!PARTITION_ID.matcher(pid).matches()) {
+                throw new IllegalArgumentException("format('reactive-rt'): option endpoint: partition id '" + pid + "' must "
+                        + "be 1-64 letters, digits, '.', '_' or '-' (it is kept in the checkpoint's offsets)");
+            }
+            if (out.put(pid, address) != null) {
+                throw new IllegalArgumentException("format('reactive-rt'): option endpoint names partition '" + pid
+                        + "' twice; give each one its own id (id=address)");
+            }
+        }
+        if (out.isEmpty()) throw new IllegalArgumentException("format('reactive-rt'): option endpoint names no address");
+        if (out.size() == 1) endpoints.put(SINGLE, out.values().iterator().next());
+        else endpoints.putAll(out);
+    }
+
+    /** The partition id of a source that reads one publisher (its offset is {@code {"key", "position"}}). */
+    static final String SINGLE = "";
+    static final java.util.regex.Pattern PARTITION_ID = java.util.regex.Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
+    /** The partitions this source reads: the endpoints' ids, or {@link #SINGLE}. */
+    java.util.List<String> partitions() {
+        return endpoints.isEmpty() ? java.util.List.of(SINGLE) : java.util.List.copyOf(endpoints.keySet());
+    }
+
+    /** The endpoint of partition {@code pid}. */
+    Endpoint endpoint(String pid) {
+        String address = endpoints.get(pid);
+        if (address == null) throw new IllegalArgumentException("format('reactive-rt') reads no partition '" + pid + "'");
+        return Endpoint.parse(address, token);
     }
 
     /** The stream reader's settings. */
@@ -180,7 +230,17 @@ public final class RtOptions implements Serializable {
 
     /** What the source reads, for messages (never the token). */
     String describe() {
-        return isEndpoint() ? "remote publisher " + endpoint() : "JVM publisher " + jvmPublisher;
+        if (!isEndpoint()) return "JVM publisher " + jvmPublisher;
+        if (endpoints.size() == 1) return describe(SINGLE);
+        StringBuilder b = new StringBuilder("remote publishers");
+        for (String pid : endpoints.keySet()) b.append(b.length() > 17 ? ", " : " ").append(pid).append('=').append(endpoint(pid));
+        return b.toString();
+    }
+
+    /** Partition {@code pid}'s publisher, for messages (never the token). */
+    String describe(String pid) {
+        if (!isEndpoint()) return "JVM publisher " + jvmPublisher;
+        return "remote publisher " + endpoint(pid) + (SINGLE.equals(pid) ? "" : " (partition " + pid + ")");
     }
 
     // -- value parsers ----------------------------------------------------------------------------
