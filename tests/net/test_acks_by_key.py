@@ -10,8 +10,8 @@ import socket
 import pytest
 
 from rs_spark import net
-from rs_spark.net import frames as F
-from rs_spark.net import metadata as M
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
 from rs_spark.net.protocol.auth import setup_metadata
 from rs_spark.net.zero_loss.resume import commit_metadata, new_key, resume_token
 from tests.publishers import Counting
