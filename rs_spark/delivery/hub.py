@@ -21,6 +21,10 @@ delivered when Spark retries it (its rows replay identically from the checkpoint
 ``ledger=`` the ledger is also kept in a file, so a restarted hub continues where it stopped.
 
 No pyspark here: this package runs in any Python process (``rows`` elements are made by rs_spark.spark).
+
+Why this module is longer than ~450 lines: :class:`DeliveryHub` is one state under one lock (the
+commits in flight per partition, the queue and the ledger change together); the parts with no
+lock of their own are already apart (queued.py, subscription.py, end.py, ledger.py).
 """
 
 from __future__ import annotations
