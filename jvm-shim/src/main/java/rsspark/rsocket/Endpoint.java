@@ -97,8 +97,12 @@ public final class Endpoint implements Serializable {
         if (slash < 0 || slash == rest.length() - 1) {
             throw new IllegalArgumentException("address '" + shown + "' names no endpoint: " + HINT);
         }
-        String name = URLDecoder.decode(rest.substring(slash + 1), StandardCharsets.UTF_8);
-        if (name.contains("/")) throw new IllegalArgumentException("address '" + shown + "': the name is one path segment: " + HINT);
+        String raw = rest.substring(slash + 1);
+        if (raw.contains("/")) {
+            throw new IllegalArgumentException("address '" + shown + "': the endpoint name must be one path segment "
+                    + "(quote '/' as %2F): " + HINT);
+        }
+        String name = URLDecoder.decode(raw, StandardCharsets.UTF_8);
         String hostPort = rest.substring(0, slash);
         int colon = hostPort.lastIndexOf(':');
         String host = colon > 0 ? hostPort.substring(0, colon) : "";
