@@ -212,10 +212,20 @@ final class Transport {
             write(new byte[] {(byte) b}, 0, 1);
         }
 
+        /**
+         * Writes even from a thread whose interrupt flag is set (the flag is restored after): an
+         * interrupted channel operation closes the channel, and Spark interrupts a task that it
+         * stops while the task still sends its last frame (CANCEL). Plain sockets ignore the flag too.
+         */
         @Override
         public void write(byte[] b, int off, int len) throws IOException {
-            ByteBuffer bb = ByteBuffer.wrap(b, off, len);
-            while (bb.hasRemaining()) ch.write(bb);
+            boolean interrupted = Thread.interrupted();
+            try {
+                ByteBuffer bb = ByteBuffer.wrap(b, off, len);
+                while (bb.hasRemaining()) ch.write(bb);
+            } finally {
+                if (interrupted) Thread.currentThread().interrupt();
+            }
         }
     }
 }

@@ -164,6 +164,22 @@ class TlsAndUnixAgainstPythonServerTest {
     }
 
     @Test
+    void aThreadWithItsInterruptFlagSetStillCancelsAStreamOverAUnixSocket() throws Exception {
+        Path sock = Files.createTempDirectory("rs-unix").resolve("fixture.sock");
+        try (PythonFixture py = new PythonFixture("--bind", "unix://" + sock, "endless")) {
+            StreamReader<long[]> r = open(Endpoint.parse(py.address(), null), settings(8));
+            assertEquals(range(0, 4), take(r, 4));
+            Thread.currentThread().interrupt(); // as Spark interrupts a task it stops
+            try {
+                r.cancel();
+            } finally {
+                assertTrue(Thread.interrupted(), "the interrupt flag was lost");
+            }
+            py.await(l -> l.equals("CANCELLED"), "the publisher cancelled");
+        }
+    }
+
+    @Test
     void aUnixSocketNobodyServesFailsNamingItsPath() throws Exception {
         Path sock = Files.createTempDirectory("rs-unix").resolve("nobody.sock");
         Endpoint ep = Endpoint.parse("unix://" + sock + "/x?token=secret-unix", null);
