@@ -15,9 +15,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * One client connection to an rs_spark.net server over TCP, TLS or a Unix socket ({@link Transport}): frames out with their 3-byte length
- * prefix, frames in on a reader thread (every length checked against {@link Options#maxFrameBytes}
- * before its body is read, every frame decoded by {@link Frames#decode}), KEEPALIVE sent every
+ * One client connection to an rs_spark.net server over TCP, TLS or a Unix socket ({@link Transport}):
+ * frames out with their 3-byte length prefix, frames in on a reader thread (every length checked
+ * against {@link Options#maxFrameBytes} before its body is read, every frame decoded by
+ * {@link Frames#decode}), KEEPALIVE sent every
  * {@link Options#keepaliveMs} and answered, and the connection closed when the server stays silent
  * past {@link Options#lifetimeMs}. Stream frames, METADATA_PUSH and RESUME_OK go to the {@link Listener};
  * a connection ERROR (stream 0) closes the connection with a {@link RemoteException}.

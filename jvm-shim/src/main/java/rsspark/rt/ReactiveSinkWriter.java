@@ -120,16 +120,14 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
             Map<String, String> o = new TreeMap<>();
             if (given != null) for (Map.Entry<String, String> e : given.entrySet()) o.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
             SinkOptions s = new SinkOptions();
+            java.util.Set<String> known = new java.util.HashSet<>(
+                    java.util.List.of("maxrowsperpayload", "maxqueuedrows", "acktimeout", "connecttimeout"));
+            for (String n : TlsSettings.OPTIONS.keySet()) known.add(n.toLowerCase(Locale.ROOT));
             for (String k : o.keySet()) {
-                if (!k.equals("maxrowsperpayload") && !k.equals("maxqueuedrows") && !k.equals("acktimeout")
-                        && !k.equals("connecttimeout") && !k.startsWith("tls")) {
+                if (!known.contains(k)) {
                     throw new IllegalArgumentException("the real-time reactive sink has no option '" + k
                             + "'; its options: maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout, "
                             + String.join(", ", TlsSettings.OPTIONS.keySet()));
-                }
-                if (k.startsWith("tls") && TlsSettings.OPTIONS.keySet().stream().noneMatch(n -> n.equalsIgnoreCase(k))) {
-                    throw new IllegalArgumentException("the real-time reactive sink has no option '" + k
-                            + "'; its TLS options: " + String.join(", ", TlsSettings.OPTIONS.keySet()));
                 }
             }
             s.maxRowsPerPayload = (int) intOption(o, "maxRowsPerPayload", s.maxRowsPerPayload);

@@ -11,6 +11,7 @@ import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.arrow.memory.RootAllocator;
 import org.apache.arrow.vector.BigIntVector;
@@ -199,19 +200,22 @@ class LiveReaderTest {
         }
     }
 
+    /**
+     * What reading from a server that sends {@code frames} fails with: from opening the stream or
+     * from reading it, whichever meets the frames first (the server sends them at once).
+     */
     static IOException failure(byte[]... frames) throws Exception {
         try (Hostile h = new Hostile(frames)) {
             RtOptions o = options(h.address(), "resumable", "false", "maxInFlight", "2");
-            LiveReader r = LiveReader.open(RtInputPartition.live(SCHEMA, o, Metadata.newKey(), "run", 0, -1, -1));
-            try {
-                IOException e = assertThrows(IOException.class, () -> {
-                    while (true) r.nextWithTimeout(30_000L);
-                });
-                assertFalse(e.getMessage().contains("SECRET"), "the token leaked into " + e.getMessage());
-                return e;
-            } finally {
-                r.close();
-            }
+            AtomicReference<LiveReader> opened = new AtomicReference<>();
+            IOException e = assertThrows(IOException.class, () -> {
+                LiveReader r = LiveReader.open(RtInputPartition.live(SCHEMA, o, Metadata.newKey(), "run", 0, -1, -1));
+                opened.set(r);
+                while (true) r.nextWithTimeout(30_000L);
+            });
+            if (opened.get() != null) opened.get().close();
+            assertFalse(e.getMessage().contains("SECRET"), "the token leaked into " + e.getMessage());
+            return e;
         }
     }
 
@@ -221,14 +225,16 @@ class LiveReaderTest {
             RtOptions o = options(h.address(), "resumable", "false");
             rsspark.rsocket.StreamReader.Settings s = o.readerSettings();
             s.connection.maxFrameBytes = 1024;
-            rsspark.rsocket.StreamReader<Chunk> r = rsspark.rsocket.StreamReader.open(o.endpoint(), s,
-                    new ArrowRows(SCHEMA, Feeds.allocator(), "the test"), rsspark.rsocket.StreamReader.Mode.PLAIN,
-                    null, 0, 0);
-            IOException e = assertThrows(IOException.class, () -> r.poll(java.util.concurrent.TimeUnit.SECONDS.toNanos(30)));
+            AtomicReference<rsspark.rsocket.StreamReader<Chunk>> opened = new AtomicReference<>();
+            IOException e = assertThrows(IOException.class, () -> { // from open or poll: the frame comes at once
+                opened.set(rsspark.rsocket.StreamReader.open(o.endpoint(), s, new ArrowRows(SCHEMA, Feeds.allocator(),
+                        "the test"), rsspark.rsocket.StreamReader.Mode.PLAIN, null, 0, 0));
+                opened.get().poll(java.util.concurrent.TimeUnit.SECONDS.toNanos(30));
+            });
+            if (opened.get() != null) opened.get().detach();
             assertTrue(e.getMessage().contains("sent a malformed frame: frame length 4096 exceeds the limit of 1024 "
                     + "bytes (refused before reading its body)"), e.getMessage());
             assertFalse(e.getMessage().contains("SECRET"), "the token leaked into " + e.getMessage());
-            r.detach();
         }
     }
 
