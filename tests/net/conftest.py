@@ -82,40 +82,9 @@ def subscriber_child(bind):
 @pytest.fixture(scope="session")
 def tls_files(tmp_path_factory):
     """A self-signed certificate for 127.0.0.1/localhost, made for this test session: (cert, key)."""
-    import shutil
-    import subprocess
+    from tests.certs import self_signed
 
-    openssl = shutil.which("openssl")
-    if openssl is None:
-        pytest.skip("openssl is not on PATH; the TLS tests need it to make a throwaway certificate")
-    d = tmp_path_factory.mktemp("tls")
-    cert, key = d / "cert.pem", d / "key.pem"
-    subprocess.run(
-        [
-            openssl,
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return str(cert), str(key)
+    return self_signed(tmp_path_factory.mktemp("tls"))
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,10 @@ is tested against the real Python server, in its own process.
     python -m tests.realtime.fixture_server failing 5 "boom"
     python -m tests.realtime.fixture_server sink            # a delivery hub (rs_spark.serve_sink)
 
+Before the kind, ``--bind ADDRESS`` serves there (e.g. ``unix:///tmp/x.sock``), ``--tls CERT KEY``
+serves TLS with that certificate (not the sink), and ``--client-ca CA`` (with ``--tls``) asks every client for a
+certificate signed by CA.
+
 It prints ``ADDRESS <address with token>``, then one line per event (``REQUESTED <total>``,
 ``EMITTED <total>``, ``COMMITTED <position>``, ``CANCELLED``, ``ROW <id>``, ``COMPLETE``,
 ``ERROR <text>``), and exits when its stdin closes (the JUnit test ended or died).
@@ -14,6 +18,7 @@ It prints ``ADDRESS <address with token>``, then one line per event (``REQUESTED
 from __future__ import annotations
 
 import secrets
+import ssl
 import sys
 import threading
 from typing import Any
@@ -76,15 +81,40 @@ class _PrintingSubscriber:
         say("COMPLETE")
 
 
+def _flags(argv: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """``--bind``, ``--tls`` and ``--client-ca`` as net.serve keyword arguments, and the rest of argv."""
+    kw: dict[str, Any] = {}
+    client_ca = None
+    while argv and argv[0].startswith("--"):
+        flag, argv = argv[0], argv[1:]
+        if flag == "--bind":
+            kw["bind"], argv = argv[0], argv[1:]
+        elif flag == "--tls":
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(argv[0], argv[1])
+            kw["ssl"], argv = ctx, argv[2:]
+        elif flag == "--client-ca":
+            client_ca, argv = argv[0], argv[1:]
+        else:
+            raise SystemExit(f"unknown flag {flag!r}: --bind ADDRESS | --tls CERT KEY | --client-ca CA")
+    if client_ca is not None:
+        kw["ssl"].verify_mode = ssl.CERT_REQUIRED
+        kw["ssl"].load_verify_locations(client_ca)
+    return kw, argv
+
+
 def main(argv: list[str]) -> None:
+    kw, argv = _flags(argv)
     kind, args = argv[0], argv[1:]
     token = secrets.token_urlsafe(16)
     if kind == "sink":
-        ep = serve_sink(_PrintingSubscriber(), token=token)
+        if "ssl" in kw:
+            raise SystemExit("the sink fixture serves no TLS: serve_sink takes no ssl context")
+        ep = serve_sink(_PrintingSubscriber(), token=token, **kw)
         say(f"ADDRESS {ep.address}")
         stop = ep.stop
     else:
-        server = net.serve(_publisher(kind, args), name="fixture", token=token, retention=Retention(window=60))
+        server = net.serve(_publisher(kind, args), name="fixture", token=token, retention=Retention(window=60), **kw)
         say(f"ADDRESS {parse(server.address).with_token(token).with_codec('arrow').format(with_token=True)}")
         stop = server.stop
     sys.stdin.read()  # until the parent closes our stdin (or dies)

@@ -7,6 +7,13 @@ import re
 from tests.jvm.conftest import ROOT
 
 RT = f"{ROOT}/jvm-shim/src/main/java/rsspark/rt"
+TLS = f"{ROOT}/jvm-shim/src/main/java/rsspark/rsocket/TlsSettings.java"
+
+
+def _tls_options() -> set[str]:
+    """The TLS options of both the source and the sink (rsspark.rsocket.TlsSettings)."""
+    java = open(TLS, encoding="utf-8").read()
+    return set(re.findall(r'public static final String [A-Z_]+ = "(tls[A-Za-z]+)";', java))
 
 
 def _documented(section: str) -> set[str]:
@@ -18,7 +25,8 @@ def _documented(section: str) -> set[str]:
 def test_every_source_option_is_documented():
     java = open(f"{RT}/RtOptions.java", encoding="utf-8").read()
     declared = set(re.findall(r'^\s*known\("([A-Za-z]+)"', java, re.M)) - {"path"}
-    assert declared and _documented("Source options") == declared
+    assert "TlsSettings.OPTIONS" in java and len(_tls_options()) == 4
+    assert declared and _documented("Source options") == declared | _tls_options()
 
 
 def test_every_sink_option_is_documented():
@@ -26,4 +34,5 @@ def test_every_sink_option_is_documented():
     declared = set(re.findall(r'intOption\(o, "([A-Za-z]+)"', java)) | set(
         re.findall(r'durationMs\(o, "([A-Za-z]+)"', java)
     )
-    assert declared and _documented("Sink options") == declared
+    assert "TlsSettings.from(o)" in java
+    assert declared and _documented("Sink options") == declared | _tls_options()

@@ -6,8 +6,6 @@ import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -17,9 +15,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * One client connection to an rs_spark.net server over TCP: frames out with their 3-byte length
- * prefix, frames in on a reader thread (every length checked against {@link Options#maxFrameBytes}
- * before its body is read, every frame decoded by {@link Frames#decode}), KEEPALIVE sent every
+ * One client connection to an rs_spark.net server over TCP, TLS or a Unix socket ({@link Transport}):
+ * frames out with their 3-byte length prefix, frames in on a reader thread (every length checked
+ * against {@link Options#maxFrameBytes} before its body is read, every frame decoded by
+ * {@link Frames#decode}), KEEPALIVE sent every
  * {@link Options#keepaliveMs} and answered, and the connection closed when the server stays silent
  * past {@link Options#lifetimeMs}. Stream frames, METADATA_PUSH and RESUME_OK go to the {@link Listener};
  * a connection ERROR (stream 0) closes the connection with a {@link RemoteException}.
@@ -40,7 +39,12 @@ public final class Connection implements AutoCloseable {
         public int keepaliveMs = 2_000;
         public int lifetimeMs = 60_000;
         public int maxFrameBytes = Frames.MAX_FRAME_LENGTH;
+        /** How a tls:// endpoint is trusted (ignored for tcp:// and unix://). */
+        public TlsSettings tls = new TlsSettings(null, null, null, null);
     }
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger("rsspark.rsocket");
+    private static final java.util.Set<String> WARNED = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
     private static final ScheduledExecutorService TIMERS = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "rs-spark-rsocket-keepalive");
@@ -50,7 +54,7 @@ public final class Connection implements AutoCloseable {
 
     private final Endpoint endpoint;
     private final Options options;
-    private final Socket socket;
+    private final Transport transport;
     private final OutputStream out;
     private final DataInputStream in;
     private final Listener listener;
@@ -63,33 +67,44 @@ public final class Connection implements AutoCloseable {
     private volatile IOException closedWith;
     private ScheduledFuture<?> timer;
 
-    private Connection(Endpoint endpoint, Options options, Socket socket, Listener listener) throws IOException {
+    private Connection(Endpoint endpoint, Options options, Transport transport, Listener listener) {
         this.endpoint = endpoint;
         this.options = options;
-        this.socket = socket;
+        this.transport = transport;
         this.listener = listener;
-        this.out = new BufferedOutputStream(socket.getOutputStream(), 64 * 1024);
-        InputStream raw = socket.getInputStream();
+        this.out = new BufferedOutputStream(transport.out, 64 * 1024);
+        InputStream raw = transport.in;
         this.in = new DataInputStream(new java.io.BufferedInputStream(raw, 64 * 1024));
     }
 
     /** Connect (not yet reading: send the first frame, then {@link #start}). */
     public static Connection dial(Endpoint endpoint, Options options, Listener listener) throws ConnectionLostException {
-        Socket s = new Socket();
+        String warning = clearTextWarning(endpoint);
+        if (warning != null) LOG.warn(warning);
         try {
-            s.setTcpNoDelay(true); // one row per payload at low rates: Nagle would add up to 40 ms
-            s.setKeepAlive(true);
-            s.connect(new InetSocketAddress(endpoint.host, endpoint.port), options.connectTimeoutMs);
-            return new Connection(endpoint, options, s, listener);
+            return new Connection(endpoint, options, Transport.open(endpoint, options), listener);
+        } catch (ConnectionLostException e) {
+            throw e; // TLS: already says what failed and what to do
         } catch (SocketTimeoutException e) {
-            closeQuietly(s);
             throw new ConnectionLostException("could not connect to " + endpoint.base() + " within "
                     + options.connectTimeoutMs + " ms; check the address and that the server is running", e);
         } catch (IOException e) {
-            closeQuietly(s);
             throw new ConnectionLostException("could not connect to " + endpoint.base() + ": " + e.getMessage()
                     + "; check the address and that the server is running", e);
         }
+    }
+
+    /**
+     * The warning to log when {@code endpoint}'s token would cross a network unencrypted
+     * ({@code tcp://} to a host that is not loopback), once per address and JVM; else null. The
+     * same text as the Python client's ({@code rs_spark.net.client.warn_if_token_in_clear_text}).
+     */
+    static String clearTextWarning(Endpoint endpoint) {
+        if (endpoint.token == null || !endpoint.scheme.equals("tcp") || endpoint.isLoopback()) return null;
+        if (!WARNED.add(endpoint.base())) return null;
+        return "rs_spark.net: sending a token to " + endpoint.base() + " over tcp:// without TLS: anyone on the "
+                + "network path can read it and the data; use tls:// (option tlsCaFile: the server's certificate or "
+                + "its CA) on untrusted networks";
     }
 
     public Endpoint endpoint() {
@@ -176,7 +191,7 @@ public final class Connection implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) return;
         closedWith = why;
         if (timer != null) timer.cancel(false);
-        closeQuietly(socket);
+        transport.close();
         listener.onClosed(why);
     }
 
@@ -192,7 +207,7 @@ public final class Connection implements AutoCloseable {
             if (frame != null) send(frame);
             writeLock.lock();
             try {
-                socket.shutdownOutput();
+                transport.shutdownOutput();
             } finally {
                 writeLock.unlock();
             }
@@ -208,14 +223,6 @@ public final class Connection implements AutoCloseable {
     @Override
     public void close() {
         close(null);
-    }
-
-    private static void closeQuietly(Socket s) {
-        try {
-            s.close();
-        } catch (IOException e) {
-            // nothing to do: the socket is gone either way
-        }
     }
 
     // -- reading ----------------------------------------------------------------------------------

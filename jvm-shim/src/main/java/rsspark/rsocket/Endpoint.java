@@ -5,22 +5,34 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 
 /**
- * An rs_spark.net address, {@code tcp://HOST:PORT/NAME?token=...&codec=arrow} (rs_spark/net/address.py).
- * This client speaks plain TCP only; {@link #toString} never shows the token.
+ * An rs_spark.net address (rs_spark/net/address.py): {@code tcp://HOST:PORT/NAME},
+ * {@code tls://HOST:PORT/NAME} or {@code unix:///PATH/TO.sock/NAME}, optionally followed by
+ * {@code ?token=...&codec=arrow}. For {@code unix} the name is the last path segment and
+ * everything before it the socket path. {@link #toString} never shows the token.
  */
 public final class Endpoint implements Serializable {
-    private static final long serialVersionUID = 1L;
-    private static final String HINT = "expected 'tcp://HOST:PORT/NAME', optionally followed by '?token=...&codec=arrow'";
+    private static final long serialVersionUID = 2L;
+    private static final String HINT = "expected 'tcp://HOST:PORT/NAME', 'tls://HOST:PORT/NAME' or "
+            + "'unix:///PATH/TO.sock/NAME', optionally followed by '?token=...&codec=arrow'";
 
-    public final String host;
-    public final int port;
+    /** {@code tcp}, {@code tls} or {@code unix}. */
+    public final String scheme;
+    public final String host; // "" for unix
+    public final int port; // 0 for unix
+    public final String path; // the socket path for unix, else null
     public final String name;
     public final String token; // null: none
     public final String codec; // null: not given
 
     public Endpoint(String host, int port, String name, String token, String codec) {
+        this("tcp", host, port, null, name, token, codec);
+    }
+
+    private Endpoint(String scheme, String host, int port, String path, String name, String token, String codec) {
+        this.scheme = scheme;
         this.host = host;
         this.port = port;
+        this.path = path;
         this.name = name;
         this.token = token;
         this.codec = codec;
@@ -33,10 +45,10 @@ public final class Endpoint implements Serializable {
         int sep = address.indexOf("://");
         if (sep < 0) throw new IllegalArgumentException("address '" + shown + "' has no scheme: " + HINT);
         String scheme = address.substring(0, sep);
-        if (!scheme.equals("tcp")) {
+        if (!scheme.equals("tcp") && !scheme.equals("tls") && !scheme.equals("unix")) {
             throw new IllegalArgumentException("address '" + shown + "': the JVM client of the real-time source and sink "
-                    + "speaks tcp:// only (not " + scheme + "://); serve the endpoint on tcp://, e.g. over an SSH tunnel "
-                    + "or a private network: " + HINT);
+                    + "speaks tcp://, tls:// and unix:// (not " + scheme + "://); serve the endpoint on one of those: "
+                    + HINT);
         }
         String rest = address.substring(sep + 3);
         String query = "";
@@ -45,25 +57,7 @@ public final class Endpoint implements Serializable {
             query = rest.substring(q + 1);
             rest = rest.substring(0, q);
         }
-        int slash = rest.indexOf('/');
-        if (slash < 0 || slash == rest.length() - 1) {
-            throw new IllegalArgumentException("address '" + shown + "' names no endpoint: " + HINT);
-        }
-        String name = URLDecoder.decode(rest.substring(slash + 1), StandardCharsets.UTF_8);
-        if (name.contains("/")) throw new IllegalArgumentException("address '" + shown + "': the name is one path segment: " + HINT);
-        String hostPort = rest.substring(0, slash);
-        int colon = hostPort.lastIndexOf(':');
-        String host = colon > 0 ? hostPort.substring(0, colon) : "";
-        if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
-        int port;
-        try {
-            port = Integer.parseInt(hostPort.substring(colon + 1));
-        } catch (NumberFormatException e) {
-            port = -1;
-        }
-        if (host.isEmpty() || port < 1 || port > 65535) {
-            throw new IllegalArgumentException("address '" + shown + "' has no valid host and port: " + HINT);
-        }
+        Endpoint e = scheme.equals("unix") ? parseUnix(rest, shown) : parseNetwork(scheme, rest, shown);
         String tok = null;
         String codec = null;
         for (String kv : query.split("&")) {
@@ -79,7 +73,62 @@ public final class Endpoint implements Serializable {
             throw new IllegalArgumentException("address '" + shown + "' asks for codec '" + codec + "'; the real-time "
                     + "source and sink read and write Arrow only: serve the endpoint with codec 'arrow'");
         }
-        return new Endpoint(host, port, name, token != null && !token.isEmpty() ? token : tok, codec);
+        String t = token != null && !token.isEmpty() ? token : tok;
+        return new Endpoint(e.scheme, e.host, e.port, e.path, e.name, t, codec);
+    }
+
+    /** {@code /path/to.sock/name}: the name last, the socket path absolute (as Python's _parse_unix). */
+    private static Endpoint parseUnix(String rest, String shown) {
+        if (!rest.startsWith("/")) {
+            throw new IllegalArgumentException("address '" + shown + "': a unix socket path must be absolute: " + HINT);
+        }
+        int slash = rest.lastIndexOf('/');
+        String path = rest.substring(0, slash);
+        String raw = rest.substring(slash + 1);
+        if (raw.isEmpty() || path.isEmpty()) {
+            throw new IllegalArgumentException("address '" + shown + "' names no endpoint after the socket path: " + HINT);
+        }
+        return new Endpoint("unix", "", 0, path, URLDecoder.decode(raw, StandardCharsets.UTF_8), null, null);
+    }
+
+    /** {@code host:port/name} or {@code [v6 host]:port/name}. */
+    private static Endpoint parseNetwork(String scheme, String rest, String shown) {
+        int slash = rest.indexOf('/');
+        if (slash < 0 || slash == rest.length() - 1) {
+            throw new IllegalArgumentException("address '" + shown + "' names no endpoint: " + HINT);
+        }
+        String raw = rest.substring(slash + 1);
+        if (raw.contains("/")) {
+            throw new IllegalArgumentException("address '" + shown + "': the endpoint name must be one path segment "
+                    + "(quote '/' as %2F): " + HINT);
+        }
+        String name = URLDecoder.decode(raw, StandardCharsets.UTF_8);
+        String hostPort = rest.substring(0, slash);
+        int colon = hostPort.lastIndexOf(':');
+        String host = colon > 0 ? hostPort.substring(0, colon) : "";
+        if (host.startsWith("[") && host.endsWith("]")) host = host.substring(1, host.length() - 1);
+        int port;
+        try {
+            port = Integer.parseInt(hostPort.substring(colon + 1));
+        } catch (NumberFormatException e) {
+            port = -1;
+        }
+        if (host.isEmpty() || port < 1 || port > 65535) {
+            throw new IllegalArgumentException("address '" + shown + "' has no valid host and port: " + HINT);
+        }
+        return new Endpoint(scheme, host, port, null, name, null, null);
+    }
+
+    /**
+     * Whether only this machine can reach it: a Unix socket, {@code localhost} or a loopback IP
+     * literal (a host name other than {@code localhost} counts as remote: it is not resolved), as
+     * Python's {@code Address.is_loopback}.
+     */
+    public boolean isLoopback() {
+        if (scheme.equals("unix") || host.equals("localhost")) return true;
+        if (host.matches("127(\\.\\d{1,3}){3}")) return true;
+        String h = host.toLowerCase(java.util.Locale.ROOT);
+        return h.equals("::1") || h.matches("(0{0,4}:){7}0{0,3}1");
     }
 
     /**
@@ -93,8 +142,10 @@ public final class Endpoint implements Serializable {
                 .replaceAll("(?i)(token%3D)(?:(?!%26|%2C)[^&,\\s'\"])*", "$1***");
     }
 
+    /** Where to connect, without name or query: {@code tcp://host:port} ({@code [v6]} hosts in brackets) or {@code unix:///path}. */
     public String base() {
-        return "tcp://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
+        if (scheme.equals("unix")) return "unix://" + path;
+        return scheme + "://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + port;
     }
 
     @Override

@@ -12,6 +12,7 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 
 import rsspark.rsocket.Endpoint;
+import rsspark.rsocket.TlsSettings;
 
 /**
  * The sink of real-time mode: a {@code ForeachWriter} (Spark's real-time allowlist admits
@@ -51,13 +52,21 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
     /**
      * A writer for {@code df.writeStream.foreach(...)}: {@code endpoint} from {@code serve_sink} /
      * the hub, {@code schemaJson} the DataFrame's schema ({@code df.schema.json()}), {@code options}
-     * (case-insensitive): maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout.
+     * (case-insensitive): maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout, and for a
+     * tls:// endpoint tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname.
      */
     public static ReactiveSinkWriter create(String endpoint, String schemaJson, Map<String, String> options) {
-        Endpoint.parse(endpoint, null); // a bad address fails here, before the query starts
+        Endpoint e = Endpoint.parse(endpoint, null); // a bad address fails here, before the query starts
         DataType t = DataType.fromJson(schemaJson);
         if (!(t instanceof StructType)) throw new IllegalArgumentException("the sink's schema must be a struct, got " + t);
-        return new ReactiveSinkWriter(endpoint, schemaJson, SinkOptions.parse(options));
+        SinkOptions o = SinkOptions.parse(options);
+        try {
+            o.tls.checkUsedBy(e);
+            if (e.scheme.equals("tls")) o.tls.context(); // the files are read and checked here, on the driver
+        } catch (IllegalArgumentException x) {
+            throw new IllegalArgumentException("the real-time reactive sink: " + x.getMessage(), x);
+        }
+        return new ReactiveSinkWriter(endpoint, schemaJson, o);
     }
 
     @Override
@@ -103,22 +112,31 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
         int maxQueuedRows = 10_000;
         long ackTimeoutMs = 600_000;
         int connectTimeoutMs = 10_000;
+        TlsSettings tls = new TlsSettings(null, null, null, null);
 
         static SinkOptions parse(Map<String, String> given) {
             Map<String, String> o = new TreeMap<>();
             if (given != null) for (Map.Entry<String, String> e : given.entrySet()) o.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
             SinkOptions s = new SinkOptions();
+            java.util.Set<String> known = new java.util.HashSet<>(
+                    java.util.List.of("maxrowsperpayload", "maxqueuedrows", "acktimeout", "connecttimeout"));
+            for (String n : TlsSettings.OPTIONS.keySet()) known.add(n.toLowerCase(Locale.ROOT));
             for (String k : o.keySet()) {
-                if (!k.equals("maxrowsperpayload") && !k.equals("maxqueuedrows") && !k.equals("acktimeout")
-                        && !k.equals("connecttimeout")) {
+                if (!known.contains(k)) {
                     throw new IllegalArgumentException("the real-time reactive sink has no option '" + k
-                            + "'; its options: maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout");
+                            + "'; its options: maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout, "
+                            + String.join(", ", TlsSettings.OPTIONS.keySet()));
                 }
             }
             s.maxRowsPerPayload = (int) intOption(o, "maxRowsPerPayload", s.maxRowsPerPayload);
             s.maxQueuedRows = (int) intOption(o, "maxQueuedRows", s.maxQueuedRows);
             s.ackTimeoutMs = durationMs(o, "ackTimeout", s.ackTimeoutMs);
             s.connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", s.connectTimeoutMs));
+            try {
+                s.tls = TlsSettings.from(o);
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("the real-time reactive sink: " + e.getMessage(), e);
+            }
             return s;
         }
 

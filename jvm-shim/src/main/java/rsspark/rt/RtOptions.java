@@ -9,6 +9,7 @@ import java.util.TreeMap;
 import rsspark.rsocket.Connection;
 import rsspark.rsocket.Endpoint;
 import rsspark.rsocket.StreamReader;
+import rsspark.rsocket.TlsSettings;
 
 /**
  * The options of {@code format("reactive-rt")}, parsed and checked in one place (keys are
@@ -25,13 +26,15 @@ public final class RtOptions implements Serializable {
     static final Map<String, String[]> KNOWN = new LinkedHashMap<>();
 
     static {
-        known("endpoint", "an rs_spark.net address of a served Publisher of Arrow record batches (tcp://HOST:PORT/NAME); "
-                + "several, comma-separated (id=address names a partition; else its endpoint name does), are partitions, "
-                + "each read by its own long-running task (real-time mode)");
+        known("endpoint", "an rs_spark.net address of a served Publisher of Arrow record batches (tcp://HOST:PORT/NAME, "
+                + "tls://HOST:PORT/NAME or unix:///PATH/TO.sock/NAME); several, comma-separated (id=address names a "
+                + "partition; else its endpoint name does), are partitions, each read by its own long-running task "
+                + "(real-time mode)");
         known("jvmPublisher", "a JVM Publisher: com.example.Feeds#method (public static, no argument or a "
                 + "Map<String, String> of the options) or a Publisher class; built in the JVM that reads it (its jar "
                 + "on spark.jars)");
         known("token", "authentication token for the endpoint (else ?token= in the address)");
+        for (Map.Entry<String, String> t : TlsSettings.OPTIONS.entrySet()) known(t.getKey(), t.getValue());
         known("schema", "DDL schema when none is given with .schema()");
         known("maxInFlight", "most rows requested from the publisher and not yet taken by Spark (default 1000)");
         known("maxRecordsPerTrigger", "micro-batch mode: at most this many rows per micro-batch");
@@ -66,6 +69,8 @@ public final class RtOptions implements Serializable {
     final double resumeWindow;
     final boolean cancelOnStop;
     final int connectTimeoutMs;
+    /** How a tls:// endpoint is trusted: options tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname. */
+    final TlsSettings tls;
     /**
      * The jvmPublisher factory's argument: the options under {@code publisher.}, that prefix stripped,
      * keys in the case the user wrote them (as the Python source's factories get theirs).
@@ -88,6 +93,15 @@ public final class RtOptions implements Serializable {
         cancelOnStop = bool(o, "cancelOnStop", true);
         resumeWindow = durationMs(o, "resumeWindow", 0) / 1000.0;
         connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", 10_000));
+        tls = tlsSettings(o);
+    }
+
+    private static TlsSettings tlsSettings(Map<String, String> o) {
+        try {
+            return TlsSettings.from(o);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("format('reactive-rt'): " + e.getMessage(), e);
+        }
     }
 
     /** Parse and check {@code options} (any case); throws IllegalArgumentException saying what to fix. */
@@ -153,11 +167,17 @@ public final class RtOptions implements Serializable {
         boolean jvm = jvmPublisher != null && !jvmPublisher.isBlank();
         if (ep == jvm) {
             throw new IllegalArgumentException("format('reactive-rt') needs exactly one of option 'endpoint' (an "
-                    + "rs_spark.net address, tcp://HOST:PORT/NAME) or option 'jvmPublisher' (com.example.Feeds#method); got "
+                    + "rs_spark.net address, tcp://HOST:PORT/NAME, tls://... or unix://...) or option 'jvmPublisher' (com.example.Feeds#method); got "
                     + (ep ? "both" : "neither") + ". From Python, rs_spark.spark.realtime.read_stream(spark, publisher, "
                     + "schema=...) serves an in-process Publisher and sets option endpoint");
         }
-        if (ep) parseEndpoints(); // parse now: a bad address fails the query before it starts
+        if (ep) { // now: a bad address or TLS option fails the query before it starts
+            parseEndpoints();
+            checkEndpoints();
+        } else if (!tls.isDefault()) {
+            throw new IllegalArgumentException("format('reactive-rt'): the TLS options (" + String.join(", ",
+                    TlsSettings.OPTIONS.keySet()) + ") apply to a tls:// endpoint; option jvmPublisher reads no endpoint");
+        }
         if (jvm && (jvmPublisher.contains(" ") || jvmPublisher.split("#")[0].contains(":"))) {
             throw new IllegalArgumentException("format('reactive-rt'): option jvmPublisher='" + jvmPublisher
                     + "' must look like 'com.example.Feeds#method' or 'com.example.FeedPublisher'");
@@ -217,6 +237,18 @@ public final class RtOptions implements Serializable {
         return Endpoint.parse(address, token);
     }
 
+    private void checkEndpoints() {
+        for (String pid : partitions()) {
+            Endpoint e = endpoint(pid);
+            try {
+                tls.checkUsedBy(e);
+                if (e.scheme.equals("tls")) tls.context(); // the files are read and checked here, on the driver
+            } catch (IllegalArgumentException x) {
+                throw new IllegalArgumentException("format('reactive-rt'): " + x.getMessage(), x);
+            }
+        }
+    }
+
     /** The stream reader's settings. */
     StreamReader.Settings readerSettings() {
         StreamReader.Settings s = new StreamReader.Settings();
@@ -224,6 +256,7 @@ public final class RtOptions implements Serializable {
         s.windowSeconds = resumeWindow;
         Connection.Options c = new Connection.Options();
         c.connectTimeoutMs = connectTimeoutMs;
+        c.tls = tls;
         s.connection = c;
         return s;
     }

@@ -76,6 +76,7 @@ final class SinkChannel {
             long epoch) throws IOException {
         Connection.Options c = new Connection.Options();
         c.connectTimeoutMs = o.connectTimeoutMs;
+        c.tls = o.tls;
         ChannelWriter w = ChannelWriter.open(endpoint, c, 16);
         SinkChannel ch = new SinkChannel(w, schema, o, partition, epoch);
         ch.sender.start();

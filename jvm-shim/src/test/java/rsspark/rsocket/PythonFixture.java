@@ -14,12 +14,12 @@ import java.util.function.Predicate;
  * client is tested against the real Python server. Its stdout lines (events) are collected here;
  * closing its stdin ends it. The build passes {@code -Drsspark.python} and {@code -Drsspark.root}.
  */
-final class PythonFixture implements AutoCloseable {
+public final class PythonFixture implements AutoCloseable {
     private final Process process;
     private final List<String> lines = new ArrayList<>();
     private final StringBuilder errors = new StringBuilder();
 
-    PythonFixture(String... args) throws IOException {
+    public PythonFixture(String... args) throws IOException {
         String python = System.getProperty("rsspark.python", "python3");
         String root = System.getProperty("rsspark.root", new File("..").getAbsolutePath());
         List<String> cmd = new ArrayList<>(List.of(python, "-m", "tests.realtime.fixture_server"));
@@ -51,12 +51,12 @@ final class PythonFixture implements AutoCloseable {
     }
 
     /** The server's address (with its token). */
-    String address() throws InterruptedException {
+    public String address() throws InterruptedException {
         return await(l -> l.startsWith("ADDRESS "), "its address").substring("ADDRESS ".length());
     }
 
     /** Wait (up to 30 s) for a line matching {@code p}; fail naming {@code what} and the server's stderr. */
-    synchronized String await(Predicate<String> p, String what) throws InterruptedException {
+    public synchronized String await(Predicate<String> p, String what) throws InterruptedException {
         long deadline = System.currentTimeMillis() + 30_000;
         while (true) {
             for (String l : lines) if (p.test(l)) return l;
@@ -72,13 +72,13 @@ final class PythonFixture implements AutoCloseable {
     }
 
     /** The last value of a counter line ({@code REQUESTED 12}), or 0. */
-    synchronized long last(String counter) {
+    public synchronized long last(String counter) {
         long v = 0;
         for (String l : lines) if (l.startsWith(counter + " ")) v = Long.parseLong(l.substring(counter.length() + 1));
         return v;
     }
 
-    synchronized List<String> lines() {
+    public synchronized List<String> lines() {
         return new ArrayList<>(lines);
     }
 

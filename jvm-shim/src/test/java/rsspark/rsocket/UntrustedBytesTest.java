@@ -93,6 +93,15 @@ class UntrustedBytesTest {
         assertTrue(decodeError(out.toByteArray()).contains("compressed body"), decodeError(out.toByteArray()));
     }
 
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= haystack.length; i++) {
+            for (int j = 0; j < needle.length; j++) if (haystack[i + j] != needle[j]) continue outer;
+            return i;
+        }
+        return -1;
+    }
+
     @Test
     void offsetsPointingOutsideTheirDataAreRefused() throws Exception {
         Schema s = new Schema(List.of(Field.nullable("s", ArrowType.Utf8.INSTANCE)));
@@ -103,9 +112,17 @@ class UntrustedBytesTest {
             for (int i = 0; i < 3; i++) v.setSafe(i, ("v" + i).getBytes(StandardCharsets.UTF_8));
             v.setValueCount(3);
             root.setRowCount(3);
-            v.getOffsetBuffer().setInt(3 * 4L, 4096); // the last offset 4 KiB past 6 bytes of data
             b = ArrowPayloads.encode(root);
         }
+        // The last offset 4 KiB past 6 bytes of data, in the bytes on the wire. (Not set in the vector
+        // before encoding: the encoder would then send 4 KiB of data whenever the allocator's buffer
+        // happens to be that large, and the payload would be valid.)
+        byte[] offsets = {0, 0, 0, 0, 2, 0, 0, 0, 4, 0, 0, 0, 6, 0, 0, 0};
+        int at = indexOf(b, offsets);
+        assertTrue(at >= 0, "the offsets 0, 2, 4, 6 are not in the encoded payload");
+        assertEquals(-1, indexOf(java.util.Arrays.copyOfRange(b, at + 1, b.length), offsets), "the offsets twice");
+        b[at + 12] = 0;
+        b[at + 13] = 0x10; // 4096, little-endian
         String m = decodeError(b);
         assertTrue(m.contains("does not match its schema's layout") || m.contains("unreadable"), m);
     }

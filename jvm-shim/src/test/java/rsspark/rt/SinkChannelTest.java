@@ -1,0 +1,166 @@
+package rsspark.rt;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.apache.arrow.vector.BigIntVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.types.StructType;
+import org.junit.jupiter.api.Test;
+
+import rsspark.rsocket.ArrowPayloads;
+import rsspark.rsocket.Endpoint;
+import rsspark.rsocket.Frame;
+import rsspark.rsocket.Frames;
+import rsspark.rsocket.PythonFixture;
+
+/**
+ * One sink task's channel into the delivery hub (SinkChannel): against the Python hub
+ * (fixture_server sink) for delivery, the acknowledgement and a replayed epoch; against a scripted
+ * hub for pacing (the queue bound, the hub's credits, rows per payload) and how it ends.
+ */
+class SinkChannelTest {
+    static final StructType SCHEMA = StructType.fromDDL("id BIGINT");
+
+    static ReactiveSinkWriter.SinkOptions options(String... kv) {
+        return ReactiveSinkWriter.SinkOptions.parse(RtOptionsTest.opts(kv));
+    }
+
+    static void addAll(SinkChannel c, long from, long to) throws IOException {
+        for (long i = from; i < to; i++) c.add(RowFactory.create(i));
+    }
+
+    static List<Long> rowsSeen(PythonFixture py) {
+        List<Long> out = new ArrayList<>();
+        for (String l : py.lines()) if (l.startsWith("ROW ")) out.add(Long.parseLong(l.substring(4)));
+        return out;
+    }
+
+    @Test
+    void anEpochsRowsReachTheSubscriberInOrderAndAReplayedEpochIsNotDeliveredTwice() throws Exception {
+        try (PythonFixture py = new PythonFixture("sink")) {
+            Endpoint ep = Endpoint.parse(py.address(), null);
+            SinkChannel c = SinkChannel.open(ep, SCHEMA, options(), 0, 0);
+            addAll(c, 0, 50);
+            c.finish(); // returns once the hub answered that every row reached on_next
+            py.await(l -> l.equals("ROW 49"), "row 49");
+            assertEquals(JvmFeedTest.range(0, 50), rowsSeen(py));
+
+            SinkChannel again = SinkChannel.open(ep, SCHEMA, options(), 0, 0); // a retried task of epoch 0
+            addAll(again, 0, 50);
+            again.finish(); // the hub answers "duplicate": nothing is lost, nothing sent twice
+            SinkChannel next = SinkChannel.open(ep, SCHEMA, options(), 0, 1);
+            addAll(next, 100, 101);
+            next.finish();
+            py.await(l -> l.equals("ROW 100"), "row 100 of epoch 1");
+            List<Long> want = JvmFeedTest.range(0, 50);
+            want.add(100L);
+            assertEquals(want, rowsSeen(py));
+        }
+    }
+
+    static long rows(Frame payload) throws Exception {
+        byte[] b = payload.data();
+        try (VectorSchemaRoot r = ArrowPayloads.decode(b, 0, b.length, Feeds.allocator(), "the channel")) {
+            return r.getRowCount();
+        }
+    }
+
+    static List<Long> ids(List<Frame> payloads) throws Exception {
+        List<Long> out = new ArrayList<>();
+        for (Frame p : payloads) {
+            if (!p.has(Frames.FLAG_NEXT)) continue;
+            byte[] b = p.data();
+            try (VectorSchemaRoot r = ArrowPayloads.decode(b, 0, b.length, Feeds.allocator(), "the channel")) {
+                BigIntVector v = (BigIntVector) r.getVector("id");
+                for (int i = 0; i < r.getRowCount(); i++) out.add(v.get(i));
+                assertEquals(Map.of("rs_spark.batch_id", "3", "rs_spark.partition", "0", "rs_spark.open_ended", "1"),
+                        Map.of("rs_spark.batch_id", r.getSchema().getCustomMetadata().get("rs_spark.batch_id"),
+                                "rs_spark.partition", r.getSchema().getCustomMetadata().get("rs_spark.partition"),
+                                "rs_spark.open_ended", r.getSchema().getCustomMetadata().get("rs_spark.open_ended")));
+            }
+        }
+        return out;
+    }
+
+    static void waitUntilBlocked(Thread t) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (t.getState() != Thread.State.WAITING && t.getState() != Thread.State.TIMED_WAITING) {
+            assertTrue(t.isAlive(), "the adding thread ended instead of waiting");
+            assertTrue(System.currentTimeMillis() < deadline, "the adding thread never waited: " + t.getState());
+            Thread.sleep(5);
+        }
+    }
+
+    @Test
+    void rowsWaitWithinMaxQueuedRowsLeaveWithinTheHubsCreditAndMaxRowsPerPayloadThenTheEndWaitsForTheAnswer()
+            throws Exception {
+        try (ScriptedHub hub = new ScriptedHub()) {
+            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA,
+                    options("maxQueuedRows", "8", "maxRowsPerPayload", "3", "ackTimeout", "1s"), 0, 3);
+            hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
+            addAll(c, 0, 8); // no credit yet: all 8 wait in the queue
+            AtomicReference<Throwable> ninth = new AtomicReference<>();
+            Thread adder = new Thread(() -> {
+                try {
+                    c.add(RowFactory.create(8L));
+                } catch (Throwable e) {
+                    ninth.set(e);
+                }
+            }, "ninth-row");
+            adder.start();
+            waitUntilBlocked(adder); // the 9th row waits: maxQueuedRows=8
+
+            hub.send(Frames.requestN(1, 5));
+            List<Frame> first = hub.await(f -> rowsIn(f) >= 5, "5 rows");
+            adder.join(30_000);
+            assertFalse(adder.isAlive(), "the 9th row still waits after 5 left the queue");
+            assertNull(ninth.get());
+            assertEquals(5, rowsIn(first), "more rows than the hub's credit of 5");
+            for (Frame p : ScriptedHub.ofType(first, Frames.PAYLOAD)) assertTrue(rows(p) <= 3, "over maxRowsPerPayload");
+
+            hub.send(Frames.requestN(1, 100));
+            List<Frame> all = hub.await(f -> rowsIn(f) >= 9, "9 rows");
+            assertEquals(JvmFeedTest.range(0, 9), ids(ScriptedHub.ofType(all, Frames.PAYLOAD)));
+            for (Frame p : ScriptedHub.ofType(all, Frames.PAYLOAD)) if (p.has(Frames.FLAG_NEXT)) assertTrue(rows(p) <= 3);
+
+            IOException e = assertThrows(IOException.class, c::finish); // the hub never answers
+            assertTrue(e.getMessage().contains("did not answer within 1 s after the last of 9 rows"), e.getMessage());
+            assertFalse(e.getMessage().contains("SECRET"), e.getMessage());
+            List<Frame> end = hub.await(f -> ScriptedHub.ofType(f, Frames.PAYLOAD).stream()
+                    .anyMatch(p -> p.has(Frames.FLAG_COMPLETE)), "the end of the epoch (COMPLETE)");
+            assertEquals(9, rowsIn(end), "rows after the end");
+        }
+    }
+
+    @Test
+    void anAbortedChannelTellsTheHubWhyWithAnError() throws Exception {
+        try (ScriptedHub hub = new ScriptedHub()) {
+            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, options(), 0, 3);
+            addAll(c, 0, 2);
+            c.abort("the Spark task failed: boom");
+            List<Frame> f = hub.await(fs -> !ScriptedHub.ofType(fs, Frames.ERROR).isEmpty(), "ERROR");
+            Frame err = ScriptedHub.ofType(f, Frames.ERROR).get(0);
+            assertEquals(1, err.streamId);
+            assertEquals(Frames.APPLICATION_ERROR, err.errorCode);
+            assertEquals("the Spark task failed: boom", err.text());
+            assertEquals(0, rowsIn(f), "rows sent without credit");
+        }
+    }
+
+    static long rowsIn(List<Frame> frames) {
+        long n = 0;
+        try {
+            for (Frame p : ScriptedHub.ofType(frames, Frames.PAYLOAD)) if (p.has(Frames.FLAG_NEXT)) n += rows(p);
+        } catch (Exception e) {
+            throw new AssertionError("a payload the channel sent is not Arrow: " + e, e);
+        }
+        return n;
+    }
+}
