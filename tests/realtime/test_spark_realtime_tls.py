@@ -11,8 +11,8 @@ import ssl
 from typing import Any
 
 from rs_spark import net
-from rs_spark.net.address import parse
-from rs_spark.net.retention import Retention
+from rs_spark.net.protocol.address import parse
+from rs_spark.net.zero_loss.retention import Retention
 from rs_spark.spark import realtime
 from tests.certs import self_signed
 from tests.waits import wait_until
