@@ -23,7 +23,7 @@ import org.apache.arrow.vector.types.pojo.Schema;
 import org.apache.arrow.vector.util.ValueVectorUtility;
 
 /**
- * The Arrow codec of rs_spark.net (rs_spark/net/codecs.py): each payload is a whole Arrow IPC
+ * The Arrow codec of rs_spark.net (rs_spark/net/protocol/codecs.py): each payload is a whole Arrow IPC
  * stream holding one record batch (schema, batch, end-of-stream), and REQUEST_N counts its rows.
  *
  * <p>Bytes from a peer are hostile until validated ({@link #decode}): every message length is

@@ -5,7 +5,7 @@ import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 
 /**
- * An rs_spark.net address (rs_spark/net/address.py): {@code tcp://HOST:PORT/NAME},
+ * An rs_spark.net address (rs_spark/net/protocol/address.py): {@code tcp://HOST:PORT/NAME},
  * {@code tls://HOST:PORT/NAME} or {@code unix:///PATH/TO.sock/NAME}, optionally followed by
  * {@code ?token=...&codec=arrow}. For {@code unix} the name is the last path segment and
  * everything before it the socket path. {@link #toString} never shows the token.

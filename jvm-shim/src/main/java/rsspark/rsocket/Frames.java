@@ -6,7 +6,7 @@ import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 
 /**
- * RSocket 1.0 frames as rs_spark.net speaks them (rs_spark/net/frames.py): encoders return the
+ * RSocket 1.0 frames as rs_spark.net speaks them (rs_spark/net/protocol/frames.py): encoders return the
  * frame without its 3-byte length prefix ({@link Connection} adds it); {@link #decode} checks the
  * layout of every frame before any field is used and throws {@link ProtocolException} naming what
  * is wrong.

@@ -12,7 +12,7 @@ import javax.crypto.spec.SecretKeySpec;
 
 /**
  * RSocket metadata extensions (composite metadata, routing, bearer authentication) and the
- * rs_spark conventions for resumable streams (rs_spark/net/metadata.py, rs_spark/net/resume.py).
+ * rs_spark conventions for resumable streams (rs_spark/net/protocol/metadata.py, rs_spark/net/zero_loss/resume.py).
  */
 public final class Metadata {
     private Metadata() {}

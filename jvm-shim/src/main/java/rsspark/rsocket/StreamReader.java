@@ -15,7 +15,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * that sends more fails the stream). Payloads are decoded and validated on the connection's reader
  * thread by the {@link PayloadDecoder}; {@link #poll} hands them to the consumer.
  *
- * <p>Positions count the stream's rows since it began (rs_spark/net/resume.py). A resumable stream
+ * <p>Positions count the stream's rows since it began (rs_spark/net/zero_loss/resume.py). A resumable stream
  * ({@link #open} with {@link Mode#RESUMABLE}) is opened by {@code key}: RESUME at the position asked
  * for, or, at position 0 of a stream the server does not know yet, SETUP with the resume flag and
  * REQUEST_STREAM. {@link #acknowledge} tells the server that rows before a position are durable;

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import org.junit.jupiter.api.Test;
 
-/** The address grammar of rs_spark/net/address.py, as the JVM client reads it; tokens never shown. */
+/** The address grammar of rs_spark/net/protocol/address.py, as the JVM client reads it; tokens never shown. */
 class EndpointTest {
     @Test
     void tcpTlsAndV6AddressesParseWithTheirSchemeHostPortNameTokenAndCodec() {
