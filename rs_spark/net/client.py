@@ -28,6 +28,7 @@ from .protocol.conventions import ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, Refused
 from .protocol.metadata import COMPOSITE, request_metadata
 from .protocol.outbound import OutboundStream
+from .protocol.tls import TlsFiles
 from .protocol.transport import dial
 from .zero_loss.resume import ResumeRequest
 
@@ -39,13 +40,15 @@ log = logging.getLogger(__name__)
 
 
 class Options:
-    """Client settings; picklable when ``ssl`` is None (a ``tls://`` address then uses the system CAs)."""
+    """Client settings; picklable when ``ssl`` is None (a ``tls://`` address then uses ``tls``, or
+    the system CAs)."""
 
     def __init__(
         self,
         *,
         token: str | None = None,
         ssl: _ssl.SSLContext | None = None,
+        tls: TlsFiles | None = None,
         codec: str | None = None,
         keepalive: float = 2.0,
         lifetime: float = 10.0,
@@ -59,8 +62,11 @@ class Options:
             raise ValueError(f"need 0 < keepalive < lifetime (seconds), got keepalive={keepalive}, lifetime={lifetime}")
         if codec is not None:
             make_codec(codec)  # validate early, with the list of valid names
+        if ssl is not None and tls is not None:
+            raise ValueError("give ssl= (an SSLContext) or tls= (TlsFiles, picklable), not both")
         self.token = token
         self.ssl = ssl
+        self.tls = tls
         self.codec = codec
         self.keepalive = keepalive
         self.lifetime = lifetime
@@ -132,6 +138,7 @@ class Client:
             connect_timeout=o.connect_timeout,
             limits=o.limits,
             batch_rows=o.batch_rows,
+            tls=o.tls,
         )
         if not picklable:
             d["ssl"] = o.ssl
@@ -199,8 +206,11 @@ class Client:
         """A started-to-be connection (not yet started, nothing sent) to this client's server."""
         a, o = self._addr, self._opts
         warn_if_token_in_clear_text(a, self._token)
+        ctx, hostname = o.ssl, None
+        if o.tls is not None:  # built here, in the process that connects, from the files as they are here
+            ctx, hostname = o.tls.context(), o.tls.hostname
         try:
-            sock = dial(a, o.connect_timeout, o.ssl, o.limits.max_frame_bytes)
+            sock = dial(a, o.connect_timeout, ctx, o.limits.max_frame_bytes, hostname)
         except TimeoutError as exc:
             raise ConnectionLost(
                 f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
@@ -444,7 +454,9 @@ def connect(address: str, **options: Any) -> RemotePublisher:
     """The Publisher served at ``address`` (e.g. ``'tcp://127.0.0.1:7878/numbers'``).
 
     Options: ``token`` (or ``?token=`` in the address), ``ssl`` (client ``SSLContext`` for
-    ``tls://``), ``codec`` (``json`` default, ``text``, ``bytes``, ``arrow``; or ``?codec=``),
+    ``tls://``) or ``tls`` (:class:`~rs_spark.net.TlsFiles`: CA file, client certificate, host
+    name; picklable, so a pickled publisher keeps it),
+    ``codec`` (``json`` default, ``text``, ``bytes``, ``arrow``; or ``?codec=``),
     ``batch_rows`` (arrow: most rows per delivered batch, default 65536),
     ``keepalive`` / ``lifetime`` (seconds: a silent server ends the stream with
     ``ConnectionLost`` after ``lifetime``), ``connect_timeout``, ``limits``.

@@ -18,14 +18,19 @@ from .tls import tls_client
 
 
 def dial(
-    addr: Address, timeout: float, context: _ssl.SSLContext | None, max_frame: int = 16 * 1024 * 1024
+    addr: Address,
+    timeout: float,
+    context: _ssl.SSLContext | None,
+    max_frame: int = 16 * 1024 * 1024,
+    server_hostname: str | None = None,
 ) -> socket.socket:
     """Connect to ``addr``; the socket is left blocking. With TLS (``tls://``, ``wss://`` or a
     ``context``) the handshake is done here and the socket returned is the plain end of a
-    :class:`~.tls.TlsPump`; with WebSocket (``ws://``, ``wss://``) the plain end of a ``WsPump``."""
+    :class:`~.tls.TlsPump`; with WebSocket (``ws://``, ``wss://``) the plain end of a ``WsPump``.
+    ``server_hostname``: the name the server's certificate must list (default: the address's host)."""
     sock = _connect(addr, timeout)
     if addr.scheme in ("tls", "wss") or context is not None:
-        sock = _start_tls(sock, addr, context, timeout)
+        sock = _start_tls(sock, addr, context, timeout, server_hostname)
     if addr.scheme in ("ws", "wss"):
         from .websocket import ws_client
 
@@ -50,9 +55,11 @@ def _connect(addr: Address, timeout: float) -> socket.socket:
     return sock
 
 
-def _start_tls(sock: socket.socket, addr: Address, context: _ssl.SSLContext | None, timeout: float) -> socket.socket:
+def _start_tls(
+    sock: socket.socket, addr: Address, context: _ssl.SSLContext | None, timeout: float, server_hostname: str | None
+) -> socket.socket:
     ctx = context or _ssl.create_default_context()
-    host = addr.host if addr.scheme != "unix" else None
+    host = server_hostname or (addr.host if addr.scheme != "unix" else None)
     if host is None and ctx.check_hostname:
         sock.close()
         raise ValueError(
