@@ -10,6 +10,7 @@ Subscriber in this process to a query: :func:`read_stream`, :func:`write_stream`
 
 from __future__ import annotations
 
+import ssl as _ssl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,7 @@ def write_stream(
     output_mode: str | None = None,
     end_on_stop: bool = True,
     bind: str = "tcp://127.0.0.1:0",
+    ssl: _ssl.SSLContext | None = None,
     **legacy_options: OptionValue,
 ) -> StreamingQuery:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber``; ``options`` are the sink's
@@ -78,6 +80,7 @@ def write_stream(
         output_mode=output_mode,
         end_on_stop=end_on_stop,
         bind=bind,
+        ssl=ssl,
         **legacy_options,
     )
 
@@ -90,14 +93,16 @@ def serve_sink(
     token: str | None = None,
     ledger: str | None = None,
     name: str | None = None,
+    ssl: _ssl.SSLContext | None = None,
 ) -> SinkEndpoint:
-    """Serve ``subscriber`` for the sink's ``endpoint`` option (see rs_spark.delivery)."""
+    """Serve ``subscriber`` for the sink's ``endpoint`` option (see rs_spark.delivery); ``ssl``: a
+    server ``ssl.SSLContext``, served on ``tls://`` (the query then gives option ``tlsCaFile``)."""
     from .delivery import serve_sink as _serve_sink
 
     if elements == "rows":  # pyspark Rows are made by the Spark layer, registered when it is imported
         from . import spark as _spark  # noqa: F401
 
-    return _serve_sink(subscriber, elements=elements, bind=bind, token=token, ledger=ledger, name=name)
+    return _serve_sink(subscriber, elements=elements, bind=bind, token=token, ledger=ledger, name=name, ssl=ssl)
 
 
 def sink_state(query: Any) -> SinkState:

@@ -11,6 +11,7 @@ from ..streams.types import Subscription
 from .errors import QueryFailed
 
 if TYPE_CHECKING:
+    from ..net.protocol.tls import TlsFiles
     from .hub import DeliveryHub
 
 log = logging.getLogger("rs_spark.sink")
@@ -50,15 +51,16 @@ class ControlSubscriber:
         pass
 
 
-def send_control(endpoint: str, message: dict[str, Any], timeout: float = 10.0) -> None:
-    """Send one control message to the hub at ``endpoint`` (an address from :func:`serve_sink`)."""
+def send_control(endpoint: str, message: dict[str, Any], timeout: float = 10.0, *, tls: TlsFiles | None = None) -> None:
+    """Send one control message to the hub at ``endpoint`` (an address from :func:`serve_sink`);
+    ``tls``: how a tls:// hub is trusted (the sink's TLS options)."""
     from ..net import connect_subscriber
     from ..net.protocol.address import parse
     from ..streams import just
 
     a = parse(endpoint)
     addr = a.with_name(f"{a.name}.control").with_codec("json").format(with_token=True)
-    sub = connect_subscriber(addr, codec="json")
+    sub = connect_subscriber(addr, codec="json", tls=tls)
     just(message).subscribe(sub)
     sub.wait(timeout)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl as _ssl
 from typing import Any
 
 from ..streams.types import Subscriber
@@ -42,6 +43,7 @@ def serve_sink(
     token: str | None = None,
     ledger: str | None = None,
     name: str | None = None,
+    ssl: _ssl.SSLContext | None = None,
 ) -> SinkEndpoint:
     """Serve ``subscriber`` for ``df.writeStream.format("reactive").option("endpoint", ep.address)``.
 
@@ -51,9 +53,12 @@ def serve_sink(
     demand counts batches). ``ledger``: a file that keeps the exactly-once ledger across restarts
     of this process. The query's end reaches the Subscriber when the query is started with
     :func:`rs_spark.write_stream` (or :meth:`finish` is called).
+    ``ssl``: a server ``ssl.SSLContext`` with its certificate loaded: the hub is served on
+    ``tls://`` (as :func:`rs_spark.net.serve`), and the query gives option ``tlsCaFile`` (the
+    certificate, or the CA that signed it) to trust it.
     """
     hub = DeliveryHub(subscriber, elements=elements, ledger=ledger, name=name)
-    return SinkEndpoint(hub, hub.serve(bind, token))
+    return SinkEndpoint(hub, hub.serve(bind, token, ssl=ssl))
 
 
 __all__ = ["SinkEndpoint", "serve_sink"]

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import secrets
+import ssl as _ssl
 import threading
 import uuid
 from collections.abc import Callable
@@ -94,12 +95,16 @@ class DeliveryHub:
         subscribe_with(subscriber, self._sub)
 
     # -- serving ------------------------------------------------------------------------
-    def serve(self, bind: str = "tcp://127.0.0.1:0", token: str | None = None) -> str:
-        """Serve the hub; return the address (with ``?token=``) for the sink's ``endpoint`` option."""
+    def serve(
+        self, bind: str = "tcp://127.0.0.1:0", token: str | None = None, *, ssl: _ssl.SSLContext | None = None
+    ) -> str:
+        """Serve the hub; return the address (with ``?token=``) for the sink's ``endpoint`` option.
+        ``ssl``: a server ``SSLContext`` with its certificate loaded; the hub is then served on
+        ``tls://`` (as :func:`rs_spark.net.serve` does)."""
         from ..net import Server
 
         token = token or secrets.token_urlsafe(24)
-        self._server = server = Server(bind, token=token)
+        self._server = server = Server(bind, token=token, ssl=ssl)
         server.add_processor(self.name, lambda: CommitChannel(self))
         server.add_subscriber(f"{self.name}.control", lambda: ControlSubscriber(self))
         return f"{server.address_of(self.name)}?token={token}"

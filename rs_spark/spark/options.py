@@ -11,10 +11,11 @@ import dataclasses
 import difflib
 import sys
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..net.protocol.address import redact
+from ..net.protocol.address import parse, redact
+from ..net.protocol.tls import TLS_OPTIONS, TlsFiles
 
 PASS_THROUGH_PREFIX = "publisher."
 """Options starting with this prefix are not checked: they are for the user's factory."""
@@ -127,7 +128,35 @@ def check_known(
         )
 
 
+def parse_tls(o: Mapping[str, Any], endpoints: Iterable[str], without_endpoint: str | None) -> TlsFiles | None:
+    """Options tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname (``o``: keys lower-cased) for
+    ``endpoints``: refused for an endpoint that is not tls:// (or when option ``without_endpoint``
+    reads none); the files are read and checked now, so a bad one fails the query at its start."""
+    try:
+        tls = TlsFiles.from_options(o)
+        if tls is None:
+            return None
+        if without_endpoint is not None:
+            raise OptionError(
+                f"the TLS options ({', '.join(TLS_OPTIONS)}) apply to a tls:// endpoint; option "
+                f"{without_endpoint} reads no endpoint: drop them, or give option endpoint"
+            )
+        used = False
+        for address in endpoints:
+            a = parse(address, need_name=False)
+            tls.check_used_by(a)
+            used = True
+        if used:
+            tls.context()  # read and check the files here, where the query starts
+    except OptionError:
+        raise
+    except ValueError as exc:
+        raise OptionError(str(exc)) from None
+    return tls
+
+
 __all__ = [
+    "parse_tls",
     "OptionError",
     "parse_int",
     "parse_bool",

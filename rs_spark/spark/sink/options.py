@@ -8,8 +8,9 @@ from typing import Any
 
 from ...delivery import ELEMENTS
 from ...net.protocol.address import redact
+from ...net.protocol.tls import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
-from ..options import OptionError, check_known, factory_options, lookup, parse_int, redacted_repr
+from ..options import OptionError, check_known, factory_options, lookup, parse_int, parse_tls, redacted_repr
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
@@ -19,6 +20,7 @@ SINK_OPTIONS: dict[str, str] = {
     "subscriber": "package.module:factory called on executors, once per task, with its options (subscriber.NAME "
     "as NAME)",
     "token": "authentication token for the endpoint (or ?token= in it)",
+    **TLS_OPTIONS,
     "elements": "subscriber factory mode: dicts (default), rows, tuples or batches",
     "inlineMaxBytes": "largest staged partition carried inside the commit message (default 64m)",
     "stagingLocation": "pyarrow filesystem URI where bigger partitions are staged (local, s3://, hdfs://, ...)",
@@ -56,6 +58,8 @@ class SinkOptions:
     keep_on_abort: float | None = None
     factory: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The options for the ``subscriber`` factory: ``subscriber.*``, prefix stripped."""
+    tls: TlsFiles | None = None
+    """Options tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname: how a tls:// endpoint is trusted."""
 
     def __repr__(self) -> str:  # the token, and any address holding one, redacted
         return redacted_repr(self)
@@ -96,6 +100,7 @@ class SinkOptions:
             raw=o,
             keep_on_abort=keep_window(o.get("keepsubscriberonabort")),
             factory=factory_options(options, SUBSCRIBER_PREFIX),
+            tls=parse_tls(o, [str(endpoint)] if endpoint else [], None if endpoint else "subscriber"),
         )
 
 

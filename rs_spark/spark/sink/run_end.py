@@ -11,6 +11,8 @@ import threading
 from typing import Any
 
 from ...delivery import DeliveryHub, QueryFailed, send_control
+from ...net.protocol.tls import TlsFiles
+from ..options import lookup
 from .state import SinkState, run_ended
 
 
@@ -90,12 +92,16 @@ class RunEnd:
             hub.finish(err)
             hub.stop()
         elif self._end_on_stop:
-            send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)})
+            send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)}, tls=self._tls())
+
+    def _tls(self) -> TlsFiles | None:
+        """How a tls:// hub served elsewhere is trusted: the query's TLS options."""
+        return TlsFiles.from_options(lookup(self._state.options))
 
     def _kept(self, hub: DeliveryHub | None, err: QueryFailed, window: float) -> bool:
         """Keep the Subscriber for a restarted run; False when its hub ended already."""
         if hub is None:
-            send_control(self._endpoint, {"op": "keep", "error": str(err), "window": window})
+            send_control(self._endpoint, {"op": "keep", "error": str(err), "window": window}, tls=self._tls())
             return True
         sub = self._subscriber
         with _lock:

@@ -4,6 +4,7 @@ served elsewhere, and map the query's end onto it."""
 from __future__ import annotations
 
 import logging
+import ssl as _ssl
 import tempfile
 from collections.abc import Mapping
 from typing import Any
@@ -33,6 +34,7 @@ def write_stream(
     output_mode: str | None = None,
     end_on_stop: bool = True,
     bind: str = "tcp://127.0.0.1:0",
+    ssl: _ssl.SSLContext | None = None,
     **legacy_options: OptionValue,
 ) -> StreamingQuery:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
@@ -45,7 +47,8 @@ def write_stream(
     batches). ``checkpoint``: checkpointLocation (exactly once across restarts); ``trigger``:
     keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
     ``output_mode``: ``append`` (default), ``update`` or ``complete``.
-    ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`).
+    ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`);
+    ``ssl``: a server ``ssl.SSLContext`` to serve it on ``tls://`` (give option ``tlsCaFile`` too).
     ``options``: the sink's options, e.g. ``{"commitTimeout": "30s"}`` (as keyword arguments:
     deprecated); with ``keepSubscriberOnAbort`` a failed query leaves the Subscriber waiting for the
     query restarted from its checkpoint (pass it again).
@@ -62,7 +65,7 @@ def write_stream(
     keep = keep_window(lookup(requested).get("keepsubscriberonabort"))
     checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint, keep)
     resumed = None if isinstance(subscriber, str) else take_kept(subscriber, checkpoint)
-    hub, endpoint = resumed or _serve(spark, subscriber, elements, ledger, bind)
+    hub, endpoint = resumed or _serve(spark, subscriber, elements, ledger, bind, ssl)
     sink_options, staging = _with_local_staging(spark, requested)
     w = _writer(df, endpoint, sink_options, checkpoint, trigger, query_name, output_mode)
     query = _start(w, hub)
@@ -80,7 +83,9 @@ def write_stream(
     return query
 
 
-def _serve(spark: Any, subscriber: Any, elements: str, ledger: str | None, bind: str) -> tuple[DeliveryHub | None, str]:
+def _serve(
+    spark: Any, subscriber: Any, elements: str, ledger: str | None, bind: str, ssl: _ssl.SSLContext | None
+) -> tuple[DeliveryHub | None, str]:
     """The hub serving ``subscriber`` in this process (None for the address of one served elsewhere)
     and the endpoint the sink's commits deliver to."""
     if isinstance(subscriber, str):
@@ -88,7 +93,7 @@ def _serve(spark: Any, subscriber: Any, elements: str, ledger: str | None, bind:
     hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
     hub.defer_abort = True  # the query's end (watched) decides: stop -> complete, failure -> error
     check_reachable(spark, bind, "write_stream")
-    return hub, hub.serve(bind)
+    return hub, hub.serve(bind, ssl=ssl)
 
 
 def _with_local_staging(spark: Any, options: dict[str, Any]) -> tuple[dict[str, Any], str | None]:

@@ -58,7 +58,9 @@ def _send(batches: Iterator[pa.RecordBatch], where: str, opts: SinkOptions) -> l
     from ...net.protocol.errors import NetError, RemoteError
     from ...streams import from_iterable, to_list
 
-    kwargs = {"token": opts.token} if opts.token else {}
+    kwargs: dict[str, Any] = {"token": opts.token} if opts.token else {}
+    if opts.tls is not None:
+        kwargs["tls"] = opts.tls
     proc = None
     try:
         proc = connect_processor(opts.endpoint or "", codec="arrow", **kwargs)
@@ -136,6 +138,7 @@ class _WriterBase:
                     "reason": "a task of the batch failed",
                     "keep": self.opts.keep_on_abort,
                 },
+                tls=self.opts.tls,
             )
         except Exception as exc:  # the query fails anyway; the hub learns at query end
             log.warning(

@@ -8,6 +8,7 @@ from typing import Any
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 from ...net.protocol.address import redact
+from ...net.protocol.tls import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
 from ..options import (
     PASS_THROUGH_PREFIX,
@@ -18,6 +19,7 @@ from ..options import (
     parse_bool,
     parse_choice,
     parse_int,
+    parse_tls,
     redacted_repr,
 )
 
@@ -29,6 +31,7 @@ SOURCE_OPTIONS: dict[str, str] = {
     "of the options) or a Publisher class; built in a JVM the reader process starts",
     "jvmJars": "with jvmPublisher: comma-separated jar paths or globs for that JVM's classpath",
     "token": "authentication token for the endpoint",
+    **TLS_OPTIONS,
     "executorFetch": "executors fetch each micro-batch's rows straight from the endpoints, the reader process "
     "handles only demand, positions and acknowledgements (default: true with several endpoints, false with one)",
     "minPartitions": "with executorFetch: at least this many Spark partitions per micro-batch, a busy partition's "
@@ -86,6 +89,8 @@ class SourceOptions:
     min_partitions: int | None = None
     factory: dict[str, Any] = dataclasses.field(default_factory=dict)
     """The options for the ``publisher`` / ``jvmPublisher`` factory: ``publisher.*``, prefix stripped."""
+    tls: TlsFiles | None = None
+    """Options tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname: how a tls:// endpoint is trusted."""
 
     def __repr__(self) -> str:  # the token, and any address holding one, redacted
         return redacted_repr(self)
@@ -129,6 +134,7 @@ class SourceOptions:
             min_partitions=parse_int("minPartitions", o["minpartitions"], 1) if "minpartitions" in o else None,
             resume_window=parse_duration("resumeWindow", o["resumewindow"]) if o.get("resumewindow") else None,
             factory=factory_options(options, PASS_THROUGH_PREFIX),
+            tls=parse_tls(o, endpoints.values(), None if endpoint else "publisher" if publisher else "jvmPublisher"),
         )
 
 

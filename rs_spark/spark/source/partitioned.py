@@ -68,7 +68,9 @@ class _Link:
     ) -> None:
         self.pid = pid
         self._changed = changed  # rows made available, or the stream ended: wakes the reader's wait
-        kwargs = {"token": opts.token} if opts.token else {}
+        kwargs: dict[str, Any] = {"token": opts.token} if opts.token else {}
+        if opts.tls is not None:
+            kwargs["tls"] = opts.tls
         self.publisher = connect(opts.endpoints[pid], **kwargs).resumable(
             key, window=opts.resume_window, positions=True, new=new
         )
@@ -375,7 +377,9 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         p = partition
         schema = to_arrow_schema(StructType.fromJson(json.loads(self._schema_json)), timezone="UTC")
         converter = ElementConverter(schema, self._opts.mode, self._opts.corrupt_column, add_corrupt_column=False)
-        kwargs = {"token": self._opts.token} if self._opts.token else {}
+        kwargs: dict[str, Any] = {"token": self._opts.token} if self._opts.token else {}
+        if self._opts.tls is not None:
+            kwargs["tls"] = self._opts.tls
         stream = connect(self._opts.endpoints[p.pid], **kwargs).resumable(p.key)
         got = 0
         pending: list[Any] = []
