@@ -1,6 +1,7 @@
 """Real-time mode over tls:// end to end on local Spark: a Publisher served by rs_spark.net over TLS
 -> format("reactive-rt") (the JVM client, the server verified against option tlsCaFile) -> the
-shim's ForeachWriter -> a Subscriber served by the delivery hub. The client's refusals (wrong CA,
+shim's ForeachWriter -> a Subscriber served by the delivery hub over tls:// (realtime.write_stream's
+ssl=, the sink's tlsCaFile). The client's refusals (wrong CA,
 wrong host name, unix://) are JUnit tests against the same Python server
 (jvm-shim/src/test/java/rsspark/rsocket/TlsAndUnixAgainstPythonServerTest.java)."""
 
@@ -37,7 +38,9 @@ def test_a_tls_endpoint_is_read_with_the_server_verified_and_every_row_arrives_i
     sub = Collect()
     try:
         df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL, options={"tlsCaFile": cert})
-        q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"))
+        q = realtime.write_stream(  # into a hub served over tls:// too, trusted by the JVM sink's tlsCaFile
+            df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"), ssl=context, options={"tlsCaFile": cert}
+        )
         try:
             wait_until(lambda: _batch_id(q) >= 2 and len(sub.ids) >= 50, "three real-time batches and 50 rows", 90)
         finally:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import ssl as _ssl
 import tempfile
 import uuid
 from collections.abc import Mapping
@@ -27,8 +28,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
+from ...net.protocol.tls import TlsFiles
 from ...streams.types import Publisher, Subscriber
-from ..options import OptionValue, spark_options
+from ..options import OptionValue, lookup, spark_options
 from ..served import keep, stop_served
 from ..session import check_reachable
 
@@ -152,6 +154,7 @@ def write_stream(
     query_name: str | None = None,
     output_mode: str = "update",
     bind: str = "tcp://127.0.0.1:0",
+    ssl: _ssl.SSLContext | None = None,
     **legacy_options: OptionValue,
 ) -> StreamingQuery:
     """Start ``df`` into ``subscriber`` through the shim's real-time ForeachWriter; return the query.
@@ -160,10 +163,11 @@ def write_stream(
     now) or the address of one served by :func:`rs_spark.serve_sink`. ``trigger``: the real-time
     batch duration (``"5 minutes"``; Spark's minimum is ``spark.sql.streaming.realTimeMode.minBatchDuration``,
     5 s by default), or keyword arguments of ``DataStreamWriter.trigger`` for another trigger
-    (``{"processingTime": "0 seconds"}``), or None (Spark's default). ``elements``, ``ledger``:
-    as for :func:`rs_spark.serve_sink`. ``options``: sink options (``maxRowsPerPayload``,
-    ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``; as keyword arguments: deprecated). When the query
-    stops the Subscriber gets ``on_complete``; when it fails, ``on_error``."""
+    (``{"processingTime": "0 seconds"}``), or None (Spark's default). ``elements``, ``ledger``,
+    ``ssl``: as for :func:`rs_spark.serve_sink` (with ``ssl``, give option ``tlsCaFile`` too). ``options``: sink
+    options (``maxRowsPerPayload``, ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``, the TLS options; as
+    keyword arguments: deprecated). When the query stops the Subscriber gets ``on_complete``; when it fails,
+    ``on_error``."""
     from ...delivery import DeliveryHub
     from ..jvm import jvm
     from ..sink.query_end import on_query_end
@@ -179,7 +183,7 @@ def write_stream(
         hub = DeliveryHub(subscriber, elements=elements, ledger=ledger)
         hub.defer_abort = True  # the query's end decides: stop -> on_complete, failure -> on_error
         check_reachable(spark, bind, "realtime.write_stream")
-        endpoint = hub.serve(bind)
+        endpoint = hub.serve(bind, ssl=ssl)
     try:
         w = _jvm_writer(df, j, endpoint, sink_options, trigger, checkpoint, query_name, output_mode)
         query = StreamingQuery(w.start())
@@ -256,7 +260,8 @@ class _QueryEnd:
             self._hub.finish(err)
             self._hub.stop()
         else:
-            send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)})
+            tls = TlsFiles.from_options(lookup(self._state.options))  # how the remote hub is trusted
+            send_control(self._endpoint, {"op": "end", "error": None if err is None else str(err)}, tls=tls)
 
 
 __all__ = ["SOURCE", "read_stream", "write_stream", "stop_served", "as_record_batches", "jvm_trigger"]
