@@ -18,6 +18,7 @@ from rs_spark.net.protocol.address import parse
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.sink.options import SINK_OPTIONS, SinkOptions
 from rs_spark.spark.source.options import SOURCE_OPTIONS, SourceOptions
+from rs_spark.spark.source.resolve import make_publisher
 from tests.certs import self_signed
 from tests.subscribers import Recorder
 
@@ -83,6 +84,24 @@ def test_a_bad_tls_file_fails_at_the_start_naming_the_option_and_the_file(kind, 
 def test_every_partition_endpoint_must_be_tls_when_tls_options_are_given(certs):
     with pytest.raises(OptionError, match="option tlsCaFile applies to tls:// endpoints.*tcp://127.0.0.1:2/b"):
         SourceOptions.parse({"endpoint": "a=tls://127.0.0.1:1/a,b=tcp://127.0.0.1:2/b", "tlsCaFile": certs[0]})
+
+
+@pytest.mark.timeout(120)
+def test_the_reader_trusts_the_ca_file_and_checks_the_name_tls_hostname_gives(tmp_path):
+    cert, key = self_signed(tmp_path, san="DNS:feed.example.com")
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    server = net.serve(rs.range_(100), "numbers", token=SECRET, ssl=server_ctx)
+    endpoint = parse(server.address).with_token(SECRET).format(with_token=True)
+    try:
+        for options, refused in (({}, "tlsCaFile"), ({"tlsCaFile": cert}, "tlsHostname")):
+            with pytest.raises(net.NetError) as info:
+                rs.to_list(make_publisher(SourceOptions.parse({"endpoint": endpoint, **options})), timeout=30)
+            assert refused in str(info.value) and SECRET not in str(info.value)
+        trusted = SourceOptions.parse({"endpoint": endpoint, "tlsCaFile": cert, "tlsHostname": "feed.example.com"})
+        assert rs.to_list(make_publisher(trusted), timeout=30) == list(range(100))
+    finally:
+        server.stop()
 
 
 @pytest.mark.timeout(300)
