@@ -7,7 +7,10 @@ rows. Its Subscription is :class:`~rs_spark.streams.types.Committable`: ``on_com
 tells the server that every row before ``position`` is durable, so it may forget them. Until then
 the server keeps them (:mod:`.retention`), and a reader that comes back (this process after a
 network drop, reconnecting by itself; or a new process after a crash, with the stream's ``key``
-and the position it committed) continues with ``subscribe_at``. See :mod:`.resume` for the wire.
+and the position it committed) continues with ``subscribe_at``. After the stream's end the
+connection stays open until the last row received is acknowledged (or the subscription is
+cancelled or detached), so acknowledgements that follow the end still reach the server. See
+:mod:`.resume` for the wire.
 """
 
 from __future__ import annotations
