@@ -641,3 +641,22 @@ def test_a_finished_stream_whose_reader_leaves_without_acknowledging_expires_aft
     wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the finished stream to expire")
     stats = server.stats()
     assert stats["streams"] == [] and stats["lostRecords"] == 70, stats
+
+
+def test_a_reader_that_acknowledged_every_row_before_the_end_closes_its_connection_at_the_end(serve):
+    """Nothing is left to acknowledge when the end arrives: the connection closes at once, and the
+    server, which heard the last acknowledgement, ends the stream."""
+    pub = Counting(50)
+    server = serve(pub)
+
+    class CommitsEach(Recorder):
+        def on_next(self, item):
+            super().on_next(item)
+            self.s.on_commit(len(self.items))
+
+    r = CommitsEach(1000, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    assert r.done.wait(10) and r.error is None and len(r.items) == 50
+    wait_until(lambda: server.connection_count == 0, what="the client to close its connection")
+    wait_until(lambda: server.stats()["streams"] == [], what="the finished stream to end")
+    assert pub.commits[-1] == 50 and server.stats()["lostRecords"] == 0

@@ -98,17 +98,20 @@ class ResumableSubscription(InboundSubscription):
 
     def on_commit(self, position: int) -> None:
         """Every row before ``position`` is durable downstream: the server may forget them.
-        Acknowledgements only move forward; one beyond what was received is a ValueError."""
+        Acknowledgements only move forward; one beyond what was received is a ValueError. After
+        the stream's end, acknowledging the last row received closes the connection."""
         if position > self.position:
             raise ValueError(f"{self._where}: cannot acknowledge position {position}: only {self.position} received")
         with self._wlock:
             if position <= self._acked:
                 return
             self._acked = position
-            conn = self._conn if self._wire_open or self._lingering else None
+            conn = self._conn
+            # Queued under the lock, so _stream_ended cannot close the connection between the two
+            # (also after the stream's end). A dropped connection refuses it: reattach sends it.
+            if conn is not None:
+                conn.send(F.encode_metadata_push(commit_metadata(position)))
             last = self._lingering and position >= self.position
-        if conn is not None:  # else it goes with the next connection (see reattach)
-            conn.send(F.encode_metadata_push(commit_metadata(position)))
         if last:  # the last row received is acknowledged: the server ends the stream (queued frames still go)
             self._close_connection()
 
