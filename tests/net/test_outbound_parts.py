@@ -90,3 +90,27 @@ def test_stats_are_frozen_records_and_a_kept_streams_show_the_documented_keys():
     finally:
         kept.expire("the test is over")
     assert kept.ended
+
+
+def test_a_detached_kept_stream_whose_publisher_ended_ends_once_every_row_is_acknowledged():
+    """No reader waits for its end (its connection closed), so the acknowledgement of its last row
+    (from a reader on another connection) is all it waits for; while its publisher still runs it
+    stays, however much is acknowledged."""
+    from rs_spark import streams as rs
+    from tests.waits import wait_until
+
+    def detached(publisher):
+        kept = KeptStream(make_codec("json"), "test kept stream", Retention())
+        kept.preload([(0, 1, b"0"), (1, 1, b"1")], 0)  # as read back from a spill: detached, two rows kept
+        kept.subscribe_upstream(publisher)
+        return kept
+
+    running = detached(rs.range_(10))  # never asked (no reader): it does not end
+    try:
+        assert running.acknowledge(2) == 2 and running.state is State.DETACHED
+    finally:
+        running.expire("the test is over")
+    ended = detached(rs.empty())
+    assert ended.acknowledge(1) == 1 and not ended.ended
+    wait_until(lambda: ended.acknowledge(2) >= 0 and ended.ended, what="the stream to end at its last acknowledgement")
+    assert ended.error is None and ended.stats().held_records == 0

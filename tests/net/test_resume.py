@@ -534,8 +534,8 @@ def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the
 
 
 class _WireReader:
-    """A reader speaking the resume conventions on a raw socket (acknowledgements after the end
-    included, which the Python client does not send: it closes its connection at the end)."""
+    """A reader speaking the resume conventions on a raw socket, frame by frame (what the server
+    answers to each acknowledgement after the end)."""
 
     def __init__(self, server, key: str) -> None:
         host, port = server.base_address.split("//")[1].split(":")
@@ -591,3 +591,72 @@ def test_a_finished_stream_is_kept_until_its_last_row_is_acknowledged_then_ends(
         assert server.stats()["lostRecords"] == 0
     finally:
         r.sock.close()
+
+
+def test_acknowledgements_after_the_end_reach_the_publisher_and_the_finished_stream_is_forgotten(serve):
+    """The reader acknowledges after on_complete (as Spark commits its last micro-batch after the
+    end arrived): the client keeps its connection open while rows it received are not acknowledged,
+    so the publisher hears the last position, the stream ends, and then the client closes."""
+    pub = Counting(100)
+    server = serve(pub)
+    r = Recorder(1000, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    assert r.done.wait(10) and r.error is None and len(r.items) == 100
+    r.s.on_commit(60)
+    wait_until(lambda: pub.commits == [60], what=lambda: f"on_commit(60) after the end; heard {pub.commits}")
+    assert server.connection_count == 1  # still open: 40 rows received are not acknowledged
+    r.s.on_commit(100)
+    wait_until(lambda: pub.commits == [60, 100], what=lambda: f"on_commit(100); heard {pub.commits}")
+    wait_until(lambda: server.stats()["streams"] == [], what="the finished stream to be forgotten")
+    wait_until(lambda: server.connection_count == 0, what="the client to close its connection")
+    stats = server.stats()
+    assert (stats["expiredStreams"], stats["lostRecords"], stats["discardedRecords"]) == (0, 0, 0), stats
+
+
+def test_a_reader_that_cancels_after_the_end_closes_its_connection_at_once(serve):
+    """Waiting for acknowledgements after the end is bounded by the reader: cancel (or detach)
+    closes the connection without them."""
+    server = serve(rs.range_(100))
+    r = Recorder(1000, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    assert r.done.wait(10) and r.error is None and len(r.items) == 100
+    r.s.on_commit(30)
+    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement after the end")
+    r.s.cancel()
+    wait_until(lambda: server.connection_count == 0, what="the client to close its connection")
+    assert _stream(server)["state"] == "detached"  # kept for its window: a reader may still resume it
+
+
+def test_a_finished_stream_whose_reader_leaves_without_acknowledging_expires_after_its_window(serve):
+    """The stream sent its end (State.FINISHING) and waits for the last acknowledgements; its reader
+    leaves without them: the stream hears its connection close and expires after the window, so it
+    cannot keep its rows until the server stops."""
+    server = serve(rs.range_(100), retention=Retention(window=0.3))
+    r = Recorder(1000, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    assert r.done.wait(10) and r.error is None and len(r.items) == 100
+    r.s.on_commit(30)
+    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement after the end")
+    r.s.detach()
+    wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the finished stream to expire")
+    stats = server.stats()
+    assert stats["streams"] == [] and stats["lostRecords"] == 70, stats
+
+
+def test_a_reader_that_acknowledged_every_row_before_the_end_closes_its_connection_at_the_end(serve):
+    """Nothing is left to acknowledge when the end arrives: the connection closes at once, and the
+    server, which heard the last acknowledgement, ends the stream."""
+    pub = Counting(50)
+    server = serve(pub)
+
+    class CommitsEach(Recorder):
+        def on_next(self, item):
+            super().on_next(item)
+            self.s.on_commit(len(self.items))
+
+    r = CommitsEach(1000, refill=False)
+    net.connect(server.address, token=TOKEN).resumable().subscribe(r)
+    assert r.done.wait(10) and r.error is None and len(r.items) == 50
+    wait_until(lambda: server.connection_count == 0, what="the client to close its connection")
+    wait_until(lambda: server.stats()["streams"] == [], what="the finished stream to end")
+    assert pub.commits[-1] == 50 and server.stats()["lostRecords"] == 0

@@ -12,6 +12,7 @@ import rs_spark
 from rs_spark import streams as rs
 from rs_spark.net import serve
 from rs_spark.spark.source.read_stream import stop_served
+from tests.waits import wait_until
 
 SCHEMA = "id LONG, name STRING"
 
@@ -62,6 +63,11 @@ def test_endpoint_option_with_a_token_and_arrow_batches(spark):
         rows, q = _drain(spark, df, 1000, availableNow=True)
         assert [r[0] for r in rows] == list(range(1000))
         assert max(p["numInputRows"] for p in q.recentProgress) <= 400
+        # Every row is acknowledged, the last micro-batch's too (after the stream's end reached the
+        # reader): the finished stream ends on the endpoint, which keeps nothing.
+        wait_until(lambda: server.stats()["streams"] == [], what=lambda: f"the stream to end: {server.stats()}")
+        stats = server.stats()
+        assert (stats["expiredStreams"], stats["lostRecords"], stats["discardedRecords"]) == (0, 0, 0), stats
     finally:
         server.stop()
 

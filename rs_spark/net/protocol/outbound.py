@@ -351,10 +351,11 @@ class OutboundStream:
             self._open_empty_locked()
             conn.send(F.encode_error(self._sid, F.APPLICATION_ERROR, error_text(t)))
             err = t
-        conn.remove_stream(self._sid)
         if not self._ends_when_sent_locked():
+            # Still routed: it hears its connection close (and _end removes it once over).
             self._state = State.FINISHING
             return
+        conn.remove_stream(self._sid)
         self._state = State.ENDED
         self.error = err
         self.done.set()

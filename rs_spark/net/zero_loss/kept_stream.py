@@ -142,8 +142,15 @@ class KeptStream(OutboundStream):
         self._schedule_pump()
         return resend
 
+    def on_frame(self, f: F.Frame) -> None:
+        """After its end was sent the stream takes only acknowledgements (METADATA_PUSH): its
+        frames are ignored, as for any ended stream (Protocol.md, "Handling the Unexpected")."""
+        if self._state is not State.FINISHING:
+            super().on_frame(f)
+
     def on_connection_closed(self, error: BaseException) -> None:
-        """Keep the stream for a resume, unless it already ended."""
+        """Keep the stream for a resume, unless it already ended: one that sent its end and waits
+        for the last acknowledgements is detached too, so it expires after its window."""
         with self._lock:
             detached = self._state is not State.ENDED
             if detached:
@@ -174,8 +181,7 @@ class KeptStream(OutboundStream):
 
     @property
     def reader_gone(self) -> bool:
-        """No reader is on the stream: detached, or its connection closed (a stream that sent its
-        end and waits for the last acknowledgements is no longer told of its connection's close)."""
+        """No reader is on the stream: detached, or its connection closed (and not yet told)."""
         conn = self._conn
         return self._state is State.DETACHED or conn is None or conn.closed is not None
 
@@ -189,7 +195,7 @@ class KeptStream(OutboundStream):
             freed = self._kept.free_until(position)
             advanced = position > self._acked
             self._acked = max(self._acked, position)
-            finished = self._state is State.FINISHING and self._acked >= self._kept.end
+            finished = self._finished_locked()
         if advanced:
             self._run(lambda: self._commit_upstream(position))
         if finished:
@@ -197,6 +203,13 @@ class KeptStream(OutboundStream):
         elif freed:
             self._schedule_pump()  # room again: the publisher may be asked for more
         return freed
+
+    def _finished_locked(self) -> bool:
+        """Over: its publisher ended and every row is acknowledged, with no reader waiting for its
+        end (it was sent; or the stream is detached, so a reader acknowledging on another
+        connection made every row durable)."""
+        ended = self._state is State.FINISHING or (self._state is State.DETACHED and self._terminal is not None)
+        return ended and self._acked >= self._kept.end
 
     def _commit_upstream(self, position: int) -> None:
         for target in (self._sub, self.committable):

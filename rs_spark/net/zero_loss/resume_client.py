@@ -7,7 +7,10 @@ rows. Its Subscription is :class:`~rs_spark.streams.types.Committable`: ``on_com
 tells the server that every row before ``position`` is durable, so it may forget them. Until then
 the server keeps them (:mod:`.retention`), and a reader that comes back (this process after a
 network drop, reconnecting by itself; or a new process after a crash, with the stream's ``key``
-and the position it committed) continues with ``subscribe_at``. See :mod:`.resume` for the wire.
+and the position it committed) continues with ``subscribe_at``. After the stream's end the
+connection stays open until the last row received is acknowledged (or the subscription is
+cancelled or detached), so acknowledgements that follow the end still reach the server. See
+:mod:`.resume` for the wire.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from ..protocol import frames as F
 from ..protocol.bridge import InboundSubscription
 from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection
-from ..protocol.errors import ConnectionLost, NetError, Refused, ResumeRejected
+from ..protocol.errors import ConnectionLost, NetError, Refused, RemoteError, ResumeRejected
 from ..protocol.metadata import MetadataError, request_metadata
 from ..protocol.worker import in_background
 from .resume import (
@@ -46,7 +49,17 @@ _BACKOFF = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 class ResumableSubscription(InboundSubscription):
     """The Subscription of a resumable stream: positions, acknowledgements, reconnection."""
 
-    __slots__ = ("_origin", "_acked", "_retention", "_publisher", "_reconnecting", "_gone", "_available", "_listeners")
+    __slots__ = (
+        "_origin",
+        "_acked",
+        "_retention",
+        "_publisher",
+        "_reconnecting",
+        "_gone",
+        "_available",
+        "_listeners",
+        "_lingering",
+    )
 
     def __init__(
         self, subscriber: Subscriber[Any], codec: Codec, where: str, publisher: ResumablePublisher, origin: int
@@ -57,7 +70,7 @@ class ResumableSubscription(InboundSubscription):
             where,
             requester=True,
             address=publisher.address,
-            on_end=self._close_connection,
+            on_end=self._stream_ended,
             batch_rows=publisher.batch_rows,
         )
         self._origin = origin  # the stream position of the first row this subscription receives
@@ -68,6 +81,9 @@ class ResumableSubscription(InboundSubscription):
         self._gone = threading.Event()  # cancelled, ended or detached: stop reconnecting
         self._available = threading.Condition()  # positions only: rows made available
         self._listeners: list[Callable[[], None]] = []
+        # The server ended the stream and rows received are not yet acknowledged: the connection
+        # stays open for those acknowledgements (see _stream_ended).
+        self._lingering = False
 
     # -- positions and acknowledgements -------------------------------------------------------
     @property
@@ -82,16 +98,22 @@ class ResumableSubscription(InboundSubscription):
 
     def on_commit(self, position: int) -> None:
         """Every row before ``position`` is durable downstream: the server may forget them.
-        Acknowledgements only move forward; one beyond what was received is a ValueError."""
+        Acknowledgements only move forward; one beyond what was received is a ValueError. After
+        the stream's end, acknowledging the last row received closes the connection."""
         if position > self.position:
             raise ValueError(f"{self._where}: cannot acknowledge position {position}: only {self.position} received")
         with self._wlock:
             if position <= self._acked:
                 return
             self._acked = position
-            conn = self._conn if self._wire_open else None
-        if conn is not None:  # else it goes with the next connection (see _reattach)
-            conn.send(F.encode_metadata_push(commit_metadata(position)))
+            conn = self._conn
+            # Queued under the lock, so _stream_ended cannot close the connection between the two
+            # (also after the stream's end). A dropped connection refuses it: reattach sends it.
+            if conn is not None:
+                conn.send(F.encode_metadata_push(commit_metadata(position)))
+            last = self._lingering and position >= self.position
+        if last:  # the last row received is acknowledged: the server ends the stream (queued frames still go)
+            self._close_connection()
 
     def _on_push(self, f: F.Frame) -> None:
         if f.metadata is None:
@@ -226,9 +248,36 @@ class ResumableSubscription(InboundSubscription):
             self._wire_open = False  # no CANCEL goes out: the connection just closes
         self.cancel()
 
+    def cancel(self) -> None:
+        """Cancel the stream; after its end, stop waiting for acknowledgements: close the connection now."""
+        super().cancel()
+        if self._done:
+            self._close_connection()
+
+    def _stream_ended(self) -> None:
+        """The stream ended here: close its connection, unless the server ended it (complete or
+        error) while rows received are not yet acknowledged. The server keeps those rows until
+        they are, so the connection stays open for :meth:`on_commit`, which closes it once the
+        last row received is acknowledged; ``cancel``, ``detach`` or a drop close it sooner."""
+        t = self._terminal
+        with self._wlock:
+            conn = self._conn
+            self._lingering = (
+                (t is self._COMPLETE or isinstance(t, RemoteError))
+                and not (self._cancelled or self._gone.is_set())
+                and conn is not None
+                and conn.closed is None
+                and self._acked < self.position
+            )
+            if self._lingering:
+                return
+        self._close_connection()
+
     def _close_connection(self) -> None:
         self._gone.set()
-        conn = self._conn
+        with self._wlock:
+            self._lingering = False
+            conn = self._conn
         if conn is not None:
             conn.close(None, final=[])
 
