@@ -125,9 +125,9 @@ class LocalHandoff:
 
     def drop(self, start: int) -> None:
         """Delete the file of ``start`` (its micro-batch committed)."""
+        if start not in self._written or self._dir is None:
+            return  # never unlink a file this process did not write
         self._written.discard(start)
-        if self._dir is None:
-            return
         try:
             os.unlink(os.path.join(self._dir, self.name(start)))
         except FileNotFoundError:
