@@ -194,10 +194,20 @@ class Bench:
 
     def cases(self) -> list[tuple[str, str, int, Callable[[], Result]]]:
         """(key, label, rows per micro-batch, measure) of every row of the table."""
-        r, dr, log = self.args.rows, self.args.dict_rows, f"{self.work}/replay-log"
+        r, dr = self.args.rows, self.args.dict_rows
+        logs = iter(range(1_000_000))
+
+        def log() -> str:  # a new replay log per run: a second run reading the first's would plan nothing
+            return f"{self.work}/replay-log-{next(logs)}"
+
         return [
             ("a", "(a) reactive: RecordBatch publisher", r, lambda: self.reactive("batch_publisher", r)),
-            ("a'", "(a') same, with logPath (local disk)", r, lambda: self.reactive("batch_publisher", r, logPath=log)),
+            (
+                "a'",
+                "(a') same, with logPath (local disk)",
+                r,
+                lambda: self.reactive("batch_publisher", r, logPath=log()),
+            ),
             ("b", "(b) reactive: dict publisher", dr, lambda: self.reactive("dict_publisher", dr)),
             ("c", "(c) hand-written source, RecordBatches", r, lambda: self.hand("hand_arrow", r)),
             ("d", "(d) hand-written source, tuples", dr, lambda: self.hand("hand_tuples", dr)),
