@@ -81,9 +81,23 @@ def test_a_missing_file_falls_back_to_the_tcp_fetch():
         reader.stop()
 
 
-def test_the_next_batch_is_requested_only_once_spark_has_the_partitions():
-    """Prefetch after partitions(): a publisher building elements in the reader process would
-    otherwise hold its interpreter while Spark's reportLatestOffset and partitions calls wait."""
+def test_the_next_batch_is_requested_once_spark_has_the_offset_not_inside_latest_offset():
+    """A publisher building elements in the reader process would otherwise hold its interpreter
+    while Spark's reportLatestOffset call, right after latestOffset, waits for it."""
+    reader = _reader()
+    try:
+        start = reader.initialOffset()
+        end = _latest(reader, start)
+        requested = reader._live.intake.stats()[0]
+        reader.reportLatestOffset()
+        assert reader._live.intake.stats()[0] == requested + 1
+        reader.partitions(start, end)  # asked once only
+        assert reader._live.intake.stats()[0] == requested + 1
+    finally:
+        reader.stop()
+
+
+def test_without_report_the_next_batch_is_requested_at_partitions():
     reader = _reader()
     try:
         start = reader.initialOffset()

@@ -213,12 +213,14 @@ class Live:
         return t == "fetch" or (t == "auto" and sum(b.nbytes for b in batches) > inline_max_bytes(self.opts))
 
     def prefetch_later(self, elements: int) -> None:
-        """Ask the publisher for the next micro-batch's ``elements`` once Spark has this one's partitions.
+        """Ask the publisher for the next micro-batch's ``elements`` once Spark has this one's offset.
 
-        Asked at once, a publisher that builds its elements in this process (a factory's) holds the
-        interpreter while Spark's next calls here (``reportLatestOffset``, ``partitions``) wait for
-        it: measured 100-280 ms per micro-batch. Asked after ``partitions``, it builds them while the
-        tasks run, which need nothing from this process. The next ``latestOffset`` asks anyway.
+        Asked inside ``latestOffset``, a publisher that builds its elements in this process (a
+        factory's) holds the interpreter in long native calls while Spark's very next call here,
+        ``reportLatestOffset``, waits for it: measured 100-280 ms per micro-batch on a loaded
+        machine. Asked at the end of ``reportLatestOffset`` (else of ``partitions``), it builds them
+        while Spark writes its offset log and runs the tasks, which read the rows from a file
+        (:mod:`.handoff`) without this process. The next ``latestOffset`` asks anyway.
         """
         self._prefetch = elements
 

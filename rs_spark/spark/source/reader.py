@@ -272,12 +272,16 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def reportLatestOffset(self) -> dict | None:
         live = self._live
-        return None if live is None else live.progress()
+        if live is None:
+            return None
+        progress = live.progress()
+        live.prefetch_now()  # Spark's next call here comes after its offset log write: see Live.prefetch_later
+        return progress
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         parts = self._partitions(start, end)
         if self._live is not None:
-            self._live.prefetch_now()  # the last thing done here: see Live.prefetch_later
+            self._live.prefetch_now()  # if reportLatestOffset did not (a Spark that never calls it)
         return parts
 
     def _partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
