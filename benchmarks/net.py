@@ -1,8 +1,10 @@
 """rs_spark.net throughput over loopback TCP, publisher and subscriber in separate processes.
 
-Run: ``.venv/bin/python benchmarks/net.py`` (about a minute). Prints one table, measured in
-this run (Arrow and ceiling rows: the median of ``REPEAT`` runs of ``BATCHES`` batches each, since
-one run of a few hundred milliseconds on a shared 2-core machine is mostly noise):
+Run: ``.venv/bin/python benchmarks/net.py [--no-rsocket]`` (about a minute). Prints one table,
+measured in this run (Arrow and ceiling rows: the median of ``REPEAT`` runs of ``BATCHES`` batches
+each, since one run of a few hundred milliseconds on a shared 2-core machine is mostly noise; each
+rs_spark run is followed by a raw-socket run and the ratio of each pair is printed too, so a load
+change between the two halves of the benchmark does not make the ratio):
 
 * rs_spark.net per-element payloads (JSON ints), and Arrow-batch payloads (int64 column; string
   column) at 64K rows per batch;
@@ -18,6 +20,7 @@ import asyncio
 import json
 import multiprocessing as mp
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -202,39 +205,33 @@ def _median(label: str, runs):
     return (label, n, nb, dt)
 
 
-def main() -> None:
+def arrow_paired(base: str) -> tuple[list[tuple], dict[str, list[float]]]:
+    """rs_spark.net and the raw socket, run after run in turn (a noisy moment of the shared machine hits
+    one pair, not every run of one side): the median rows and each pair's ratio per kind."""
     ctx = mp.get_context("spawn")
-    rows = []
-
-    parent, child = ctx.Pipe()
-    p = ctx.Process(target=rs_server, args=(child,), daemon=True)
-    p.start()
-    base = parent.recv()
-    measure_rs(base + "/ints", "json", 4096)  # warm-up (imports, first connection)
-    n, _, dt = measure_rs(base + "/ints", "json", 4096)
-    rows.append(("rs_spark.net, per-element JSON ints", n, None, dt))
-    for kind in ("int64", "string"):
-        measure_rs(base + "/" + kind, "arrow", 8)
-        rows.append(
-            _median(
-                f"rs_spark.net, Arrow {kind}, 64K-row batches",
-                [measure_rs(base + "/" + kind, "arrow", 8) for _ in range(REPEAT)],
-            )
-        )
-    parent.send("stop")
-    p.join(10)
-
+    rows: list[tuple] = []
+    ratios: dict[str, list[float]] = {}
     for kind in ("int64", "string"):
         parent, child = ctx.Pipe()
         p = ctx.Process(target=raw_sender, args=(child, kind), daemon=True)
         p.start()
         port = parent.recv()
+        measure_rs(base + "/" + kind, "arrow", 8)  # warm-ups
         measure_raw(port)
-        rows.append(
-            _median(f"ceiling: raw socket, same Arrow {kind} IPC bytes", [measure_raw(port) for _ in range(REPEAT)])
-        )
+        ours, raw = [], []
+        for _ in range(REPEAT):
+            ours.append(measure_rs(base + "/" + kind, "arrow", 8))
+            raw.append(measure_raw(port))
         p.join(10)
+        ratios[kind] = [(a[0] / a[2]) / (b[0] / b[2]) for a, b in zip(ours, raw, strict=True)]
+        rows.append(_median(f"rs_spark.net, Arrow {kind}, 64K-row batches", ours))
+        rows.append(_median(f"ceiling: raw socket, same Arrow {kind} IPC bytes", raw))
+    return rows, ratios
 
+
+def rsocket_rows() -> list[tuple]:
+    ctx = mp.get_context("spawn")
+    rows = []
     for what, route_name, arrow in (("int64", "ints", False), ("int64", "arrow", True), ("string", "arrow", True)):
         parent, child = ctx.Pipe()
         p = ctx.Process(target=rsocket_py_server, args=(child, what), daemon=True)
@@ -249,6 +246,26 @@ def main() -> None:
         finally:
             parent.send("stop")
             p.join(10)
+    return rows
+
+
+def main() -> None:
+    ctx = mp.get_context("spawn")
+    rows = []
+
+    parent, child = ctx.Pipe()
+    p = ctx.Process(target=rs_server, args=(child,), daemon=True)
+    p.start()
+    base = parent.recv()
+    measure_rs(base + "/ints", "json", 4096)  # warm-up (imports, first connection)
+    n, _, dt = measure_rs(base + "/ints", "json", 4096)
+    rows.append(("rs_spark.net, per-element JSON ints", n, None, dt))
+    arrow, ratios = arrow_paired(base)
+    rows += arrow
+    parent.send("stop")
+    p.join(10)
+    if "--no-rsocket" not in sys.argv:
+        rows += rsocket_rows()
 
     ceiling = {("int64" if "int64" in r[0] else "string"): r for r in rows if r[0].startswith("ceiling")}
     print(f"{'case':<52} {'elements/s':>14} {'MB/s':>9} {'% of ceiling':>13}")
@@ -260,10 +277,16 @@ def main() -> None:
             c = ceiling[kind]
             pct = f"{100 * (n / dt) / (c[1] / c[3]):12.0f}%"
         print(f"{label:<52} {n / dt:14,.0f} {mbs} {pct:>13}")
+    for kind, rs_ in ratios.items():
+        runs = ", ".join(f"{x:.0%}" for x in rs_)
+        print(
+            f"Arrow {kind}: rs_spark.net / raw socket, each run against the raw run right after it: "
+            f"median {statistics.median(rs_):.0%} [{runs}] (target >= 90%)"
+        )
     print(
-        f"(loopback TCP; Arrow rows: median of {REPEAT} runs of {BATCHES} batches of {ROWS} rows, "
-        f"rsocket package {RSOCKET_BATCHES} batches, one run; {ELEMENTS} JSON elements, one run; "
-        "MB/s counts Arrow buffer bytes)"
+        f"(loopback TCP; Arrow rows: median of {REPEAT} runs of {BATCHES} batches of {ROWS} rows, each rs_spark "
+        f"run followed by a raw-socket run; rsocket package {RSOCKET_BATCHES} batches, one run; {ELEMENTS} JSON "
+        "elements, one run; MB/s counts Arrow buffer bytes)"
     )
 
 

@@ -29,8 +29,9 @@ machine took longer than it to build the next 1M-row batch (a run then read 1 of
 (f), (f') and (g) use maxBufferedRecords = 2 x rows: at 1 x, Arrow elements arrive cut into
 65,536-row frames, the buffer bound holds 15 of them (983,040 rows), and the first micro-batches
 wait the whole pollTimeout for the 1,000,000th row.
-Without logPath, micro-batches above 1 MiB are fetched by executors from the reader process
-(batchTransport=auto); ``--transport inline`` measures the old way, inside Spark's tasks.
+Without logPath, micro-batches above 1 MiB go to executors outside Spark's tasks (batchTransport=auto):
+here, on one host, as private files the reader process writes and executors map (elsewhere fetched
+from the reader process over TCP); ``--transport inline`` measures the old way, inside Spark's tasks.
 """
 
 from __future__ import annotations
@@ -194,10 +195,20 @@ class Bench:
 
     def cases(self) -> list[tuple[str, str, int, Callable[[], Result]]]:
         """(key, label, rows per micro-batch, measure) of every row of the table."""
-        r, dr, log = self.args.rows, self.args.dict_rows, f"{self.work}/replay-log"
+        r, dr = self.args.rows, self.args.dict_rows
+        logs = iter(range(1_000_000))
+
+        def log() -> str:  # a new replay log per run: a second run reading the first's would plan nothing
+            return f"{self.work}/replay-log-{next(logs)}"
+
         return [
             ("a", "(a) reactive: RecordBatch publisher", r, lambda: self.reactive("batch_publisher", r)),
-            ("a'", "(a') same, with logPath (local disk)", r, lambda: self.reactive("batch_publisher", r, logPath=log)),
+            (
+                "a'",
+                "(a') same, with logPath (local disk)",
+                r,
+                lambda: self.reactive("batch_publisher", r, logPath=log()),
+            ),
             ("b", "(b) reactive: dict publisher", dr, lambda: self.reactive("dict_publisher", dr)),
             ("c", "(c) hand-written source, RecordBatches", r, lambda: self.hand("hand_arrow", r)),
             ("d", "(d) hand-written source, tuples", dr, lambda: self.hand("hand_tuples", dr)),
@@ -256,7 +267,7 @@ def print_targets(results: dict[str, tuple[str, int, list[Result]]]) -> None:
     have = results.keys()
     lines = []
     if {"a", "a'", "c"} <= have:
-        lines.append(ratio("a", "c") + ", " + ratio("a'", "c") + " (target >= 80%)")
+        lines.append(ratio("a", "c") + ", " + ratio("a'", "c") + " (target >= 95%)")
     if {"b", "d"} <= have:
         lines.append(f"{ratio('b', 'd', fmt='.2f')}x (target >= 1.5x)")
     if {"f", "f'"} <= have:

@@ -12,8 +12,16 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from types import ModuleType
 
 import pyarrow as pa
+import pyarrow.compute as pc
+
+_np: ModuleType | None
+try:  # the fastest byte scan when it is there (pyarrow does not require it)
+    import numpy as _np
+except ImportError:  # pragma: no cover - numpy comes with pyspark's Arrow support
+    _np = None
 
 
 class MalformedArrow(ValueError):
@@ -99,12 +107,51 @@ def refuse_compressed(data: pa.Buffer, source: str) -> None:
 def checked(batch: pa.RecordBatch, source: str) -> pa.RecordBatch:
     """``batch`` after full validation (offsets, lengths, dictionary indices, UTF-8)."""
     try:
-        batch.validate(full=True)
+        _validate_full(batch)
         for field in batch.schema:
             _check_names(field)
     except (pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise MalformedArrow(source, f"a record batch failed validation ({exc})") from exc
     return batch
+
+
+_AS_BINARY = {pa.string(): pa.binary(), pa.large_string(): pa.large_binary()}
+
+
+def _validate_full(batch: pa.RecordBatch) -> None:
+    """``batch.validate(full=True)`` in less time for string columns (see :func:`_column_full`);
+    a batch that fails is validated by Arrow again, so the error is Arrow's own."""
+    try:
+        batch.validate()  # the structure first: column count, types and lengths, buffer sizes
+        for column in batch.columns:
+            _column_full(column)
+    except (pa.ArrowException, ValueError):
+        batch.validate(full=True)
+        raise
+
+
+def _column_full(column: pa.Array) -> None:
+    """``column.validate(full=True)``: for a string column Arrow checks the offsets (as binary: the
+    same check without UTF-8), and UTF-8 holds at once when every byte of the data buffer is
+    ASCII; otherwise Arrow checks UTF-8 itself. Arrow's UTF-8 check was most of the time a peer's
+    string batches took to receive (about 1.2 ms of 1.5 per 1.8 MB batch here)."""
+    binary = _AS_BINARY.get(column.type)
+    if binary is None:
+        column.validate(full=True)
+        return
+    column.view(binary).validate(full=True)
+    if not _is_ascii(column.buffers()[2]):
+        column.validate(full=True)
+
+
+def _is_ascii(data: pa.Buffer | None) -> bool:
+    """Whether every byte of ``data`` is below 0x80 (a vectorised max, no copy)."""
+    if data is None or data.size == 0:
+        return True
+    if _np is not None:
+        return int(_np.frombuffer(data, _np.uint8).max()) < 0x80
+    top = pc.max(pa.Array.from_buffers(pa.uint8(), data.size, [None, data])).as_py()
+    return top is not None and top < 0x80
 
 
 def _check_names(field: pa.Field) -> None:

@@ -17,6 +17,7 @@ import enum
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import Any, NamedTuple
 
 from .demand import MAX_DEMAND, invalid_request_error
@@ -204,35 +205,45 @@ class IteratorSubscription(DrainSubscription):
         s = self._downstream
         if s is None:  # pragma: no cover - the drain calls _emit only before the end
             return
-        nxt = self._it.__next__
+        on_next = s.on_next
+        while self._emitted < self._requested and not self._cancelled:
+            if self._emit_run(on_next):
+                return
+
+    def _emit_run(self, on_next: Callable[[Any], object]) -> bool:
+        """Emit up to the demand known now, pulling one element at a time (``islice`` is lazy, so
+        a slow iterator's elements go out as they come); True once the stream ended. The loop body
+        is all the per-element work there is: the hot path of every element a Subscriber gets."""
         e = self._emitted
-        while e < self._requested:
-            if self._cancelled:
-                break
-            try:
-                item = nxt()
-            except StopIteration:
-                self._emitted = e
-                self._complete()
-                return
-            except BaseException as exc:
-                self._emitted = e
-                throw_if_fatal(exc)
-                self._error(exc)
-                return
-            if item is None:
-                self._emitted = e
-                self._error(null_element_error(f"element #{e} (0-based) of the iterable"))
-                return
-            e += 1
-            try:
-                s.on_next(item)
-            except BaseException as exc:
-                self._emitted = e
-                throw_if_fatal(exc)
-                self._subscriber_failed(exc, "on_next")
-                return
+        k = self._requested - e
+        start = e
+        try:
+            for item in islice(self._it, k):
+                if item is None:
+                    self._emitted = e
+                    self._error(null_element_error(f"element #{e} (0-based) of the iterable"))
+                    return True
+                e += 1
+                try:
+                    on_next(item)
+                except BaseException as exc:
+                    self._emitted = e
+                    throw_if_fatal(exc)
+                    self._subscriber_failed(exc, "on_next")
+                    return True
+                if self._cancelled:
+                    self._emitted = e
+                    return False  # the drain loop sees the cancel and finishes
+        except BaseException as exc:  # the iterator raised (a fatal one from on_next passes through)
+            self._emitted = e
+            throw_if_fatal(exc)
+            self._error(exc)
+            return True
         self._emitted = e
+        if e - start < k:  # the iterator is exhausted
+            self._complete()
+            return True
+        return False
 
     def _emit_chunks(self, many: Callable[[list[Any]], object]) -> None:
         nxt = self._it.__next__

@@ -14,7 +14,7 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from ...arrow.validate import iter_stream
 from ...delivery import SinkError
-from ..files import make_dirs, open_fs, open_new
+from ..files import is_local, make_dirs, open_fs, open_new
 from ..options import OptionError
 from .options import SinkOptions
 
@@ -65,17 +65,23 @@ def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatc
     if m.inline is not None:
         yield from iter_stream(pa.py_buffer(m.inline), f"the inline staged partition ({m.rows} rows)")
     elif m.path is not None:
-        fs, _ = open_fs(opts.staging_location or "/")
-        try:
-            f = fs.open_input_stream(m.path)
-        except (OSError, FileNotFoundError) as exc:
-            raise SinkError(
-                f"staged partition {m.path} ({m.rows} rows) cannot be read at commit: {exc}; the "
-                "driver must reach option stagingLocation"
-            ) from exc
-        with f:
-            data = f.read_buffer()
-        yield from iter_stream(data, f"the staged partition {m.path} ({m.rows} rows)")
+        yield from iter_stream(_staged_bytes(m.path, m.rows, opts), f"the staged partition {m.path} ({m.rows} rows)")
+
+
+def _staged_bytes(path: str, rows: int, opts: SinkOptions) -> pa.Buffer:
+    """The staged file's bytes: on local disk a memory map (no copy), elsewhere read whole."""
+    fs, _ = open_fs(opts.staging_location or "/")
+    try:
+        if is_local(fs):
+            with pa.memory_map(path) as mm:
+                return mm.read_buffer()  # the buffer keeps the mapping alive after close
+        with fs.open_input_stream(path) as f:
+            return f.read_buffer()
+    except (OSError, FileNotFoundError) as exc:
+        raise SinkError(
+            f"staged partition {path} ({rows} rows) cannot be read at commit: {exc}; the "
+            "driver must reach option stagingLocation"
+        ) from exc
 
 
 def remove_staged(messages: list[Any], opts: SinkOptions) -> None:

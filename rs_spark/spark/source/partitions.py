@@ -4,13 +4,14 @@ process's batch server, or in replay-log segments; and reading each kind on an e
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from ...arrow.ipc import from_ipc
-from ...net.zero_loss.batch_fetch import Address, FetchError, fetch
+from ...net.zero_loss.batch_fetch import Address, FetchError, fetch, host_key
 from .replay_log import read_segment_slice
 
 
@@ -24,11 +25,14 @@ class InlinePartition(InputPartition):
 
 class FetchPartition(InputPartition):
     """Rows ``[lo, hi)`` of the micro-batch planned at offset ``key``, fetched by the executor
-    straight from the driver-side reader process (no replay log; large batches)."""
+    straight from the driver-side reader process (no replay log; large batches). ``local`` names
+    the private file (folder, name) the reader wrote them to (:mod:`.handoff`): an executor on the
+    reader's host maps that instead, and fetches only if it cannot open it."""
 
-    def __init__(self, address: Address, key: int, lo: int, hi: int) -> None:
+    def __init__(self, address: Address, key: int, lo: int, hi: int, local: tuple[str, str] | None = None) -> None:
         super().__init__(key + lo)
         self.address, self.key, self.lo, self.hi = address, key, lo, hi
+        self.local = local
 
 
 class LogPartition(InputPartition):
@@ -73,6 +77,10 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     if isinstance(partition, InlinePartition):
         yield from from_ipc(partition.ipc, f"the inline partition from offset {partition.value}")
     elif isinstance(partition, FetchPartition):
+        local = _local_rows(partition)
+        if local is not None:
+            yield from local
+            return
         try:
             yield from fetch(partition.address, partition.key, partition.lo, partition.hi)
         except FetchError as exc:
@@ -87,6 +95,21 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             yield from read_segment_slice(partition.uri, name, lo, hi)
     else:  # pragma: no cover - Spark only hands back our partitions
         raise TypeError(f"format('reactive') cannot read partition {partition!r}")
+
+
+def _local_rows(partition: FetchPartition) -> list[pa.RecordBatch] | None:
+    """The partition's rows from the reader's private file, when this executor is on its host and
+    the file is there (validated in full); None to fetch them over TCP instead."""
+    local = getattr(partition, "local", None)  # absent in partitions pickled by an older release
+    if local is None or partition.address.host_key != host_key():
+        return None
+    folder, name = local
+    if not os.access(os.path.join(folder, name), os.R_OK):
+        return None  # another user, another mount namespace, or committed meanwhile: fetch says which
+    try:
+        return read_segment_slice(folder, name, partition.lo, partition.hi, "the reader process's hand-off file")
+    except (FileNotFoundError, PermissionError):
+        return None  # another mount namespace, or committed meanwhile: the TCP fetch says which
 
 
 __all__ = ["InlinePartition", "FetchPartition", "LogPartition", "SubscribePartition", "split_log", "read_partition"]

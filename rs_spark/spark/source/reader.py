@@ -41,7 +41,7 @@ from ...arrow.ipc import to_ipc
 from ...streams.errors import SpecViolation
 from .data_loss import DataLossError, report_data_loss
 from .intake import Intake, PublisherFailed
-from .live import Live
+from .live import Live, inline_max_bytes
 from .offsets import PartitionedOffset, StreamOffset
 from .offsets import parse as parse_offset
 from .options import SourceOptions
@@ -50,10 +50,6 @@ from .replay_log import MissingData
 from .resolve import make_publisher
 
 log = logging.getLogger("rs_spark.source")
-
-# batchTransport=auto: partitions up to this size travel inside Spark's tasks; larger ones are
-# fetched by executors from the reader process (through the JVM costs ~25 ms per MB).
-_INLINE_MAX_BYTES = 1 << 20
 
 
 def default_read_limit(o: SourceOptions) -> ReadLimit:
@@ -165,7 +161,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return self._release(live, begin) or start
         end = live.plan(s, elements, taken)
         if self._opts.prefetch:
-            live.intake.demand_up_to(want)
+            live.prefetch_later(want)
         live.note_received()  # so a crash's in-flight records are counted at the next start
         return live.upstream.offset(end).json()
 
@@ -278,9 +274,19 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def reportLatestOffset(self) -> dict | None:
         live = self._live
-        return None if live is None else live.progress()
+        if live is None:
+            return None
+        progress = live.progress()
+        live.prefetch_now()  # Spark's next call here comes after its offset log write: see Live.prefetch_later
+        return progress
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        parts = self._partitions(start, end)
+        if self._live is not None:
+            self._live.prefetch_now()  # if reportLatestOffset did not (a Spark that never calls it)
+        return parts
+
+    def _partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         begin, until = self._offset(start), self._offset(end)
         s, e = begin.offset, until.offset
         if s == e:
@@ -313,7 +319,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         parts: list[InputPartition] = []
         step = math.ceil(rows / n)
         inline = self._opts.batch_transport == "inline" or (
-            self._opts.batch_transport == "auto" and table.nbytes <= _INLINE_MAX_BYTES * n
+            self._opts.batch_transport == "auto" and table.nbytes <= inline_max_bytes(self._opts)
         )
         server = None if inline else live.server()
         for lo in range(0, rows, step):
@@ -322,7 +328,8 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 piece = table.slice(lo, hi - lo).combine_chunks().to_batches()
                 parts.append(InlinePartition(to_ipc(piece, live.schema), s + lo))
             else:
-                parts.append(FetchPartition(server.grant(s, lo, hi), s, lo, hi))  # this range's credential only
+                # this range's credential only; the private file first on this host
+                parts.append(FetchPartition(server.grant(s, lo, hi), s, lo, hi, live.local_file(s)))
         return parts
 
     def _lost(self, s: int, e: int, why: str) -> list[InputPartition]:
@@ -349,7 +356,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if live.log is not None:
             live.log.truncate_before(e)
         for k in [k for k, p in live.memory.items() if p.end <= e]:
-            del live.memory[k]
+            live.forget(k)
 
     def stop(self) -> None:
         if self._live is not None:

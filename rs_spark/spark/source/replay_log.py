@@ -139,11 +139,13 @@ class MissingData(LookupError):
         self.start, self.end, self.found_until = start, end, found_until
 
 
-def read_segment_slice(uri: str, name: str, lo: int, hi: int) -> list[pa.RecordBatch]:
-    """Rows ``[lo, hi)`` of one segment (used on executors)."""
+def read_segment_slice(
+    uri: str, name: str, lo: int, hi: int, what: str = "the replay-log segment"
+) -> list[pa.RecordBatch]:
+    """Rows ``[lo, hi)`` of one segment (used on executors); ``what`` names the file in errors."""
     fs, root = open_fs(uri)
     path = f"{root.rstrip('/')}/{name}"
-    source = f"the replay-log segment {path}"
+    source = f"{what} {path}"
     reader = _open_segment(fs, path, source)
     out: list[pa.RecordBatch] = []
     pos = 0
