@@ -88,11 +88,11 @@ def test_the_next_batch_is_requested_once_spark_has_the_offset_not_inside_latest
     try:
         start = reader.initialOffset()
         end = _latest(reader, start)
-        requested = reader._live.intake.stats()[0]
+        requested = reader._live.intake.stats().requested
         reader.reportLatestOffset()
-        assert reader._live.intake.stats()[0] == requested + 1
+        assert reader._live.intake.stats().requested == requested + 1
         reader.partitions(start, end)  # asked once only
-        assert reader._live.intake.stats()[0] == requested + 1
+        assert reader._live.intake.stats().requested == requested + 1
     finally:
         reader.stop()
 
@@ -102,9 +102,9 @@ def test_without_report_the_next_batch_is_requested_at_partitions():
     try:
         start = reader.initialOffset()
         end = _latest(reader, start)
-        requested = reader._live.intake.stats()[0]
+        requested = reader._live.intake.stats().requested
         reader.partitions(start, end)
-        assert reader._live.intake.stats()[0] == requested + 1
+        assert reader._live.intake.stats().requested == requested + 1
     finally:
         reader.stop()
 
