@@ -249,3 +249,16 @@ def test_readme_links_resolve():
 def test_readme_stays_a_two_minute_read():
     size = len((ROOT / "README.md").read_text(encoding="utf-8"))
     assert size < 8000, f"README.md is {size} characters: move reference material into docs/ and link to it"
+
+
+def test_the_architecture_map_names_every_module():
+    """docs/architecture.md is the map newcomers keep true: a module it does not name is a room nobody
+    will find (the examples are programs, not rooms of the package)."""
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    package = ROOT / "rs_spark"
+    unnamed = [
+        str(p.relative_to(package))
+        for p in sorted(package.rglob("*.py"))
+        if p.name != "__init__.py" and "examples" not in p.parts and p.name not in text
+    ]
+    assert unnamed == [], f"docs/architecture.md's module map does not name {unnamed}"
