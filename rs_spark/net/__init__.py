@@ -44,7 +44,7 @@ from .protocol.codecs import ARROW_MIME, MIMES
 from .protocol.connection import Limits
 from .protocol.conventions import ChannelData, ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
-from .server import Server, serve
+from .server import Server, ServerStats, StreamStats, serve
 from .zero_loss.resume_client import ResumablePublisher, ResumableSubscription
 from .zero_loss.retention import Retention
 
@@ -55,6 +55,8 @@ __all__ = [
     "ChannelOpen",
     "serve",
     "Server",
+    "ServerStats",
+    "StreamStats",
     "connect",
     "connect_subscriber",
     "connect_processor",
