@@ -199,7 +199,7 @@ class KeptStream(OutboundStream):
             return self._counts_locked()
 
     def _counts_locked(self) -> dict[str, int]:
-        return {
+        return {  # a dict: a wire format (the METADATA_PUSH answer's JSON), not introspection
             "retainedRecords": self._kept.records,
             "retainedBytes": self._kept.bytes,
             "ackedPosition": self._acked,

@@ -75,7 +75,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
                 if (feed.isComplete()) sleepUntil(deadline); // nothing will come: wait out the batch, not spin
                 return false;
             }
-            rows = c.rows;
+            rows = c.rows();
             index = 0;
         }
         current = rows.get(index++);
