@@ -282,7 +282,7 @@ class Trial:
             "factory delivered": len(fac),
             "lost": 0,
             "duplicated": 0,
-            "resumes": s.get("resumes"),
-            "resent": s.get("resentRecords"),
+            "resumes": getattr(s, "resumes", None),
+            "resent": getattr(s, "resent_records", None),
             "factory subscriptions at": lines(self.marker),
         }
