@@ -45,7 +45,7 @@ from .protocol.connection import Limits
 from .protocol.conventions import ChannelData, ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
 from .protocol.tls import TlsFiles
-from .server import Server, serve
+from .server import Server, ServerStats, StreamStats, serve
 from .zero_loss.resume_client import ResumablePublisher, ResumableSubscription
 from .zero_loss.retention import Retention
 
@@ -56,6 +56,8 @@ __all__ = [
     "ChannelOpen",
     "serve",
     "Server",
+    "ServerStats",
+    "StreamStats",
     "connect",
     "connect_subscriber",
     "connect_processor",

@@ -9,6 +9,7 @@ import socket
 import ssl as _ssl
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..streams.types import Publisher, Subscriber
@@ -24,12 +25,25 @@ from .protocol.refuser import refuse
 from .protocol.tls import tls_server
 from .protocol.transport import listen
 from .protocol.websocket import ws_server
-from .zero_loss.resume_server import ResumeService
+from .zero_loss.resume_server import ResumeService, ResumeServiceStats, StreamStats, fields_of
 from .zero_loss.retention import Retention
 
 log = logging.getLogger("rs_spark.net")
 
 SubscriberFactory = Callable[[], Subscriber[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStats(ResumeServiceStats):
+    """What :meth:`Server.stats` shows: the resumable streams it keeps (:class:`ResumeServiceStats`:
+    ``streams``, one :class:`StreamStats` each, and the totals) and its connections."""
+
+    # Connections open now (set up or setting up).
+    connections: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The old mapping (camelCase keys, streams as dicts) plus ``connections``."""
+        return {**ResumeServiceStats.as_dict(self), "connections": self.connections}
 
 
 class Server:
@@ -160,10 +174,11 @@ class Server:
         ``Limits.max_server_backlog_bytes`` (``limit``)."""
         return self._outbound
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> ServerStats:
         """Resumable streams: per stream its endpoint, state and rows kept, sent, acknowledged,
-        sent again and lost; totals of retained rows and bytes, expired streams and lost rows."""
-        return self._resume.stats()
+        sent again and lost; totals of retained rows and bytes, expired streams and lost rows;
+        connections open now."""
+        return ServerStats(**fields_of(self._resume.stats()), connections=self.connection_count)
 
     # -- lifecycle ----------------------------------------------------------------------
     def stop(self) -> None:
@@ -408,4 +423,4 @@ def serve(
     return server
 
 
-__all__ = ["Server", "serve"]
+__all__ = ["Server", "ServerStats", "StreamStats", "serve"]

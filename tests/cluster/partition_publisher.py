@@ -26,7 +26,7 @@ def serve_counter(tag: str, token: str, conn: Any) -> None:
                 return
             if cmd != "stats":
                 return
-            conn.send({"server": server.stats(), "emitted": [list(r) for r in counter.ranges]})
+            conn.send({"server": server.stats().as_dict(), "emitted": [list(r) for r in counter.ranges]})
     finally:
         server.stop()
 
@@ -46,7 +46,8 @@ class PartitionProcess:
         self.address: str = self._conn.recv()
 
     def stats(self) -> dict[str, Any]:
-        """``server``: the server's stats(); ``emitted``: [start, end) of ids per subscription."""
+        """``server``: the server's ``stats().as_dict()`` (camelCase keys); ``emitted``: [start, end) of ids
+        per subscription."""
         self._conn.send("stats")
         return dict(self._conn.recv())
 

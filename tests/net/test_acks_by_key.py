@@ -69,7 +69,7 @@ def _connect(server) -> socket.socket:
 
 
 def _acked(server) -> int:
-    return int(server.stats()["streams"][0]["ackedPosition"])
+    return int(server.stats().streams[0].acked_position)
 
 
 def test_an_acknowledgement_naming_the_key_on_another_authenticated_connection_reaches_the_publisher(stream):
@@ -120,7 +120,7 @@ def test_a_resumed_connection_acknowledges_only_its_own_stream(stream):
     other.subscribe(r)
     wait_until(lambda: len(r.items) == 5, what="a second stream")
     r.s.detach()
-    wait_until(lambda: any(s["state"] == "detached" for s in server.stats()["streams"]), what="it to wait")
+    wait_until(lambda: any(s.state == "detached" for s in server.stats().streams), what="it to wait")
     with _connect(server) as sock:  # RESUME proves the resume token of `other` only, not the endpoint's token
         sock.sendall(_frame(F.encode_resume(resume_token(TOKEN, other.key), 0)) + _push(60, key))
         frames = _frames_until_closed(sock)
@@ -138,4 +138,4 @@ def test_an_acknowledgement_beyond_what_the_stream_sent_is_refused_saying_so(str
     assert err.type == F.ERROR and err.error_code == F.CONNECTION_ERROR
     assert "acknowledged position 5000 is beyond the 100 rows this stream sent" in bytes(err.data).decode()
     assert pub.commits == [] and _acked(server) == 0
-    assert server.stats()["streams"][0]["state"] != "ended"  # the reader's stream goes on
+    assert server.stats().streams[0].state != "ended"  # the reader's stream goes on

@@ -9,6 +9,7 @@ from rs_spark.net.protocol.credit import ARROW_ASK, CHUNK, CreditPump
 from rs_spark.net.protocol.outbound import OutboundStream
 from rs_spark.net.protocol.stream_state import OutboundStreamStats, State
 from rs_spark.net.zero_loss.kept_stream import KeptStream, KeptStreamStats
+from rs_spark.net.zero_loss.resume_server import StreamStats, fields_of
 from rs_spark.net.zero_loss.retention import Retention
 from rs_spark.streams.demand import MAX_DEMAND
 
@@ -83,9 +84,11 @@ def test_stats_are_frozen_records_and_a_kept_streams_show_the_documented_keys():
     try:
         k = kept.stats()
         assert isinstance(k, KeptStreamStats) and isinstance(k, OutboundStreamStats)
-        assert set(k.as_server_stats()) == {
-            "retainedRecords", "retainedBytes", "firstPosition", "sentPosition", "endPosition", "state",
-            "ackedPosition", "resumes", "attaches", "resentRecords", "lostRecords", "releasedRecords", "afterEnd",
+        shown = StreamStats(**fields_of(k), endpoint="e", window=1.0)
+        assert set(shown.as_dict()) == {
+            "endpoint", "window", "retainedRecords", "retainedBytes", "firstPosition", "sentPosition", "endPosition",
+            "state", "ackedPosition", "resumes", "attaches", "resentRecords", "lostRecords", "releasedRecords",
+            "afterEnd",
         }  # fmt: skip
     finally:
         kept.expire("the test is over")

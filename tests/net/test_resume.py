@@ -48,7 +48,7 @@ def serve():
 
 
 def _stream(server):
-    streams = server.stats()["streams"]
+    streams = server.stats().streams
     assert len(streams) == 1, streams
     return streams[0]
 
@@ -60,16 +60,16 @@ def test_a_new_reader_resumes_at_its_acknowledged_position_and_gets_every_later_
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 100, what="100 rows")
     r1.s.on_commit(40)
-    wait_until(lambda: _stream(server)["ackedPosition"] == 40, what="the acknowledgement")
+    wait_until(lambda: _stream(server).acked_position == 40, what="the acknowledgement")
     r1.s.detach()  # as a reader process that dies: no CANCEL, the connection just goes
-    wait_until(lambda: _stream(server)["state"] == "detached", what="the stream to wait for a resume")
+    wait_until(lambda: _stream(server).state == "detached", what="the stream to wait for a resume")
     second = net.connect(server.address, token=TOKEN).resumable(first.key)
     r2 = Recorder(10_000, refill=False)
     second.subscribe_at(r2, 40)
     assert r2.done.wait(20) and r2.error is None, r2.error
     assert r2.items == list(range(40, 1000))
     s = _stream(server)
-    assert (s["resumes"], s["resentRecords"]) == (1, 60)
+    assert (s.resumes, s.resent_records) == (1, 60)
 
 
 def test_retention_keeps_only_rows_not_acknowledged(serve):
@@ -81,7 +81,7 @@ def test_retention_keeps_only_rows_not_acknowledged(serve):
     r.s.on_commit(250)
     wait_until(lambda: r.s.retention.get("ackedPosition") == 250, what="the server's answer")
     assert r.s.retention["retainedRecords"] == 50
-    assert _stream(server)["retainedRecords"] == 50
+    assert _stream(server).held_records == 50
 
 
 def test_a_full_retention_stops_asking_the_publisher_until_acknowledged(serve):
@@ -91,10 +91,10 @@ def test_a_full_retention_stops_asking_the_publisher_until_acknowledged(serve):
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 200, what="the first 200 rows")
     assert pub.requested == 200  # the reader wants 5000; the bound held the publisher at 200
-    assert _stream(server)["retainedRecords"] == 200
+    assert _stream(server).held_records == 200
     r.s.on_commit(150)  # room for 150 more: the publisher is asked for them
     wait_until(lambda: len(r.items) == 350, what="rows after the acknowledgement")
-    assert pub.requested == 350 and _stream(server)["retainedRecords"] == 200
+    assert pub.requested == 350 and _stream(server).held_records == 200
 
 
 def test_the_publisher_hears_on_commit_once_per_position_in_order(serve):
@@ -115,12 +115,12 @@ def test_a_stream_nobody_resumes_is_cancelled_after_its_window_and_its_rows_coun
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 100, what="100 rows")
     r.s.on_commit(30)
-    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement")
+    wait_until(lambda: _stream(server).acked_position == 30, what="the acknowledgement")
     r.s.detach()
     assert pub.cancelled.wait(10), "the publisher was not cancelled after the window"
-    wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the expiry")
+    wait_until(lambda: server.stats().expired_streams == 1, what="the expiry")
     stats = server.stats()
-    assert stats["streams"] == [] and stats["lostRecords"] >= 70
+    assert stats.streams == () and stats.lost_records >= 70
 
 
 def test_a_reader_that_cancels_ends_the_stream_at_once(serve):
@@ -131,7 +131,7 @@ def test_a_reader_that_cancels_ends_the_stream_at_once(serve):
     wait_until(lambda: len(r.items) == 10, what="10 rows")
     r.s.cancel()
     assert pub.cancelled.wait(10)
-    wait_until(lambda: server.stats()["streams"] == [], what="the stream to be forgotten")
+    wait_until(lambda: server.stats().streams == (), what="the stream to be forgotten")
 
 
 def test_resuming_an_unknown_stream_past_its_start_is_refused_saying_why(serve):
@@ -162,7 +162,7 @@ def test_an_expired_stream_is_not_opened_again_as_new(serve):
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 5, what="5 rows")
     r1.s.detach()
-    wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the expiry")
+    wait_until(lambda: server.stats().expired_streams == 1, what="the expiry")
     r2 = Recorder(5, refill=False)
     net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 0)
     assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
@@ -176,9 +176,9 @@ def test_resuming_before_the_acknowledged_position_is_refused(serve):
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 100, what="100 rows")
     r1.s.on_commit(60)
-    wait_until(lambda: _stream(server)["ackedPosition"] == 60, what="the acknowledgement")
+    wait_until(lambda: _stream(server).acked_position == 60, what="the acknowledgement")
     r1.s.detach()
-    wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+    wait_until(lambda: _stream(server).state == "detached", what="detached")
     r2 = Recorder(10, refill=False)
     net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
     assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
@@ -192,7 +192,7 @@ def test_the_resume_token_needs_the_endpoint_token(serve):
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 10, what="10 rows")
     r1.s.detach()
-    wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+    wait_until(lambda: _stream(server).state == "detached", what="detached")
     thief = Recorder(10, refill=False)  # knows the stream key (it is in Spark's offsets), not the endpoint's token
     net.connect(server.address, token="guessed").resumable(first.key).subscribe_at(thief, 0)
     assert thief.done.wait(10) and isinstance(thief.error, net.Refused)  # not resumed, and not let in as new
@@ -360,7 +360,7 @@ def test_cancel_reaches_a_publisher_whose_request_is_still_running(serve):
 def test_streams_of_readers_that_do_not_resume_work_as_before(serve):
     server = serve(rs.range_(500))
     assert rs.to_list(net.connect(server.address, token=TOKEN), timeout=20) == list(range(500))
-    assert server.stats()["streams"] == []
+    assert server.stats().streams == ()
 
 
 def test_elements_that_arrive_while_the_reader_is_away_are_kept_not_dropped(serve):
@@ -402,9 +402,9 @@ def test_elements_that_arrive_while_the_reader_is_away_are_kept_not_dropped(serv
     first.subscribe(r1)
     wait_until(lambda: len(r1.items) == 10, what="the first 10")
     r1.s.detach()
-    wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+    wait_until(lambda: _stream(server).state == "detached", what="detached")
     gate.set()  # the publisher answers the demand it already had while nobody is connected
-    wait_until(lambda: _stream(server)["endPosition"] > 10, what="late elements kept")
+    wait_until(lambda: _stream(server).end_position > 10, what="late elements kept")
     r2 = Recorder(len(emitted) + 100, refill=False)
     net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
     wait_until(lambda: len(r2.items) >= len(emitted) - 10, what="the late elements")
@@ -463,7 +463,7 @@ def test_a_tampered_spill_is_refused_naming_the_file(tmp_path):
         first.subscribe(r1)
         wait_until(lambda: len(r1.items) == 50, what="50 rows")
         r1.s.detach()
-        wait_until(lambda: _stream(server)["state"] == "detached", what="detached")
+        wait_until(lambda: _stream(server).state == "detached", what="detached")
     finally:
         server.stop()  # a stopping server keeps what it spilled
     (segment,) = list(spill.glob("*/segment-*.spill"))
@@ -489,13 +489,13 @@ def test_a_server_stopped_after_its_reader_left_discards_the_kept_rows_at_info_l
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 100, what="100 rows")
     r.s.on_commit(30)
-    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement")
+    wait_until(lambda: _stream(server).acked_position == 30, what="the acknowledgement")
     r.s.detach()
-    wait_until(lambda: _stream(server)["state"] == "detached", what="the stream to wait for a resume")
+    wait_until(lambda: _stream(server).state == "detached", what="the stream to wait for a resume")
     with caplog.at_level("INFO", logger="rs_spark.net"):
         server.stop()
     stats = server.stats()
-    assert (stats["lostRecords"], stats["discardedRecords"], stats["expiredStreams"]) == (0, 70, 1), stats
+    assert (stats.lost_records, stats.discarded_records, stats.expired_streams) == (0, 70, 1), stats
     assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
     (info,) = [rec.getMessage() for rec in caplog.records if "discarded" in rec.getMessage()]
     assert "had no reader" in info and "70 rows sent to it and not acknowledged" in info, info
@@ -507,11 +507,11 @@ def test_a_server_stopped_while_its_reader_reads_warns_that_the_kept_rows_are_lo
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     wait_until(lambda: len(r.items) == 100, what="100 rows")
     r.s.on_commit(30)
-    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement")
+    wait_until(lambda: _stream(server).acked_position == 30, what="the acknowledgement")
     with caplog.at_level("INFO", logger="rs_spark.net"):
         server.stop()  # the reader is still connected: a running query loses these rows
     stats = server.stats()
-    assert (stats["lostRecords"], stats["discardedRecords"]) == (70, 0), stats
+    assert (stats.lost_records, stats.discarded_records) == (70, 0), stats
     (warning,) = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
     assert "70 rows it kept for its reader are lost" in warning, warning
 
@@ -523,13 +523,13 @@ def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the
     r = Recorder(1000, refill=False)
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     assert r.done.wait(10) and r.error is None and len(r.items) == 100
-    assert _stream(server)["retainedRecords"] == 100  # kept: none acknowledged
+    assert _stream(server).held_records == 100  # kept: none acknowledged
     r.s.detach()  # as the reader process that exits
     wait_until(lambda: server.connection_count == 0, what="the reader's connection to close")
     with caplog.at_level("INFO", logger="rs_spark.net"):
         server.stop()
     stats = server.stats()
-    assert (stats["lostRecords"], stats["discardedRecords"]) == (0, 100), stats
+    assert (stats.lost_records, stats.discarded_records) == (0, 100), stats
     assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
 
 
@@ -580,15 +580,15 @@ def test_a_finished_stream_is_kept_until_its_last_row_is_acknowledged_then_ends(
                 break
         assert got == [b"0", b"1", b"2", b"3", b"4"]
         s = _stream(server)
-        assert (s["state"], s["retainedRecords"], s["sentPosition"]) == ("attached", 5, 5), s
+        assert (s.state, s.held_records, s.sent_position) == ("attached", 5, 5), s
         r.send(F.encode_metadata_push(commit_metadata(3)))
         answer = r.next_frame()
         assert answer.type == F.METADATA_PUSH
         assert parse_push(bytes(answer.metadata))[1]["retainedRecords"] == 2
-        assert _stream(server)["ackedPosition"] == 3
+        assert _stream(server).acked_position == 3
         r.send(F.encode_metadata_push(commit_metadata(5)))
-        wait_until(lambda: server.stats()["streams"] == [], what="the finished stream to end")
-        assert server.stats()["lostRecords"] == 0
+        wait_until(lambda: server.stats().streams == (), what="the finished stream to end")
+        assert server.stats().lost_records == 0
     finally:
         r.sock.close()
 

@@ -150,7 +150,7 @@ def test_a_checkpoint_of_the_single_partition_source_restarts_and_reads_on_exact
         wait_until(lambda: len(r.items) == position, f"{position} rows at the priming reader")
         r.s.on_commit(position)
         r.s.detach()
-        wait_until(lambda: server.stats()["streams"][0]["state"] == "detached", "the stream to wait for Spark")
+        wait_until(lambda: server.stats().streams[0].state == "detached", "the stream to wait for Spark")
         sub = Collect()
         df = realtime.read_stream(rt_spark, endpoint=address, schema=DDL)
         q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(chk))

@@ -79,7 +79,7 @@ class ManyQueries:
             assert ids and ids == list(range(len(ids))), f"partition {tag}: a duplicate, a hole or a reordering"
             assert len(ids) <= shard.ranges[0][1]
             delivered[tag] = len(ids)
-        assert self.source.stats()["lostRecords"] == 0
+        assert self.source.stats().lost_records == 0
         return delivered
 
     def close(self) -> None:

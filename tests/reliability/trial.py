@@ -177,13 +177,13 @@ class Trial:
         name = f"run-{len(self.reports)}{'-last' if stop_file else ''}"
         return Driver(self.queries, self.tmp / name, stop_file)
 
-    def stream(self, endpoint: str = "counter") -> dict:
-        streams = [s for s in self.source.stats()["streams"] if s["endpoint"] == endpoint]
-        return streams[0] if streams else {}
+    def stream(self, endpoint: str = "counter") -> net.StreamStats | None:
+        streams = [s for s in self.source.stats().streams if s.endpoint == endpoint]
+        return streams[0] if streams else None
 
     def _taken(self) -> tuple[int, ...]:
         """How often each stream was taken up by a reader (opened or resumed), and the factory subscribed."""
-        return (*(self.stream(e).get("attaches", 0) for e in ("counter", *self.shards)), len(lines(self.marker)))
+        return (*(getattr(self.stream(e), "attaches", 0) for e in ("counter", *self.shards)), len(lines(self.marker)))
 
     def _wait_resumed(self, run: int, p: Driver, before: tuple[int, ...]) -> None:
         """Run ``run`` is reading every publisher (each stream taken up once more than ``before``)."""
@@ -245,7 +245,7 @@ class Trial:
             assert ids == list(range(len(ids))), f"partition {tag}: a duplicate, a hole or a reordering"
             assert len(shard.ranges) == 1, f"partition {tag} was subscribed again: {shard.ranges}"
             s = self.stream(tag)
-            assert s.get("firstPosition", 0) <= len(ids) <= shard.ranges[0][1], (tag, s, len(ids))
+            assert (s.first_position if s else 0) <= len(ids) <= shard.ranges[0][1], (tag, s, len(ids))
             delivered[tag] = len(ids)
         return delivered
 
@@ -265,9 +265,9 @@ class Trial:
         s = self.stream()
         # Every row the publisher emitted reached the Subscriber or is still kept by the endpoint
         # (the tail the last run had prefetched and not committed: it waits for the next run).
-        assert s.get("firstPosition", emitted) <= len(ep) <= emitted, (s, len(ep), emitted)
-        assert s.get("endPosition", emitted) == emitted
-        assert self.source.stats()["lostRecords"] == 0
+        assert (s.first_position if s else emitted) <= len(ep) <= emitted, (s, len(ep), emitted)
+        assert (s.end_position if s else emitted) == emitted
+        assert self.source.stats().lost_records == 0
         # The publisher heard each commit once, in order, never past what was delivered.
         commits = self.counter.commits
         assert commits == sorted(set(commits)) and (not commits or commits[-1] <= len(ep)), commits
@@ -282,7 +282,7 @@ class Trial:
             "factory delivered": len(fac),
             "lost": 0,
             "duplicated": 0,
-            "resumes": s.get("resumes"),
-            "resent": s.get("resentRecords"),
+            "resumes": getattr(s, "resumes", None),
+            "resent": getattr(s, "resent_records", None),
             "factory subscriptions at": lines(self.marker),
         }

@@ -337,8 +337,8 @@ def test_with_async_progress_tracking_the_endpoint_frees_only_rows_spark_committ
 
     def check() -> bool:
         assert q.isActive, q.exception()
-        streams = server.stats()["streams"]
-        acked = streams[0]["ackedPosition"] if streams else 0
+        streams = server.stats().streams
+        acked = streams[0].acked_position if streams else 0
         durable = _durable_position(ckpt)  # read after: the commit log only grows
         assert acked <= durable, f"the endpoint freed rows up to {acked}; Spark's commit log holds {durable}"
         seen.append((acked, durable))
@@ -369,7 +369,7 @@ def test_a_restart_after_a_planned_but_uncommitted_batch_reads_its_rows_from_the
         start = StreamOffset.parse(_source_offset(os.path.join(ckpt, "offsets", str(planned - 1))))
         end = StreamOffset.parse(_source_offset(os.path.join(ckpt, "offsets", str(planned))))
         assert start.position is not None and end.position is not None
-        assert server.stats()["streams"][0]["ackedPosition"] <= start.position
+        assert server.stats().streams[0].acked_position <= start.position
         q = _start(spark, ckpt, server.address, sink)
         wait_until(lambda: planned + 2 in sink.batches, "the planned batch again and 2 more", 120)
         q.stop()

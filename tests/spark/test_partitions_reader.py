@@ -39,9 +39,9 @@ def _latest(reader: PartitionedStreamReader, start: dict, rows: int) -> dict:
         return pool.submit(reader.latestOffset, start, ReadMaxRows(rows)).result(60)
 
 
-def _stream(server: net.Server) -> dict:
-    streams = server.stats()["streams"]
-    return streams[0] if streams else {}
+def _stream(server: net.Server) -> net.StreamStats | None:
+    streams = server.stats().streams
+    return streams[0] if streams else None
 
 
 def test_the_next_micro_batch_is_made_available_while_spark_runs_this_one():
@@ -55,7 +55,7 @@ def test_the_next_micro_batch_is_made_available_while_spark_runs_this_one():
         o1 = _latest(reader, o0, 100)
         assert o1["positions"] == {"a": 100}
         wait_until(
-            lambda: _stream(server).get("endPosition", 0) >= 200,
+            lambda: getattr(_stream(server), "end_position", 0) >= 200,
             what="the endpoint to make the next micro-batch's 100 rows available",
         )
     finally:
@@ -76,8 +76,8 @@ def test_a_restarted_reader_acknowledges_only_what_spark_commits_not_at_latest_o
         o1 = _latest(first, o0, 100)
     finally:
         first.stop()  # no commit(o1): the process is gone; the endpoint keeps the stream for a reader
-    wait_until(lambda: _stream(server).get("state") == "detached", what="the stream to wait for a reader")
-    assert _stream(server)["ackedPosition"] == 0
+    wait_until(lambda: getattr(_stream(server), "state", None) == "detached", what="the stream to wait for a reader")
+    assert _stream(server).acked_position == 0
     second = _reader(server)
     try:
         o2 = _latest(second, o1, 100)  # Spark restarts from its checkpoint: o1 committed
@@ -86,8 +86,8 @@ def test_a_restarted_reader_acknowledges_only_what_spark_commits_not_at_latest_o
         second.commit(o1)  # Spark, after writing o2 to its offset log
         # Acknowledgements travel in order on the stream's connection: had latestOffset(o2)
         # acknowledged 200, the endpoint would hold 200 (it ignores 100 after it), not 100.
-        wait_until(lambda: _stream(server)["ackedPosition"] == 100, what="the acknowledgement of position 100")
-        assert _stream(server)["firstPosition"] == 100
+        wait_until(lambda: _stream(server).acked_position == 100, what="the acknowledgement of position 100")
+        assert _stream(server).first_position == 100
     finally:
         second.stop()
         server.stop()

@@ -75,9 +75,9 @@ def test_a_stalled_query_pauses_the_publisher_at_the_retention_bound_and_drops_n
     server = served()[-1]  # the one this read_stream started
     try:
         wait_until(lambda: _kept(server) == 800, what="the endpoint to reach its bound of 800 kept rows", timeout=120)
-        stream = server.stats()["streams"][0]
-        assert pub.requested == stream["ackedPosition"] + 800  # asked for nothing beyond the bound
-        assert stream["retainedBytes"] < 800 * 64  # small rows: the bound bounds memory too
+        stream = server.stats().streams[0]
+        assert pub.requested == stream.acked_position + 800  # asked for nothing beyond the bound
+        assert stream.held_bytes < 800 * 64  # small rows: the bound bounds memory too
         gate.open.set()
         wait_until(lambda: len(gate.ids) >= 3000, what="3000 rows after the stall", timeout=120)
         progress = wait_until(lambda: _source_metrics(q), what="the source's progress")
@@ -88,8 +88,8 @@ def test_a_stalled_query_pauses_the_publisher_at_the_retention_bound_and_drops_n
 
 
 def _kept(server) -> int:
-    streams = server.stats()["streams"]
-    return streams[0]["retainedRecords"] if streams else -1
+    streams = server.stats().streams
+    return streams[0].held_records if streams else -1
 
 
 def _source_metrics(q):

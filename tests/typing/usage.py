@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 import rs_spark
+from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.delivery import SinkEndpoint
 from rs_spark.net import Retention
@@ -43,3 +44,9 @@ def real_time(spark: SparkSession, sub: rs.Subscriber[Any]) -> StreamingQuery:
     df: DataFrame = realtime.read_stream(spark, rs.range_(5), schema, options={"maxInFlight": 16})
     realtime.read_stream(spark, endpoint="tcp://127.0.0.1:7000/x", schema="id LONG", options={"resumeWindow": "10min"})
     return realtime.write_stream(df, sub, options={"ackTimeout": "10min"}, trigger="5 minutes")
+
+
+def server_stats(server: net.Server) -> tuple[int, str, float]:
+    stats: net.ServerStats = server.stats()
+    stream: net.StreamStats = stats.streams[0]
+    return stats.lost_records + stats.connections, stream.state, stream.window

@@ -51,24 +51,6 @@ class KeptStreamStats(OutboundStreamStats):
     resent_records: int
     lost_records: int
 
-    def as_server_stats(self) -> dict[str, Any]:
-        """As ``Server.stats()["streams"]`` shows a stream (its documented keys)."""
-        return {
-            "retainedRecords": self.held_records,
-            "retainedBytes": self.held_bytes,
-            "firstPosition": self.first_position,
-            "sentPosition": self.sent_position,
-            "endPosition": self.end_position,
-            "state": self.state,
-            "ackedPosition": self.acked_position,
-            "resumes": self.resumes,
-            "attaches": self.attaches,
-            "resentRecords": self.resent_records,
-            "lostRecords": self.lost_records,
-            "releasedRecords": self.released_records,
-            "afterEnd": self.after_end,
-        }
-
 
 class KeptStream(OutboundStream):
     """An outbound stream that keeps its rows until the reader acknowledges them, and survives
@@ -230,7 +212,7 @@ class KeptStream(OutboundStream):
             return self._counts_locked()
 
     def _counts_locked(self) -> dict[str, int]:
-        return {
+        return {  # a dict: a wire format (the METADATA_PUSH answer's JSON), not introspection
             "retainedRecords": self._kept.records,
             "retainedBytes": self._kept.bytes,
             "ackedPosition": self._acked,

@@ -94,7 +94,7 @@ class ResumableSubscription(InboundSubscription):
     @property
     def retention(self) -> dict[str, int]:
         """What the server last said it keeps for this stream (rows, bytes, acknowledged position)."""
-        return dict(self._retention)
+        return dict(self._retention)  # a dict: the server's message as sent (its camelCase JSON keys)
 
     def on_commit(self, position: int) -> None:
         """Every row before ``position`` is durable downstream: the server may forget them.

@@ -14,7 +14,9 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ...arrow.validate import MalformedArrow
@@ -23,7 +25,7 @@ from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection, Rejected
 from ..protocol.errors import ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
-from .kept_stream import Delivery, KeptStream
+from .kept_stream import Delivery, KeptStream, KeptStreamStats
 from .resume import STREAM_ID, UNKNOWN_STREAM, ResumeRequest, parse_push, resume_token, retention_metadata, stream_of
 from .retention import ResumeError, Retention
 from .sessions import Session, Sessions
@@ -36,6 +38,96 @@ log = logging.getLogger("rs_spark.net")
 
 Resolver = Callable[[str], Any]
 """Endpoint name -> the Publisher served under it now (None when it is not served)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStats(KeptStreamStats):
+    """One resumable stream a server keeps: where it is served, and what it keeps and has done."""
+
+    # The endpoint it serves and how long (seconds) it waits for its reader once detached.
+    endpoint: str
+    window: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stream as ``Server.stats()["streams"]`` showed it before 0.1.0 (camelCase keys)."""
+        return {
+            "endpoint": self.endpoint,
+            "window": self.window,
+            "retainedRecords": self.held_records,
+            "retainedBytes": self.held_bytes,
+            "firstPosition": self.first_position,
+            "sentPosition": self.sent_position,
+            "endPosition": self.end_position,
+            "state": self.state,
+            "ackedPosition": self.acked_position,
+            "resumes": self.resumes,
+            "attaches": self.attaches,
+            "resentRecords": self.resent_records,
+            "lostRecords": self.lost_records,
+            "releasedRecords": self.released_records,
+            "afterEnd": self.after_end,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeServiceStats:
+    """What a server keeps for its readers: per stream, and in total (rows)."""
+
+    # The streams kept now (attached, or detached and waiting for their reader).
+    streams: tuple[StreamStats, ...]
+    # Kept now by all of them.
+    retained_records: int
+    retained_bytes: int
+    # Since the server started: streams expired unresumed, rows they lost (kept when their window
+    # ended, or when the server stopped under a connected reader) and rows discarded at stop
+    # (kept for a stream no reader was on).
+    expired_streams: int
+    lost_records: int
+    discarded_records: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The mapping ``Server.stats()`` returned before 0.1.0 (camelCase keys, streams as dicts)."""
+        return {
+            "streams": [s.as_dict() for s in self.streams],
+            "expiredStreams": self.expired_streams,
+            "lostRecords": self.lost_records,
+            "discardedRecords": self.discarded_records,
+            "retainedRecords": self.retained_records,
+            "retainedBytes": self.retained_bytes,
+        }
+
+    # -- the old mapping access, deprecated (it gives what the old dict held) -------------------
+    def _old(self, what: str) -> dict[str, Any]:
+        warnings.warn(
+            f"Server.stats(){what}: the stats are a {type(self).__name__} now; mapping access is deprecated, "
+            "use its attributes (stats.streams, stream.state, stats.lost_records, ...) or stats.as_dict()",
+            DeprecationWarning,
+            stacklevel=3,  # the caller of __getitem__/get/...
+        )
+        return self.as_dict()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._old(f"[{key!r}]")[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._old(f".get({key!r})").get(key, default)
+
+    def keys(self) -> list[str]:
+        return list(self._old(".keys()"))
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(self._old(".items()").items())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._old(" iterated")))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._old(" 'in'")
+
+
+def fields_of(record: Any) -> dict[str, Any]:
+    """A dataclass record's fields by name, shallow (to build a record that extends it)."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 class ResumeService:
@@ -297,19 +389,21 @@ class ResumeService:
         return session
 
     # -- visibility and shutdown ---------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        streams = []
-        for s in self.sessions.all():
-            if s.stream is not None:
-                streams.append({"endpoint": s.endpoint, "window": s.window, **s.stream.stats().as_server_stats()})
-        return {
-            "streams": streams,
-            "expiredStreams": self.sessions.expired,
-            "lostRecords": self.sessions.lost_records,
-            "discardedRecords": self.sessions.discarded_records,
-            "retainedRecords": sum(x["retainedRecords"] for x in streams),
-            "retainedBytes": sum(x["retainedBytes"] for x in streams),
-        }
+    def stats(self) -> ResumeServiceStats:
+        """The streams kept now and the totals (see :class:`ResumeServiceStats`)."""
+        streams = tuple(
+            StreamStats(**fields_of(s.stream.stats()), endpoint=s.endpoint, window=s.window)
+            for s in self.sessions.all()
+            if s.stream is not None
+        )
+        return ResumeServiceStats(
+            streams=streams,
+            retained_records=sum(x.held_records for x in streams),
+            retained_bytes=sum(x.held_bytes for x in streams),
+            expired_streams=self.sessions.expired,
+            lost_records=self.sessions.lost_records,
+            discarded_records=self.sessions.discarded_records,
+        )
 
     def readerless(self) -> set[bytes]:
         """The streams no reader is on now: the server asks before it closes its connections."""
@@ -321,4 +415,4 @@ class ResumeService:
         self.sessions.stop(f"the server {self.where} was stopped", keep_spilled=keep, readerless=readerless)
 
 
-__all__ = ["ResumeService", "Session", "Sessions"]
+__all__ = ["ResumeService", "ResumeServiceStats", "Session", "Sessions", "StreamStats", "fields_of"]

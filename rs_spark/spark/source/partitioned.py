@@ -144,7 +144,7 @@ class _Link:
         return 0 if s is None else int(s.payload_bytes)
 
     def retention(self) -> dict[str, int]:
-        s = self.subscription
+        s = self.subscription  # a dict: the server's message, shown as is in the source's progress JSON
         return {} if s is None else dict(s.retention)
 
     def detach(self) -> None:

@@ -61,7 +61,7 @@ public final class Factories {
             return Class.forName(name, true, l != null ? l : Factories.class.getClassLoader());
         } catch (ClassNotFoundException e) {
             throw new FactoryException("class", "class " + name + " is not on the JVM's classpath", null);
-        } catch (LinkageError e) {
+        } catch (LinkageError e) { // the class the user named does not link (or its initializer threw): bad input
             throw new FactoryException("class", "class " + name + " cannot be loaded: " + e, e);
         }
     }
@@ -95,6 +95,7 @@ public final class Factories {
             return m.getParameterCount() == 0 ? m.invoke(null) : m.invoke(null, opts);
         } catch (InvocationTargetException e) {
             Throwable t = e.getCause();
+            Fatal.throwIfFatal(t); // the factory's own error: a fatal one goes on as it is, never wrapped
             throw new FactoryException("raised", describe(c, name) + " threw " + t, t);
         } catch (IllegalAccessException e) {
             throw new FactoryException("method", describe(c, name) + " is not accessible: " + e.getMessage(), e);
@@ -124,6 +125,7 @@ public final class Factories {
             return k.getParameterCount() == 0 ? k.newInstance() : k.newInstance(opts);
         } catch (InvocationTargetException e) {
             Throwable t = e.getCause();
+            Fatal.throwIfFatal(t); // the constructor's own error: a fatal one goes on as it is, never wrapped
             throw new FactoryException("raised", describe(c, null) + " threw " + t, t);
         } catch (ReflectiveOperationException e) {
             throw new FactoryException("method", describe(c, null) + " failed: " + e, e);

@@ -15,7 +15,7 @@ public final class Interop {
         try {
             Class.forName(name, false, Interop.class.getClassLoader());
             return true;
-        } catch (ClassNotFoundException | LinkageError e) {
+        } catch (ClassNotFoundException | LinkageError e) { // present but not linkable (another version): absent
             return false;
         }
     }

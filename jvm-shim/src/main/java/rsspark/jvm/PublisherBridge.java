@@ -133,13 +133,13 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
         Taken t = take(maxRows, timeoutMs, lingerMs, maxLingerMs);
         if (t == null) return null;
         if (t == Taken.END) return new byte[0];
-        if (t.longs != null) {
-            byte[] b = encoder.encodeLongs(t.longs, t.n);
-            giveBack(t.longs);
+        if (t.longs() != null) {
+            byte[] b = encoder.encodeLongs(t.longs(), t.n());
+            giveBack(t.longs());
             return b;
         }
         try {
-            return encoder.encode(t.items, 0, t.items.size(), t.first);
+            return encoder.encode(t.items(), 0, t.items().size(), t.first());
         } catch (BatchEncoder.EncodeException e) {
             fail(e);
             byte[] prefix = encoder.takeEncodedPrefix();
@@ -164,12 +164,12 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
         if (t == null) return -1;
         if (t == Taken.END) return 0;
         try (FileChannel ch = openExclusive(Path.of(path))) {
-            if (t.longs != null) {
-                encoder.encodeLongs(t.longs, t.n, ch);
-                giveBack(t.longs);
+            if (t.longs() != null) {
+                encoder.encodeLongs(t.longs(), t.n(), ch);
+                giveBack(t.longs());
             } else {
                 try {
-                    encoder.encode(t.items, 0, t.items.size(), t.first, ch);
+                    encoder.encode(t.items(), 0, t.items().size(), t.first(), ch);
                 } catch (BatchEncoder.EncodeException e) {
                     fail(e); // what was written is the prefix before the bad element (maybe nothing)
                 }
@@ -197,19 +197,8 @@ public final class PublisherBridge implements Flow.Subscriber<Object>, AutoClose
     }
 
     /** What {@link #take} took out of the buffer: boxed elements, or {@code n} unboxed longs. */
-    private static final class Taken {
+    private record Taken(List<Object> items, long[] longs, int n, long first) {
         static final Taken END = new Taken(null, null, 0, 0);
-        final List<Object> items;
-        final long[] longs;
-        final int n;
-        final long first;
-
-        Taken(List<Object> items, long[] longs, int n, long first) {
-            this.items = items;
-            this.longs = longs;
-            this.n = n;
-            this.first = first;
-        }
     }
 
     private Taken take(int maxRows, long timeoutMs, long lingerMs, long maxLingerMs) throws InterruptedException {

@@ -185,12 +185,12 @@ public final class ChannelWriter implements AutoCloseable {
     private final class Listener implements Connection.Listener {
         @Override
         public void onFrame(Frame f) {
-            if (f.streamId != STREAM_ID) return;
-            switch (f.type) {
+            if (f.streamId() != STREAM_ID) return;
+            switch (f.type()) {
                 case Frames.REQUEST_N:
                     lock.lock();
                     try {
-                        credits = Math.min(Long.MAX_VALUE / 2, credits + f.requestN);
+                        credits = Math.min(Long.MAX_VALUE / 2, credits + f.requestN());
                         changed.signalAll();
                     } finally {
                         lock.unlock();
@@ -209,7 +209,7 @@ public final class ChannelWriter implements AutoCloseable {
                     onAnswer(f);
                     break;
                 case Frames.ERROR:
-                    failWith(new RemoteException(f.errorCode, where + " refused the rows after " + sent() + " sent: "
+                    failWith(new RemoteException(f.errorCode(), where + " refused the rows after " + sent() + " sent: "
                             + f.text()));
                     break;
                 default:

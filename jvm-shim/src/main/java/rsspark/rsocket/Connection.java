@@ -283,20 +283,20 @@ public final class Connection implements AutoCloseable {
     }
 
     private void dispatch(Frame f) throws IOException {
-        if (f.streamId != 0) {
+        if (f.streamId() != 0) {
             listener.onFrame(f);
             return;
         }
-        switch (f.type) {
+        switch (f.type()) {
             case Frames.KEEPALIVE:
                 if (f.has(Frames.FLAG_RESPOND)) {
-                    byte[] data = java.util.Arrays.copyOfRange(f.buf, f.dataOffset, f.dataOffset + Math.min(f.dataLength, 1024));
+                    byte[] data = java.util.Arrays.copyOfRange(f.buf(), f.dataOffset(), f.dataOffset() + Math.min(f.dataLength(), 1024));
                     send(Frames.keepalive(false, data));
                 }
                 break;
             case Frames.ERROR:
-                close(new RemoteException(f.errorCode, endpoint.base() + " closed the connection with ERROR["
-                        + Frames.errorName(f.errorCode) + "]: " + f.text()));
+                close(new RemoteException(f.errorCode(), endpoint.base() + " closed the connection with ERROR["
+                        + Frames.errorName(f.errorCode()) + "]: " + f.text()));
                 break;
             case Frames.METADATA_PUSH:
             case Frames.RESUME_OK:

@@ -33,33 +33,25 @@ public final class Metadata {
     private static final int MAX_ENTRY = 0xFFFFFF;
 
     /** One composite entry. */
-    public static final class Entry {
-        public final String mime;
-        public final byte[] payload;
-
-        public Entry(String mime, byte[] payload) {
-            this.mime = mime;
-            this.payload = payload;
-        }
-    }
+    public record Entry(String mime, byte[] payload) {}
 
     public static byte[] composite(List<Entry> entries) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         for (Entry e : entries) {
-            Integer id = WELL_KNOWN.get(e.mime);
+            Integer id = WELL_KNOWN.get(e.mime());
             if (id != null) {
                 out.write(0x80 | id);
             } else {
-                byte[] m = e.mime.getBytes(StandardCharsets.US_ASCII);
-                if (m.length < 1 || m.length > 128) throw new IllegalArgumentException("MIME type " + e.mime + " is not 1..128 bytes");
+                byte[] m = e.mime().getBytes(StandardCharsets.US_ASCII);
+                if (m.length < 1 || m.length > 128) throw new IllegalArgumentException("MIME type " + e.mime() + " is not 1..128 bytes");
                 out.write(m.length - 1);
                 out.write(m, 0, m.length);
             }
-            if (e.payload.length > MAX_ENTRY) throw new IllegalArgumentException("a metadata entry is at most 16 MiB");
-            out.write(e.payload.length >>> 16);
-            out.write(e.payload.length >>> 8);
-            out.write(e.payload.length);
-            out.write(e.payload, 0, e.payload.length);
+            if (e.payload().length > MAX_ENTRY) throw new IllegalArgumentException("a metadata entry is at most 16 MiB");
+            out.write(e.payload().length >>> 16);
+            out.write(e.payload().length >>> 8);
+            out.write(e.payload().length);
+            out.write(e.payload(), 0, e.payload().length);
         }
         return out.toByteArray();
     }

@@ -415,7 +415,7 @@ public final class StreamReader<T> implements AutoCloseable {
         @Override
         public void onFrame(Frame f) {
             if (!current()) return;
-            if (f.type == Frames.RESUME_OK) {
+            if (f.type() == Frames.RESUME_OK) {
                 lock.lock();
                 try {
                     resumed = true;
@@ -425,10 +425,10 @@ public final class StreamReader<T> implements AutoCloseable {
                 }
                 return;
             }
-            if (f.streamId != STREAM_ID) return; // METADATA_PUSH (retention stats) and other streams: not ours
+            if (f.streamId() != STREAM_ID) return; // METADATA_PUSH (retention stats) and other streams: not ours
             try {
-                if (f.type == Frames.PAYLOAD) onPayload(f);
-                else if (f.type == Frames.ERROR) onError(f);
+                if (f.type() == Frames.PAYLOAD) onPayload(f);
+                else if (f.type() == Frames.ERROR) onError(f);
             } catch (ProtocolException e) {
                 ProtocolException why = new ProtocolException(where() + ": " + e.getMessage(), e);
                 fail(why);
@@ -474,7 +474,7 @@ public final class StreamReader<T> implements AutoCloseable {
         T item = null;
         int k = 0;
         if (f.has(Frames.FLAG_NEXT)) {
-            item = decoder.decode(f.buf, f.dataOffset, f.dataLength);
+            item = decoder.decode(f.buf(), f.dataOffset(), f.dataLength());
             k = decoder.rows(item);
         }
         lock.lock();
@@ -495,7 +495,7 @@ public final class StreamReader<T> implements AutoCloseable {
 
     private void onError(Frame f) {
         String text = f.text();
-        fail(new RemoteException(f.errorCode, where() + " failed after " + received() + " rows: ERROR["
-                + Frames.errorName(f.errorCode) + "] " + text));
+        fail(new RemoteException(f.errorCode(), where() + " failed after " + received() + " rows: ERROR["
+                + Frames.errorName(f.errorCode()) + "] " + text));
     }
 }

@@ -63,7 +63,7 @@ final class DriverBuffer {
             if (e.end() <= start.position || e.position() >= end.position) continue;
             int from = (int) Math.max(0, start.position - e.position());
             int to = (int) Math.min(e.chunk().size(), end.position - e.position());
-            rows.addAll(e.chunk().rows.subList(from, to));
+            rows.addAll(e.chunk().rows().subList(from, to));
         }
         return RtInputPartition.inline(schema, o, key, start.position, end.position, rows);
     }

@@ -11,7 +11,7 @@ final class InlineReader implements PartitionReader<InternalRow> {
     private int next = -1;
 
     InlineReader(RtInputPartition p) {
-        rows = p.rows;
+        rows = p.rows();
     }
 
     @Override

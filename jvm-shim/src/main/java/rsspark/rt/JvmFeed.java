@@ -274,7 +274,7 @@ final class JvmFeed implements RowFeed {
                 if (e.end() <= cursor) continue;
                 int from = (int) (cursor - e.position());
                 cursor = e.end();
-                return from == 0 ? e.chunk() : new Chunk(e.chunk().rows.subList(from, e.chunk().size()));
+                return from == 0 ? e.chunk() : new Chunk(e.chunk().rows().subList(from, e.chunk().size()));
             }
             return null;
         }

@@ -33,12 +33,12 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
     private LiveReader(RtInputPartition p, RowFeed feed) {
         this.p = p;
         this.feed = feed;
-        this.position = p.start;
-        this.acknowledged = p.acknowledge;
+        this.position = p.start();
+        this.acknowledged = p.acknowledge();
     }
 
     static LiveReader open(RtInputPartition p) throws IOException {
-        return new LiveReader(p, Feeds.open(p.options, p.partition, p.schema, p.key, p.run, p.start, p.acknowledge));
+        return new LiveReader(p, Feeds.open(p.options(), p.partition(), p.schema(), p.key(), p.run(), p.start(), p.acknowledge()));
     }
 
     @Override
@@ -49,16 +49,16 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
     /** Spark re-runs a planned range (start..end) as a plain batch: every row of it, then false. */
     @Override
     public boolean next() throws IOException {
-        if (p.end < 0) {
-            throw new IllegalStateException(p.options.describe(p.partition) + ": a real-time partition was read as a plain batch; "
+        if (p.end() < 0) {
+            throw new IllegalStateException(p.options().describe(p.partition()) + ": a real-time partition was read as a plain batch; "
                     + "run the query with trigger(realTime=...) or plan it with an end offset");
         }
-        long waitNs = TimeUnit.MILLISECONDS.toNanos(Math.max(100, p.options.pollTimeoutMs));
-        while (position < p.end) {
+        long waitNs = TimeUnit.MILLISECONDS.toNanos(Math.max(100, p.options().pollTimeoutMs));
+        while (position < p.end()) {
             if (advance(waitNs)) return true;
             if (feed.isComplete()) {
                 throw new IOException(feed.where() + " completed at position " + position + ", before the end of the "
-                        + "planned range " + p.start + ".." + p.end + ": those rows cannot be read again");
+                        + "planned range " + p.start() + ".." + p.end() + ": those rows cannot be read again");
             }
         }
         return false;
@@ -67,7 +67,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
     /** Take the next row within {@code timeoutNs}; false when none came (or the planned end was reached). */
     private boolean advance(long timeoutNs) throws IOException {
         acknowledgeCommitted();
-        if (p.end >= 0 && position >= p.end) return false;
+        if (p.end() >= 0 && position >= p.end()) return false;
         if (index >= rows.size()) {
             long deadline = System.nanoTime() + timeoutNs;
             Chunk c = feed.poll(timeoutNs);
@@ -75,7 +75,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
                 if (feed.isComplete()) sleepUntil(deadline); // nothing will come: wait out the batch, not spin
                 return false;
             }
-            rows = c.rows;
+            rows = c.rows();
             index = 0;
         }
         current = rows.get(index++);
@@ -89,11 +89,11 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
      * the driver itself when Spark commits ({@link DriverAcks}).
      */
     private void acknowledgeCommitted() throws IOException {
-        if (p.options.isEndpoint()) return;
+        if (p.options().isEndpoint()) return;
         long now = System.nanoTime();
         if (now - nextAckCheck < 0) return;
         nextAckCheck = now + ACK_EVERY_NANOS;
-        long c = Math.min(Commits.of(p.key), position);
+        long c = Math.min(Commits.of(p.key()), position);
         if (c > acknowledged) {
             feed.acknowledge(c);
             acknowledged = c;
@@ -118,14 +118,14 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
 
     @Override
     public PartitionOffset getOffset() {
-        return new RtOffset.Partition(p.partition, p.key, position);
+        return new RtOffset.Partition(p.partition(), p.key(), position);
     }
 
     @Override
     public void close() {
         TaskContext tc = TaskContext.get();
         boolean stopping = tc != null && tc.isInterrupted();
-        if (stopping && p.options.cancelOnStop) feed.cancel();
+        if (stopping && p.options().cancelOnStop) feed.cancel();
         else feed.detach();
     }
 }

@@ -11,35 +11,21 @@ import org.apache.spark.sql.types.StructType;
  * real-time task reads until Spark ends its batch). A live partition is read from the publisher by
  * the task itself; an inline one (micro-batch mode) carries its rows, which the driver received.
  */
-final class RtInputPartition implements InputPartition {
-    private static final long serialVersionUID = 1L;
-
-    final StructType schema;
-    final RtOptions options;
-    /** The partition's id ({@link RtOptions#SINGLE} for one publisher). */
-    final String partition;
-    /** The stream this partition reads. */
-    final String key;
-    /** The query run that planned it (see {@link JvmFeed#open}). */
-    final String run;
-    final long start;
-    final long end;
-    /** Rows before this position are durable (Spark committed them): the reader acknowledges it (-1: none). */
-    final long acknowledge;
-    final List<InternalRow> rows; // null: live (UnsafeRows: serializable)
-
-    private RtInputPartition(StructType schema, RtOptions options, String partition, String key, String run, long start,
-            long end, long acknowledge, List<InternalRow> rows) {
-        this.schema = schema;
-        this.options = options;
-        this.partition = partition;
-        this.key = key;
-        this.run = run;
-        this.start = start;
-        this.end = end;
-        this.acknowledge = acknowledge;
-        this.rows = rows;
-    }
+record RtInputPartition(
+        StructType schema,
+        RtOptions options,
+        /* The partition's id ({@link RtOptions#SINGLE} for one publisher). */
+        String partition,
+        /* The stream this partition reads. */
+        String key,
+        /* The query run that planned it (see {@link JvmFeed#open}). */
+        String run,
+        long start,
+        long end,
+        /* Rows before this position are durable (Spark committed them): the reader acknowledges it (-1: none). */
+        long acknowledge,
+        /* null: live (UnsafeRows: serializable). */
+        List<InternalRow> rows) implements InputPartition {
 
     static RtInputPartition live(StructType schema, RtOptions options, String partition, String key, String run,
             long start, long end, long ack) {

@@ -114,16 +114,5 @@ final class RtOffset extends Offset {
     }
 
     /** Where one partition's reader stopped: the position after the last row it handed to Spark. */
-    static final class Partition implements PartitionOffset {
-        private static final long serialVersionUID = 1L;
-        final String partition;
-        final String key;
-        final long position;
-
-        Partition(String partition, String key, long position) {
-            this.partition = partition;
-            this.key = key;
-            this.position = position;
-        }
-    }
+    record Partition(String partition, String key, long position) implements PartitionOffset {}
 }

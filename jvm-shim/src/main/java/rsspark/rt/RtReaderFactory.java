@@ -18,7 +18,7 @@ final class RtReaderFactory implements PartitionReaderFactory {
         try {
             return p.isLive() ? LiveReader.open(p) : new InlineReader(p);
         } catch (IOException e) {
-            throw new UncheckedIOException(p.options.describe() + ": " + e.getMessage(), e);
+            throw new UncheckedIOException(p.options().describe() + ": " + e.getMessage(), e);
         }
     }
 }

@@ -169,12 +169,12 @@ final class RtStream implements MicroBatchStream, SupportsRealTimeMode, Supports
         Map<String, Long> positions = new TreeMap<>();
         for (PartitionOffset p : offsets) {
             RtOffset.Partition po = (RtOffset.Partition) p;
-            String expected = RtOffset.streamKey(key, po.partition);
-            if (!po.key.equals(expected) || !partitions.contains(po.partition)) {
-                throw new IllegalStateException("a task read stream " + po.key + " (partition '" + po.partition
+            String expected = RtOffset.streamKey(key, po.partition());
+            if (!po.key().equals(expected) || !partitions.contains(po.partition())) {
+                throw new IllegalStateException("a task read stream " + po.key() + " (partition '" + po.partition()
                         + "'), not one of this query's streams");
             }
-            positions.merge(po.partition, po.position, Math::max);
+            positions.merge(po.partition(), po.position(), Math::max);
         }
         for (String p : partitions) {
             if (positions.containsKey(p)) continue;

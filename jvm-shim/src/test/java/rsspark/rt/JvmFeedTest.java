@@ -29,7 +29,7 @@ class JvmFeedTest {
     static List<Long> values(Chunk c) {
         assertNotNull(c, "no chunk");
         List<Long> out = new ArrayList<>();
-        for (InternalRow r : c.rows) out.add(r.getLong(0));
+        for (InternalRow r : c.rows()) out.add(r.getLong(0));
         return out;
     }
 

@@ -55,7 +55,7 @@ class LiveReaderTest {
     }
 
     static long position(LiveReader r) {
-        return ((RtOffset.Partition) r.getOffset()).position;
+        return ((RtOffset.Partition) r.getOffset()).position();
     }
 
     @Test
@@ -66,7 +66,7 @@ class LiveReaderTest {
             LiveReader first = LiveReader.open(RtInputPartition.live(SCHEMA, o, RtOptions.SINGLE, key, "run", 0, -1, -1));
             assertEquals(JvmFeedTest.range(0, 20), read(first, 20));
             assertEquals(20, position(first));
-            assertEquals(key, ((RtOffset.Partition) first.getOffset()).key);
+            assertEquals(key, ((RtOffset.Partition) first.getOffset()).key());
             first.close(); // no TaskContext: not a stopping query, so the stream is detached, not cancelled
             // The batch's offset said 15 (say, the last rows were read after Spark took the offset).
             LiveReader second = LiveReader.open(RtInputPartition.live(SCHEMA, o, RtOptions.SINGLE, key, "run", 15, -1, 15));

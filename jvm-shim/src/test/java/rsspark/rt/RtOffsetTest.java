@@ -64,7 +64,20 @@ class RtOffsetTest {
     @Test
     void aPartitionOffsetCarriesTheKeyAndThePositionAfterTheLastRowHandedToSpark() {
         RtOffset.Partition p = new RtOffset.Partition(RtOptions.SINGLE, KEY, 7);
-        assertEquals(KEY, p.key);
-        assertEquals(7, p.position);
+        assertEquals(KEY, p.key());
+        assertEquals(7, p.position());
+    }
+
+    @Test
+    void aPartitionOffsetIsARecordThatSurvivesJavaSerializationAsSparkSendsItFromAnExecutor() throws Exception {
+        RtOffset.Partition p = new RtOffset.Partition("eu", RtOffset.streamKey(KEY, "eu"), 42);
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(bytes)) {
+            out.writeObject(p);
+        }
+        try (java.io.ObjectInputStream in = new java.io.ObjectInputStream(
+                new java.io.ByteArrayInputStream(bytes.toByteArray()))) {
+            assertEquals(p, in.readObject());
+        }
     }
 }

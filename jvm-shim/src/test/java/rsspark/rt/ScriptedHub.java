@@ -90,13 +90,13 @@ final class ScriptedHub implements AutoCloseable {
 
     static List<Frame> ofType(List<Frame> frames, int type) {
         List<Frame> out = new ArrayList<>();
-        for (Frame f : frames) if (f.type == type) out.add(f);
+        for (Frame f : frames) if (f.type() == type) out.add(f);
         return out;
     }
 
     private static String describe(List<Frame> frames) {
         StringBuilder b = new StringBuilder();
-        for (Frame f : frames) b.append(f.type).append('@').append(f.streamId).append(' ');
+        for (Frame f : frames) b.append(f.type()).append('@').append(f.streamId()).append(' ');
         return b.toString();
     }
 

@@ -147,8 +147,8 @@ class SinkChannelTest {
             c.abort("the Spark task failed: boom");
             List<Frame> f = hub.await(fs -> !ScriptedHub.ofType(fs, Frames.ERROR).isEmpty(), "ERROR");
             Frame err = ScriptedHub.ofType(f, Frames.ERROR).get(0);
-            assertEquals(1, err.streamId);
-            assertEquals(Frames.APPLICATION_ERROR, err.errorCode);
+            assertEquals(1, err.streamId());
+            assertEquals(Frames.APPLICATION_ERROR, err.errorCode());
             assertEquals("the Spark task failed: boom", err.text());
             assertEquals(0, rowsIn(f), "rows sent without credit");
         }
