@@ -607,10 +607,10 @@ def test_acknowledgements_after_the_end_reach_the_publisher_and_the_finished_str
     assert server.connection_count == 1  # still open: 40 rows received are not acknowledged
     r.s.on_commit(100)
     wait_until(lambda: pub.commits == [60, 100], what=lambda: f"on_commit(100); heard {pub.commits}")
-    wait_until(lambda: server.stats()["streams"] == [], what="the finished stream to be forgotten")
+    wait_until(lambda: server.stats().streams == (), what="the finished stream to be forgotten")
     wait_until(lambda: server.connection_count == 0, what="the client to close its connection")
     stats = server.stats()
-    assert (stats["expiredStreams"], stats["lostRecords"], stats["discardedRecords"]) == (0, 0, 0), stats
+    assert (stats.expired_streams, stats.lost_records, stats.discarded_records) == (0, 0, 0), stats
 
 
 def test_a_reader_that_cancels_after_the_end_closes_its_connection_at_once(serve):
@@ -621,10 +621,10 @@ def test_a_reader_that_cancels_after_the_end_closes_its_connection_at_once(serve
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     assert r.done.wait(10) and r.error is None and len(r.items) == 100
     r.s.on_commit(30)
-    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement after the end")
+    wait_until(lambda: _stream(server).acked_position == 30, what="the acknowledgement after the end")
     r.s.cancel()
     wait_until(lambda: server.connection_count == 0, what="the client to close its connection")
-    assert _stream(server)["state"] == "detached"  # kept for its window: a reader may still resume it
+    assert _stream(server).state == "detached"  # kept for its window: a reader may still resume it
 
 
 def test_a_finished_stream_whose_reader_leaves_without_acknowledging_expires_after_its_window(serve):
@@ -636,11 +636,11 @@ def test_a_finished_stream_whose_reader_leaves_without_acknowledging_expires_aft
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     assert r.done.wait(10) and r.error is None and len(r.items) == 100
     r.s.on_commit(30)
-    wait_until(lambda: _stream(server)["ackedPosition"] == 30, what="the acknowledgement after the end")
+    wait_until(lambda: _stream(server).acked_position == 30, what="the acknowledgement after the end")
     r.s.detach()
-    wait_until(lambda: server.stats()["expiredStreams"] == 1, what="the finished stream to expire")
+    wait_until(lambda: server.stats().expired_streams == 1, what="the finished stream to expire")
     stats = server.stats()
-    assert stats["streams"] == [] and stats["lostRecords"] == 70, stats
+    assert stats.streams == () and stats.lost_records == 70, stats
 
 
 def test_a_reader_that_acknowledged_every_row_before_the_end_closes_its_connection_at_the_end(serve):
@@ -658,5 +658,5 @@ def test_a_reader_that_acknowledged_every_row_before_the_end_closes_its_connecti
     net.connect(server.address, token=TOKEN).resumable().subscribe(r)
     assert r.done.wait(10) and r.error is None and len(r.items) == 50
     wait_until(lambda: server.connection_count == 0, what="the client to close its connection")
-    wait_until(lambda: server.stats()["streams"] == [], what="the finished stream to end")
-    assert pub.commits[-1] == 50 and server.stats()["lostRecords"] == 0
+    wait_until(lambda: server.stats().streams == (), what="the finished stream to end")
+    assert pub.commits[-1] == 50 and server.stats().lost_records == 0

@@ -65,9 +65,9 @@ def test_endpoint_option_with_a_token_and_arrow_batches(spark):
         assert max(p["numInputRows"] for p in q.recentProgress) <= 400
         # Every row is acknowledged, the last micro-batch's too (after the stream's end reached the
         # reader): the finished stream ends on the endpoint, which keeps nothing.
-        wait_until(lambda: server.stats()["streams"] == [], what=lambda: f"the stream to end: {server.stats()}")
+        wait_until(lambda: server.stats().streams == (), what=lambda: f"the stream to end: {server.stats()}")
         stats = server.stats()
-        assert (stats["expiredStreams"], stats["lostRecords"], stats["discardedRecords"]) == (0, 0, 0), stats
+        assert (stats.expired_streams, stats.lost_records, stats.discarded_records) == (0, 0, 0), stats
     finally:
         server.stop()
 
