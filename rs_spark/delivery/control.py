@@ -11,7 +11,7 @@ from ..streams.types import Subscription
 from .errors import QueryFailed
 
 if TYPE_CHECKING:
-    from ..net.protocol.tls import TlsFiles
+    from ..net.protocol.tls_files import TlsFiles
     from .hub import DeliveryHub
 
 log = logging.getLogger("rs_spark.sink")

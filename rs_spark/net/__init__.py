@@ -44,7 +44,7 @@ from .protocol.codecs import ARROW_MIME, MIMES
 from .protocol.connection import Limits
 from .protocol.conventions import ChannelData, ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
-from .protocol.tls import TlsFiles
+from .protocol.tls_files import TlsFiles
 from .server import Server, ServerStats, StreamStats, serve
 from .zero_loss.resume_client import ResumablePublisher, ResumableSubscription
 from .zero_loss.retention import Retention

@@ -28,7 +28,7 @@ from .protocol.conventions import ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, Refused
 from .protocol.metadata import COMPOSITE, request_metadata
 from .protocol.outbound import OutboundStream
-from .protocol.tls import TlsFiles
+from .protocol.tls_files import TlsFiles
 from .protocol.transport import dial
 from .zero_loss.resume import ResumeRequest
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..net.protocol.address import parse, redact
-from ..net.protocol.tls import TLS_OPTIONS, TlsFiles
+from ..net.protocol.tls_files import TLS_OPTIONS, TlsFiles
 
 PASS_THROUGH_PREFIX = "publisher."
 """Options starting with this prefix are not checked: they are for the user's factory."""

@@ -16,7 +16,7 @@ from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.net import TlsFiles
 from rs_spark.net.protocol.address import parse
-from rs_spark.net.protocol.tls import TLS_OPTIONS
+from rs_spark.net.protocol.tls_files import TLS_OPTIONS
 from tests.certs import self_signed
 
 pytestmark = pytest.mark.timeout(120)

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.types import StructType
 
-from ...net.protocol.tls import TlsFiles
+from ...net.protocol.tls_files import TlsFiles
 from ...streams.types import Publisher, Subscriber
 from ..options import OptionValue, lookup, spark_options
 from ..served import keep, stop_served

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...delivery import ELEMENTS
 from ...net.protocol.address import redact
-from ...net.protocol.tls import TLS_OPTIONS, TlsFiles
+from ...net.protocol.tls_files import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
 from ..options import OptionError, check_known, factory_options, lookup, parse_int, parse_tls, redacted_repr
 

@@ -11,7 +11,7 @@ import threading
 from typing import Any
 
 from ...delivery import DeliveryHub, QueryFailed, send_control
-from ...net.protocol.tls import TlsFiles
+from ...net.protocol.tls_files import TlsFiles
 from ..options import lookup
 from .state import SinkState, run_ended
 

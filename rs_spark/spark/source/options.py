@@ -8,7 +8,7 @@ from typing import Any
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 from ...net.protocol.address import redact
-from ...net.protocol.tls import TLS_OPTIONS, TlsFiles
+from ...net.protocol.tls_files import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
 from ..options import (
     PASS_THROUGH_PREFIX,
