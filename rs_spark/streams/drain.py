@@ -9,6 +9,9 @@ signals, signals never overlap (rule 1.3).
 
 Demand is the total requested so far, saturating at ``MAX_DEMAND`` (then unbounded,
 rule 3.17); the owner compares it with the total it has emitted (rule 1.1).
+
+Why this module is long: the drain loop and the three Subscriptions built directly on it (iterator,
+queue, terminal); they share its invariants, and keeping them beside it keeps each rule's enforcement in one place.
 """
 
 from __future__ import annotations

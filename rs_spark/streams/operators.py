@@ -7,6 +7,9 @@ emits through the shared drain loop. Errors from upstream propagate at once (rul
 
 Use them with ``publisher.pipe(map(f), filter(p))`` (fresh Processors per subscription), or
 directly as a Processor: ``pub.subscribe(proc); proc.subscribe(sub)`` (one subscriber).
+
+Why this module is long: four small Processors and the pass-through stage they share; each fits on
+a screen, and one module is where a user looks for the operator catalogue.
 """
 
 from __future__ import annotations

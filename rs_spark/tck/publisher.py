@@ -4,6 +4,9 @@ Subclass it in a pytest module and implement :meth:`create_publisher`; pytest co
 ``test_*`` method. Statuses follow the JVM TCK: ``required`` tests must pass; ``optional``
 ones skip (saying why) when the publisher does not do that; ``stochastic`` ones can be
 turned off; ``untested`` ones always skip, saying that no test can check the rule.
+
+Why this module is long: it is one class with one method per rule, as the JVM TCK's
+``PublisherVerification`` is; splitting the rules across modules would hide which ones are tested.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ Blackbox: implement ``create_subscriber()`` and ``create_element(i)``; override
 Whitebox: implement ``create_subscriber(probe)`` returning a Subscriber that reports to the
 probe: ``probe.register_on_subscribe(puppet)`` (a :class:`SubscriberPuppet`), then
 ``register_on_next(x)``, ``register_on_error(e)``, ``register_on_complete()``.
+
+Why this module is long: the two verifications and the stage they share, one method per rule as in
+the JVM TCK; apart, the blackbox and whitebox tables of the same rule would drift.
 """
 
 from __future__ import annotations
