@@ -36,7 +36,7 @@ class CommitChannel:
         self._answers: _Answers | None = None
         self._pending: list[Any] = []  # an answer decided before the client subscribed to answers
         self._lock = threading.Lock()
-        self._asked = 0  # record batches requested and not yet received (at most the hub's window)
+        self._asked = False
         self._piece: tuple[int, int] = (-2, -1)
         self._piece_rows = 0
         self.complete = False  # the commit sent its last record batch
@@ -53,20 +53,17 @@ class CommitChannel:
         self.pull()
 
     def pull(self) -> None:
-        """Ask for record batches up to the hub's window (:meth:`DeliveryHub.window`)."""
-        window = self._hub.window()
         with self._lock:
-            n = window - self._asked
-            if n <= 0 or self.complete:
+            if self._asked or self.complete:
                 return
-            self._asked = window
+            self._asked = True
         s = self._in
         if s is not None:
-            s.request(n)
+            s.request(1)
 
     def on_next(self, batch: Any) -> None:
         with self._lock:
-            self._asked = max(0, self._asked - 1)
+            self._asked = False
         try:
             bid, start, total = batch_meta(batch)
             # A record batch bigger than the channel's batch_rows arrives as slices that share

@@ -8,8 +8,7 @@ the single subscription, and is served on an rs_spark.net endpoint:
 - ``<name>``: a two-way channel (:meth:`rs_spark.net.Server.add_processor`). A commit sends the
   micro-batch as Arrow record batches whose schema metadata carries ``batch_id``, the batch's
   first row and its total; the hub asks the channel for the next record batch only when the
-  Subscriber has consumed the previous one (for ``batches`` elements, two ahead when its demand
-  covers them: :meth:`DeliveryHub.window`), so the Subscriber's ``request(n)`` paces the commit
+  Subscriber has consumed the previous one, so the Subscriber's ``request(n)`` paces the commit
   and the query. When every row has reached ``on_next``, the hub answers with an acknowledgement;
   only then does the commit return.
 - ``<name>.control``: JSON messages from Spark's side: ``abort`` (the Subscriber gets
@@ -428,18 +427,6 @@ class DeliveryHub:
         """The record batch to deliver next, if any."""
         with self._lock:
             return self._pending.head()
-
-    def window(self) -> int:
-        """How many record batches a commit may have asked for and not yet received. One, as for rows:
-        the next is asked for once the Subscriber took the previous. For ``batches`` elements, up to two
-        queued and asked for together, within the Subscriber's outstanding demand: the next batch then
-        travels while this one is delivered, and the hub still holds two record batches at most."""
-        if self.elements != "batches":
-            return 1
-        outstanding = self._sub.outstanding
-        with self._lock:
-            queued = len(self._pending)
-        return max(0 if queued else 1, min(2, outstanding) - queued)
 
     def took(self, cur: QueuedBatch, upto: int) -> None:
         """The rows of ``cur`` before ``upto`` (all of it for a ``batches`` element) reached ``on_next``."""

@@ -52,9 +52,6 @@ class Pending:
     def __bool__(self) -> bool:
         return bool(self._q)
 
-    def __len__(self) -> int:
-        return len(self._q)
-
     def append(self, cur: QueuedBatch) -> None:
         self._q.append(cur)
 

@@ -23,7 +23,6 @@ from rs_spark.delivery import (
     send_control,
     serve_sink,
 )
-from rs_spark.delivery.commit_channel import CommitChannel
 from rs_spark.delivery.wire import tag_batch
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.subscribers import Recorder
@@ -109,39 +108,9 @@ def test_ledger_file_keeps_exactly_once_across_a_hub_restart(tmp_path):
         ep.stop()
 
 
-class _Asks:
-    """The commit's side of a channel, as the hub sees it: records each ``request(n)``."""
-
-    def __init__(self) -> None:
-        self.n: list[int] = []
-
-    def request(self, n):
-        self.n.append(n)
-
-    def cancel(self):
-        pass
-
-
-@pytest.mark.parametrize(
-    ("elements", "demand", "asked"), [("batches", 16, [2, 1, 1]), ("batches", 1, [1, 1]), ("dicts", 1024, [1, 1, 1])]
-)
-def test_a_commit_is_asked_for_two_record_batches_ahead_only_for_batches_within_demand(elements, demand, asked):
-    """For ``batches`` elements with demand for them, the hub keeps two record batches asked for (the next
-    travels while one is delivered); with demand for one, or for rows, one at a time, as before."""
-    rec = Recorder(batch=demand, refill=False)
-    hub = DeliveryHub(rec, elements=elements)
-    ch = CommitChannel(hub)
-    asks = _Asks()
-    ch.on_subscribe(asks)
-    for i in range(len(asked) - 1):
-        ch.on_next(tag_batch(rows(i * 10, (i + 1) * 10), 0, i * 10, 100))
-    assert asks.n == asked
-    assert hub.stats().buffered <= 1
-
-
 def test_demand_bounds_what_the_hub_holds():
     """A Subscriber that requested 5 and stopped: the hub holds at most one record batch of the
-    commit (for rows, the channel is asked for the next only when the Subscriber took the previous)."""
+    commit (the channel is asked for the next only when the Subscriber took the previous)."""
     rec = Recorder(batch=5, refill=False)  # never requests more
     ep = serve_sink(rec)
     outcome = []
