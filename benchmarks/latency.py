@@ -8,17 +8,22 @@ one row per tick up to 1000/s, then ticks of 1 ms carrying rate/1000 rows), stam
 time.time() when emitted, as Arrow record batches. Paths, each run ``--runs`` times per rate:
 
 * ``real-time``: format("reactive-rt") -> the shim's ForeachWriter -> a Subscriber here
-  (rs_spark.spark.realtime), trigger(realTime="5 minutes"): no batch boundary falls in a run;
+  (rs_spark.spark.realtime), one real-time batch longer than the run (warmup + seconds + 5 s):
+  no batch boundary falls in a run;
 * ``real-time 10s batches``: the same with 10 s batches, boundaries included;
 * ``real-time 2 partitions``: two publishers (half the rate each) served on two endpoints, read as
   two partitions (option endpoint ``p0=...,p1=...``: two long-running tasks, both of local[2]'s
-  slots) into the same Subscriber through the hub's two lanes, 5-minute batches;
+  slots) into the same Subscriber through the hub's two lanes, one batch as for ``real-time``;
+* ``real-time TLS``: ``real-time`` with both hops over tls:// (the publisher's server and the
+  Subscriber's hub; a throwaway self-signed certificate in a private temporary directory, removed
+  after the run, trusted by the JVM through option tlsCaFile);
 * ``micro-batch``: format("reactive") -> format("reactive") (processingTime 0, pollTimeout 50ms);
 * ``rate -> foreachBatch``: Spark's rate source (rowsPerSecond) into a Python foreachBatch that
   takes now - timestamp per row (Spark's own micro-batch floor, no rs_spark involved);
 * ``floor``: the publisher straight into the subscriber, no Spark.
 
-The first ``--warmup`` seconds of each run are not counted. The table shows, per path and rate,
+Each query ends at the end of a batch (rs_spark.spark.batch_end), so Spark aborts nothing. The
+first ``--warmup`` seconds of each run are not counted. The table shows, per path and rate,
 the median over runs of n, p50, p90, p99 and max, with the spread of p50 and p99 across runs
 [min-max]. local[2]; the machine's other load shows in the spread: say so when quoting it.
 """
@@ -26,16 +31,20 @@ the median over runs of n, p50, p90, p99 and max, with the spread of p50 and p99
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = pa.schema([("id", pa.int64()), ("t", pa.float64())])
 # Issue 29's targets on this machine: p50 <= 5 ms and p99 <= 20 ms at 10,000 rows/s; p99 <= 50 ms at 100,000.
 RT_TARGETS: dict[float, tuple[float | None, float]] = {10_000.0: (0.005, 0.020), 100_000.0: (None, 0.050)}
@@ -86,6 +95,7 @@ class Lat:
         self.warmup_until = warmup_until
         self.recording = True  # False once the run ends: what the stop holds back is not measured
         self.lat: list[float] = []
+        self.last_arrival = 0.0  # time.time() of the latest on_next, recording or not
         self.error: BaseException | None = None
 
     def on_subscribe(self, s: Any) -> None:
@@ -94,6 +104,7 @@ class Lat:
 
     def on_next(self, row: Any) -> None:
         now = time.time()
+        self.last_arrival = now
         if not self.recording:
             return
         ts = row.column(1).to_pylist() if isinstance(row, pa.RecordBatch) else (row["t"],)
@@ -106,15 +117,88 @@ class Lat:
         pass
 
 
-def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str) -> list[float]:
+def realtime_trigger(a: argparse.Namespace) -> str:
+    """One real-time batch longer than a run (its start-up included): no batch boundary falls in it."""
+    return f"{max(5, math.ceil(a.warmup + a.seconds) + 5)} seconds"
+
+
+def end_realtime(q: Any, sub: Lat, longest_batch: float) -> None:
+    """End a real-time query at the end of the batch it runs, so Spark has nothing to abort.
+
+    ``stop()`` in the middle of a real-time batch kills its long-running tasks: Spark logs the write
+    as aborting at ERROR level and the tasks' reads end in InterruptedIOException. Marked terminated
+    while its tasks deliver rows (rows reached ``sub`` just now), the query finishes that batch,
+    commits it, starts no other and ends by itself (rs_spark.spark.batch_end).
+    """
+    from rs_spark.spark.batch_end import mark_terminated
+
+    sub.recording = False
+    deadline = time.monotonic() + 30
+    while time.time() - sub.last_arrival > 0.05 and time.monotonic() < deadline and q.isActive:
+        time.sleep(0.005)  # polling for a moment when rows flow: the batch's tasks then run
+    if q.isActive and mark_terminated(q):
+        try:
+            q.awaitTermination(longest_batch + 60)
+        except Exception as exc:  # a failed query: say so, the run's figures stay
+            print(f"the query failed while ending: {exc}", file=sys.stderr)
+    q.stop()
+
+
+def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | None = None) -> list[float]:
     from rs_spark.spark import realtime
 
     sub = Lat(time.time() + a.warmup)
+    checkpoint = tempfile.mkdtemp(prefix="rs-bench-rt-")
     df = realtime.read_stream(spark, ticking(rate), schema="id LONG, t DOUBLE")
-    q = realtime.write_stream(df, sub, trigger=batch, checkpoint=tempfile.mkdtemp(prefix="rs-bench-rt-"))
+    trigger = batch or realtime_trigger(a)
+    q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint)
     time.sleep(a.warmup + a.seconds)
-    q.stop()
+    end_realtime(q, sub, float(trigger.split()[0]))
     realtime.stop_served()
+    shutil.rmtree(checkpoint, ignore_errors=True)
+    return sub.lat
+
+
+def run_realtime_tls(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
+    """As ``real-time``, both hops over tls://: the publisher's server and the Subscriber's hub, each
+    with a throwaway self-signed certificate that the JVM client trusts through option tlsCaFile."""
+    import secrets
+    import ssl
+
+    from pyspark.sql.types import _parse_datatype_string
+
+    from rs_spark import net
+    from rs_spark.net.protocol.address import parse
+    from rs_spark.net.zero_loss.retention import Retention
+    from rs_spark.spark import realtime
+
+    sys.path.insert(0, ROOT)
+    from tests.certs import make_self_signed
+
+    private = tempfile.mkdtemp(prefix="rs-bench-tls-")  # mode 0700: the key stays private
+    try:
+        cert, key = make_self_signed(Path(private))
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        token = secrets.token_urlsafe(24)
+        struct = _parse_datatype_string("id LONG, t DOUBLE")
+        publisher = realtime.as_record_batches(ticking(rate), struct)
+        server = net.serve(publisher, name="rt", token=token, ssl=context, retention=Retention())
+        try:
+            address = parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
+            sub = Lat(time.time() + a.warmup)
+            tls = {"tlsCaFile": cert}
+            df = realtime.read_stream(spark, endpoint=address, schema="id LONG, t DOUBLE", options=tls)
+            trigger = realtime_trigger(a)
+            q = realtime.write_stream(
+                df, sub, trigger=trigger, checkpoint=os.path.join(private, "chk"), ssl=context, options=tls
+            )
+            time.sleep(a.warmup + a.seconds)
+            end_realtime(q, sub, float(trigger.split()[0]))
+        finally:
+            server.stop()
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
     return sub.lat
 
 
@@ -141,12 +225,15 @@ def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, part
         for i, sv in enumerate(servers)
     )
     sub = Lat(time.time() + a.warmup)
+    checkpoint = tempfile.mkdtemp(prefix="rs-bench-rt-")
     df = realtime.read_stream(spark, endpoint=endpoints, schema="id LONG, t DOUBLE")
-    q = realtime.write_stream(df, sub, trigger="5 minutes", checkpoint=tempfile.mkdtemp(prefix="rs-bench-rt-"))
+    trigger = realtime_trigger(a)
+    q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint)
     time.sleep(a.warmup + a.seconds)
-    q.stop()
+    end_realtime(q, sub, float(trigger.split()[0]))
     for sv in servers:
         sv.stop()
+    shutil.rmtree(checkpoint, ignore_errors=True)
     return sub.lat
 
 
@@ -170,17 +257,29 @@ def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> list[float
 
 
 def run_rate(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
+    from rs_spark.spark.batch_end import mark_terminated
+
     lat: list[float] = []
     warmup_until = time.time() + a.warmup
+    stopping, held, gate = threading.Event(), threading.Event(), threading.Event()
 
     def each(batch: Any, _batch_id: int) -> None:
         ts = [r[0].timestamp() for r in batch.select("timestamp").collect()]
         now = time.time()
+        if stopping.is_set():  # the last batch: held inside its write while the query is marked to end
+            held.set()
+            gate.wait()
+            return
         lat.extend(now - t for t in ts if t >= warmup_until)
 
     df = spark.readStream.format("rate").option("rowsPerSecond", int(rate)).load()
     q = df.writeStream.foreachBatch(each).trigger(processingTime="0 seconds").start()
     time.sleep(a.warmup + a.seconds)
+    stopping.set()
+    if held.wait(60) and mark_terminated(q):  # inside a batch's write: it ends, and no other starts
+        gate.set()
+        q.awaitTermination(60)
+    gate.set()
     q.stop()
     return lat
 
@@ -194,11 +293,10 @@ def run_floor(rate: float, a: argparse.Namespace) -> list[float]:
 
 
 PATHS = {
-    "real-time": lambda spark, rate, a: run_realtime(spark, rate, a, "5 minutes"),
+    "real-time": run_realtime,
     "real-time 10s batches": lambda spark, rate, a: run_realtime(spark, rate, a, "10 seconds"),
     "real-time 2 partitions": run_realtime_partitions,
-    # TODO(issue 29, TLS row): "real-time TLS" needs the Java client's tls:// (helper h-rtjava's branch):
-    # serve ticking(rate) with ssl= (tests/certs) and read it as endpoint tls://...; not measured here yet.
+    "real-time TLS": run_realtime_tls,
     "micro-batch": run_microbatch,
     "rate -> foreachBatch": run_rate,
     "floor (no Spark)": lambda spark, rate, a: run_floor(rate, a),
@@ -231,7 +329,7 @@ def print_table(results: list[tuple[str, float, dict[str, Any]]], a: argparse.Na
         )
     for name, rate, s in results:
         target = RT_TARGETS.get(rate)
-        if name in ("real-time", "real-time 2 partitions") and target is not None:
+        if name in ("real-time", "real-time 2 partitions", "real-time TLS") and target is not None:
             p50, p99 = target
             met = (p50 is None or s["p50"] <= p50) and s["p99"] <= p99
             want = ("" if p50 is None else f"p50 <= {p50 * 1000:g} ms, ") + f"p99 <= {p99 * 1000:g} ms"

@@ -1,4 +1,5 @@
-"""Throwaway TLS certificates for tests, made with openssl: self-signed EC P-256, PEM, the key PKCS#8."""
+"""Throwaway TLS certificates for tests and benchmarks, made with openssl: self-signed EC P-256, PEM, the key
+PKCS#8. Importable without pytest (benchmarks/latency.py uses :func:`make_self_signed`)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,24 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+NO_OPENSSL = "openssl is not on PATH; it is needed to make a throwaway certificate"
 
 
 def self_signed(directory: Path, san: str = "IP:127.0.0.1,DNS:localhost") -> tuple[str, str]:
     """A certificate for CN=localhost listing ``san``, valid 2 days, in ``directory``: (cert, key)
     paths. Skips the test when openssl is not on PATH."""
+    if shutil.which("openssl") is None:
+        import pytest  # only here: benchmarks import this module without pytest
+
+        pytest.skip(NO_OPENSSL)
+    return make_self_signed(directory, san)
+
+
+def make_self_signed(directory: Path, san: str = "IP:127.0.0.1,DNS:localhost") -> tuple[str, str]:
+    """As :func:`self_signed`, raising RuntimeError when openssl is not on PATH."""
     openssl = shutil.which("openssl")
     if openssl is None:
-        pytest.skip("openssl is not on PATH; the TLS tests need it to make a throwaway certificate")
+        raise RuntimeError(NO_OPENSSL)
     cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(
         [

@@ -49,6 +49,44 @@ class QueryEndListener(StreamingQueryListener):
     def onQueryTerminated(self, event: Any) -> None:
         self._runs.fire(str(event.runId), event.exception)
 
+    @property
+    def _jlistener(self) -> Any:
+        # pyspark's own wrapper converts every progress event field by field over py4j (about 100 ms
+        # of both processes' CPU per micro-batch, profiled in benchmarks/sink.py) before calling
+        # onQueryProgress, which ignores it: this one converts the terminated events only.
+        from pyspark import SparkContext
+
+        obj = getattr(self, "_jlistener_end_only", None)
+        if obj is None:
+            jvm = SparkContext._jvm
+            assert jvm is not None  # addListener is called on a classic session: its JVM is up
+            obj = self._jlistener_end_only = jvm.PythonStreamingQueryListenerWrapper(_EndOnly(self))
+        return obj
+
+
+class _EndOnly:
+    """The listener as the JVM calls it (py4j): terminated events converted and passed on, others dropped."""
+
+    def __init__(self, listener: QueryEndListener) -> None:
+        self._listener = listener
+
+    def onQueryStarted(self, jevent: Any) -> None:
+        pass
+
+    def onQueryProgress(self, jevent: Any) -> None:
+        pass
+
+    def onQueryIdle(self, jevent: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, jevent: Any) -> None:
+        from pyspark.sql.streaming.listener import QueryTerminatedEvent
+
+        self._listener.onQueryTerminated(QueryTerminatedEvent.fromJObject(jevent))
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
 
 class _Watched:
     __slots__ = ("callback", "query")

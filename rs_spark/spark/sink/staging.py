@@ -31,34 +31,40 @@ class StagedPartition(WriterCommitMessage):
 
 
 def stage(batches: Iterable[pa.RecordBatch], opts: SinkOptions) -> StagedPartition:
-    sink = pa.BufferOutputStream()
-    writer = None
-    rows = 0
-    for b in batches:
-        if writer is None:
-            writer = ipc.new_stream(sink, b.schema)
-        if b.num_rows:
-            writer.write_batch(b)
-            rows += b.num_rows
-    if writer is None or rows == 0:
+    kept = [b for b in batches if b.num_rows]
+    rows = sum(b.num_rows for b in kept)
+    if rows == 0:
         return StagedPartition(0)
-    writer.close()
-    buf = sink.getvalue()
-    if buf.size <= opts.inline_max_bytes:
-        return StagedPartition(rows, inline=buf.to_pybytes())
+    # The stream is at least its batches' messages: when they alone exceed inlineMaxBytes it goes straight
+    # into the staging file, without first growing (and copying) an in-memory buffer of the whole partition.
+    size = sum(ipc.get_record_batch_size(b) for b in kept)
+    if size <= opts.inline_max_bytes:
+        sink = pa.BufferOutputStream()
+        _write(sink, kept)
+        buf = sink.getvalue()
+        if buf.size <= opts.inline_max_bytes:
+            return StagedPartition(rows, inline=buf.to_pybytes())
+        size = buf.size
     if not opts.staging_location:
         raise OptionError(
-            f"a partition of this micro-batch is {buf.size} bytes of Arrow, more than option inlineMaxBytes="
-            f"{opts.inline_max_bytes} allows inside a commit message; set option stagingLocation (a directory "
-            "every executor and the driver can reach: local path in local mode, s3://, hdfs://, ...) or raise "
-            "inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix"
+            f"a partition of this micro-batch ({rows} rows) is at least {size} bytes of Arrow, more than option "
+            f"inlineMaxBytes={opts.inline_max_bytes} allows inside a commit message; set option stagingLocation (a "
+            "directory every executor and the driver can reach: local path in local mode, s3://, hdfs://, ...) or "
+            "raise inlineMaxBytes. Nothing of this batch was delivered; restart the query after the fix"
         )
     fs, root = open_fs(opts.staging_location)
     make_dirs(fs, root)
     path = f"{root.rstrip('/')}/part-{uuid.uuid4().hex}.arrow"
     with open_new(fs, path) as f:
-        f.write(buf)
+        _write(f, kept)
     return StagedPartition(rows, path=path)
+
+
+def _write(sink: Any, batches: list[pa.RecordBatch]) -> None:
+    """``batches`` (at least one) as one Arrow IPC stream into ``sink``."""
+    with ipc.new_stream(sink, batches[0].schema) as writer:
+        for b in batches:
+            writer.write_batch(b)
 
 
 def read_staged(m: StagedPartition, opts: SinkOptions) -> Iterator[pa.RecordBatch]:
