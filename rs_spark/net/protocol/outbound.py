@@ -234,17 +234,21 @@ class OutboundStream:
     def stats(self) -> OutboundStreamStats:
         """What the stream holds and has done."""
         with self._lock:
-            log = self._log
-            return OutboundStreamStats(
-                state=self._state.shown,
-                attaches=self.attaches,
-                sent_position=log.cursor,
-                end_position=log.end,
-                held_records=log.records,
-                held_bytes=log.bytes,
-                released_records=self.released,
-                after_end=self.after_end,
-            )
+            return OutboundStreamStats(**self._stats_fields_locked())
+
+    def _stats_fields_locked(self) -> dict[str, Any]:
+        """The fields of :class:`OutboundStreamStats` now (under the lock; subclasses add theirs)."""
+        log = self._log
+        return {
+            "state": self._state.shown,
+            "attaches": self.attaches,
+            "sent_position": log.cursor,
+            "end_position": log.end,
+            "held_records": log.records,
+            "held_bytes": log.bytes,
+            "released_records": self.released,
+            "after_end": self.after_end,
+        }
 
     # -- demand (signal thread) ---------------------------------------------------------
     def _run(self, fn: Callable[[], None]) -> None:

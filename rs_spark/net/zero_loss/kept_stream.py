@@ -223,17 +223,9 @@ class KeptStream(OutboundStream):
     def stats(self) -> KeptStreamStats:
         """What the stream keeps and has done (rows), for the endpoint's stats."""
         with self._lock:
-            log = self._kept
             return KeptStreamStats(
-                state=self._state.shown,
-                attaches=self.attaches,
-                sent_position=log.cursor,
-                end_position=log.end,
-                held_records=log.records,
-                held_bytes=log.bytes,
-                released_records=self.released,
-                after_end=self.after_end,
-                first_position=log.first,
+                **self._stats_fields_locked(),
+                first_position=self._kept.first,
                 acked_position=self._acked,
                 resumes=self.resumes,
                 resent_records=self.resent,
