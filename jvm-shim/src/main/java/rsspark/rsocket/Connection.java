@@ -61,6 +61,9 @@ public final class Connection implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final ReentrantLock writeLock = new ReentrantLock();
     private final java.util.concurrent.CountDownLatch readerDone = new java.util.concurrent.CountDownLatch(1);
+    /** Counted down once {@link #closedWith} holds the reason (after the CAS on {@link #closed}). */
+    private final java.util.concurrent.CountDownLatch closeKnown = new java.util.concurrent.CountDownLatch(1);
+    private volatile Thread readerThread;
     private volatile boolean closingByUs; // EOF / errors after our FIN are the close we asked for
     private volatile long lastReceived = System.nanoTime();
     private volatile long lastSent = System.nanoTime();
@@ -115,6 +118,7 @@ public final class Connection implements AutoCloseable {
     public void start() {
         Thread reader = new Thread(this::readLoop, "rs-spark-rsocket-reader " + endpoint.base());
         reader.setDaemon(true);
+        readerThread = reader;
         reader.start();
         long tick = Math.max(20, Math.min(1000, Math.min(options.keepaliveMs / 2, options.lifetimeMs / 4)));
         timer = TIMERS.scheduleAtFixedRate(this::onTick, tick, tick, TimeUnit.MILLISECONDS);
@@ -172,17 +176,48 @@ public final class Connection implements AutoCloseable {
             if (len > 0) out.write(data, off, len);
             out.flush();
         } catch (IOException e) {
-            IOException why = new ConnectionLostException("writing to " + endpoint.base() + " failed: " + e.getMessage()
-                    + "; the server closed the connection or the network dropped it", e);
+            IOException why = writeFailure(e);
             close(why);
             throw why;
         }
         lastSent = System.nanoTime();
     }
 
+    /**
+     * Why a write failed. A server that refuses us (a wrong token, a rejected RESUME) sends ERROR and
+     * closes; our reader then closes the socket under a write in progress, or the write meets the
+     * server's reset first. Either way the server's reason is the one the user needs, not "Socket
+     * closed", so wait briefly for the reader to say why before falling back to the socket's error.
+     */
+    private IOException writeFailure(IOException e) {
+        if (Thread.currentThread() != readerThread) {
+            try {
+                closeKnown.await(WRITE_FAILURE_GRACE_MS, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        IOException peer = closedWith;
+        if (peer instanceof RemoteException || peer instanceof ProtocolException) return peerReason("cannot send", peer);
+        return new ConnectionLostException("writing to " + endpoint.base() + " failed: " + e.getMessage()
+                + "; the server closed the connection or the network dropped it", e);
+    }
+
+    private static final long WRITE_FAILURE_GRACE_MS = 500;
+
     private IOException lost(String message) {
         IOException c = closedWith;
-        return c != null ? new ConnectionLostException(message + ": " + c.getMessage(), c) : new ConnectionLostException(message);
+        return c != null ? peerReason(message, c) : new ConnectionLostException(message);
+    }
+
+    /** {@code why} the connection closed, for a caller who tried to send: a server's ERROR keeps its code. */
+    private static IOException peerReason(String message, IOException why) {
+        if (why instanceof RemoteException r) {
+            RemoteException copy = new RemoteException(r.code, r.getMessage());
+            copy.initCause(r);
+            return copy;
+        }
+        return new ConnectionLostException(message + ": " + why.getMessage(), why);
     }
 
     // -- closing ----------------------------------------------------------------------------------
@@ -190,6 +225,7 @@ public final class Connection implements AutoCloseable {
     public void close(IOException why) {
         if (!closed.compareAndSet(false, true)) return;
         closedWith = why;
+        closeKnown.countDown();
         if (timer != null) timer.cancel(false);
         transport.close();
         listener.onClosed(why);
@@ -203,6 +239,9 @@ public final class Connection implements AutoCloseable {
      */
     public void closeAfter(byte[] frame) {
         closingByUs = true;
+        // A task Spark stops has its interrupt flag set: the graceful wait below still happens (it is
+        // what keeps the CANCEL from being reset away), and the flag is restored after it.
+        boolean interrupted = Thread.interrupted();
         try {
             if (frame != null) send(frame);
             writeLock.lock();
@@ -215,7 +254,9 @@ public final class Connection implements AutoCloseable {
         } catch (IOException e) {
             // already closing with the write error
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            interrupted = true;
+        } finally {
+            if (interrupted) Thread.currentThread().interrupt();
         }
         close(null);
     }

@@ -173,7 +173,26 @@ public final class StreamReader<T> implements AutoCloseable {
             lock.unlock();
         }
         c.start();
-        c.send(Frames.request(Frames.REQUEST_STREAM, STREAM_ID, settings.maxInFlight, Metadata.route(endpoint.name)));
+        sendOpen(c, Frames.request(Frames.REQUEST_STREAM, STREAM_ID, settings.maxInFlight, Metadata.route(endpoint.name)));
+    }
+
+    /**
+     * Send on a started connection. Its reader may already have failed the stream (a malformed first
+     * payload) and closed the connection, so this write fails too: report the stream's failure, the
+     * cause, rather than the broken pipe it left behind.
+     */
+    private void sendOpen(Connection c, byte[] frame) throws IOException {
+        try {
+            c.send(frame);
+        } catch (IOException e) {
+            lock.lock();
+            try {
+                if (state == State.FAILED && failure != null) throw failure;
+            } finally {
+                lock.unlock();
+            }
+            throw e;
+        }
     }
 
     private void resume() throws IOException {
@@ -216,8 +235,8 @@ public final class StreamReader<T> implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        if (grant) c.send(Frames.requestN(STREAM_ID, settings.maxInFlight));
-        if (acknowledged > 0) c.send(Frames.metadataPush(Metadata.commit(acknowledged)));
+        if (grant) sendOpen(c, Frames.requestN(STREAM_ID, settings.maxInFlight));
+        if (acknowledged > 0) sendOpen(c, Frames.metadataPush(Metadata.commit(acknowledged)));
     }
 
     private boolean resumed;
