@@ -424,9 +424,27 @@ class DeliveryHub:
 
     # -- delivery (the subscription's drain owner) ----------------------------------------
     def head(self) -> QueuedBatch | None:
-        """The record batch to deliver next, if any."""
+        """The record batch to deliver next, if any, from its first row not yet delivered."""
         with self._lock:
-            return self._pending.head()
+            while True:
+                cur = self._pending.head()
+                if cur is None or not self._skip_delivered(cur):
+                    return cur
+
+    def _skip_delivered(self, cur: QueuedBatch) -> bool:
+        """Skip the rows of ``cur`` the ledger says reached the Subscriber (under the lock); True when
+        none is left (it is removed). A commit that supersedes one whose rows the drain is handing
+        out queues from where the ledger stood; the drain counts those rows into the ledger only
+        when it returns (:meth:`took`), so the new commit's rows are trimmed here, by the drain
+        itself, after it has."""
+        led = self.ledger.partition(cur.partition)
+        if led.batch_id != cur.batch_id or led.rows <= cur.start + cur.pos:
+            return False
+        cur.skip_to(led.rows)
+        if not cur.done:
+            return False
+        self._pending.remove_done(cur)
+        return True
 
     def took(self, cur: QueuedBatch, upto: int) -> None:
         """The rows of ``cur`` before ``upto`` (all of it for a ``batches`` element) reached ``on_next``."""

@@ -31,6 +31,16 @@ class QueuedBatch:
     def done(self) -> bool:
         return self.pos >= self.batch.num_rows
 
+    def skip_to(self, row: int) -> None:
+        """Start delivery at ``row`` (rows before it reached the Subscriber from an older commit)."""
+        n = row - self.start
+        if self.rows is not None:
+            self.pos = min(max(self.pos, n), len(self.rows))
+        elif n >= self.batch.num_rows:
+            self.pos = self.batch.num_rows
+        elif n > 0:
+            self.batch, self.start = self.batch.slice(n), row
+
     @property
     def left(self) -> int:
         """Elements not yet delivered (one for a ``batches`` element)."""

@@ -175,6 +175,54 @@ def test_finish_during_on_next_cuts_the_batch_off_and_completes():
         ep.stop()
 
 
+@pytest.mark.parametrize("elements", ["dicts", "batches"])
+def test_a_retried_commit_superseding_one_mid_delivery_delivers_each_row_once(caplog, elements):
+    """Spark retries a task whose commit is still being delivered (its process is gone, or the
+    real-time task attempt failed): the retry's commit supersedes the older one while the
+    Subscriber is inside on_next for it. The rows that older delivery hands out before it sees
+    the drop reach the ledger only when it returns, after the retry queued its rows: the retry
+    must still start after them (it used to start where the ledger stood, delivering them twice)."""
+    entered, go = threading.Event(), threading.Event()
+    rec = Recorder()
+    got: list[int] = []
+
+    def on_next(x):
+        rec.items.append(x)
+        got.extend([x["id"]] if elements == "dicts" else x.column("id").to_pylist())
+        if 3 in got and not go.is_set():
+            entered.set()
+            go.wait(20)  # the first attempt's delivery is inside on_next when the retry arrives
+
+    rec.on_next = on_next
+    ep = serve_sink(rec, elements=elements)
+    outcomes = {}
+
+    def attempt(name):
+        try:
+            outcomes[name] = commit(ep.address, 0, [rows(0, 10)])[0].to_pylist()[0]["status"]
+        except Exception as exc:  # noqa: BLE001 - the superseded attempt is refused: recorded, checked below
+            outcomes[name] = exc
+
+    first = threading.Thread(target=attempt, args=("first",))
+    retry = threading.Thread(target=attempt, args=("retry",))
+    try:
+        with caplog.at_level("WARNING", logger="rs_spark.sink"):
+            first.start()
+            assert entered.wait(20)
+            retry.start()
+            wait_until(lambda: "an older one was still open" in caplog.text, "the retry to supersede the first")
+            go.set()
+            first.join(20)
+            retry.join(20)
+        assert outcomes["retry"] == "delivered", outcomes
+        assert isinstance(outcomes["first"], net.RemoteError) and "superseded" in str(outcomes["first"]), outcomes
+        assert got == list(range(10)), "rows delivered twice or lost"
+        assert ep.hub.ledger.rows == 10
+    finally:
+        go.set()
+        ep.stop()
+
+
 def test_the_first_end_decides_and_later_ends_change_nothing():
     rec = Recorder()
     ep = serve_sink(rec)
