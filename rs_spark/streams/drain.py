@@ -122,6 +122,8 @@ class DrainSubscription:
                         throw_if_fatal(exc)
                         if not self._done:
                             self._error(exc)
+                        else:  # the stream already ended: nobody can receive it, so it is logged
+                            report_dropped(exc, f"{type(self).__name__}: raised after the stream ended")
             with self._lock:
                 w = self._wip - missed
                 self._wip = w

@@ -42,7 +42,8 @@ def _offset(chk: Path, batch: int) -> dict[str, Any]:
 
 
 def _latest(chk: Path, log: str) -> int:
-    """The latest batch id in the checkpoint's ``offsets`` (in real-time mode written as each batch ends) or ``commits`` log (-1: none)."""
+    """The latest batch id in the checkpoint's ``offsets`` log (in real-time mode written as each batch
+    ends) or ``commits`` log (-1: none)."""
     ids = [int(p.name) for p in (chk / log).glob("[0-9]*")]
     return max(ids, default=-1)
 

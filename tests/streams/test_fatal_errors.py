@@ -12,6 +12,7 @@ import threading
 import pytest
 
 from rs_spark import streams as rs
+from rs_spark.streams.drain import DrainSubscription
 from rs_spark.streams.scheduler import Scheduler
 
 from .strict import StrictSubscriber
@@ -420,3 +421,25 @@ def test_aiterate_cancelled_while_waiting_raises_cancelled_error_in_its_task_and
         return await it.__anext__()
 
     assert asyncio.run(main()) == "after"
+
+
+class _EndsThenRaises(DrainSubscription):
+    """A source with a bug: it completes the stream, then raises from the same drain pass."""
+
+    __slots__ = ()
+
+    def _emit(self) -> None:
+        self._complete()
+        raise RuntimeError("a bug after the end")
+
+
+def test_an_exception_raised_after_the_stream_ended_is_logged_not_swallowed(caplog):
+    """Nobody can receive it any more (the Subscriber got its terminal signal): it is logged at
+    ERROR with its traceback (rule 2.13's 'in a fashion adequate for the runtime'), not dropped."""
+    sub = StrictSubscriber()
+    s = _EndsThenRaises(sub)
+    sub.on_subscribe(s)
+    with caplog.at_level(logging.ERROR, logger="rs_spark.streams"):
+        s.request(1)
+    assert sub.completed and sub.error is None
+    assert "_EndsThenRaises: raised after the stream ended: RuntimeError: a bug after the end" in caplog.text
