@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..streams.drain import QueueSubscription, subscribe_with
 from ..streams.types import Subscriber, Subscription
@@ -21,6 +21,15 @@ class Offer(enum.Enum):
     QUEUED = "queued"  # taken for delivery to the Subscriber
     SKIP = "skip"  # delivered before, or from a superseded commit: the commit sends its next batch
     DUPLICATE = "duplicate"  # the whole micro-batch was delivered before: the commit stops
+
+
+class Sent(NamedTuple):
+    """What a commit's last record batch said: its micro-batch (epoch), where it ended (the rows the
+    commit sent of it) and whether the epoch is open-ended (the real-time sink's)."""
+
+    batch_id: int
+    end: int
+    open_ended: bool
 
 
 class _Answers(QueueSubscription):
@@ -40,6 +49,7 @@ class CommitChannel:
         self._piece: tuple[int, int] = (-2, -1)
         self._piece_rows = 0
         self.complete = False  # the commit sent its last record batch
+        self.epoch: Sent | None = None  # the last record batch it sent: its batch, end and kind
         self.partition: int | None = None  # the partition it delivers, from its first record batch (set by the hub)
 
     # Subscriber side (the commit's record batches)
@@ -73,9 +83,9 @@ class CommitChannel:
             else:
                 self._piece, self._piece_rows = (bid, start), 0
             self._piece_rows += batch.num_rows
-            what = self._hub.offer(
-                self, batch, bid, start, total, open_ended=is_open_ended(batch), partition=partition_of(batch)
-            )
+            open_ended = is_open_ended(batch)
+            self.epoch = Sent(bid, start + batch.num_rows, open_ended)
+            what = self._hub.offer(self, batch, bid, start, total, open_ended=open_ended, partition=partition_of(batch))
         except SinkError as exc:
             self.refuse(exc)
             return

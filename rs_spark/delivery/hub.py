@@ -365,7 +365,22 @@ class DeliveryHub:
             if open_ended and batch_id == led.batch_id and total > led.total:
                 led.total = total
             return
-        if not led.complete:
+        self._say_moved_on(led, batch_id, open_ended, partition)
+        led.begin(batch_id, total, open_ended)
+
+    def _say_moved_on(self, led: Entry, batch_id: int, open_ended: bool, partition: int) -> None:
+        """Log what becomes of the rows of the ledger's batch when ``batch_id`` follows it unfinished."""
+        if open_ended and not led.ended and led.rows:
+            log.info(
+                "sink '%s': epoch %d%s ran again without rows of the partition; the %d rows delivered of it "
+                "before are the first of epoch %d",
+                self.name,
+                led.batch_id,
+                f" (partition {partition})" if partition else "",
+                led.rows,
+                batch_id,
+            )
+        elif not led.complete:
             log.warning(
                 "sink '%s': micro-batch %d%s was cut off after %d of %d rows and Spark moved on to %d "
                 "without retrying it",
@@ -376,7 +391,6 @@ class DeliveryHub:
                 led.total,
                 batch_id,
             )
-        led.batch_id, led.rows, led.total = batch_id, 0, total
 
     def _new_rows(
         self, led: Entry, batch: pa.RecordBatch, batch_id: int, start: int, partition: int
@@ -478,12 +492,16 @@ class DeliveryHub:
         if not ch.complete:
             return None
         self._channels.remove(ch)
-        if ch.partition is not None and self._lanes.get(ch.partition) is ch:
+        self._idle.notify_all()
+        if ch.partition is None:  # it sent no record batch (an old real-time sink's empty epoch)
+            return ("delivered", -1, 0, 0)
+        if self._lanes.get(ch.partition) is ch:
             del self._lanes[ch.partition]
-        led = self.ledger.partition(ch.partition or 0)
+        led = self.ledger.partition(ch.partition)
+        if ch.epoch is not None and ch.epoch.open_ended and ch.epoch.batch_id == led.batch_id:
+            led.settle(ch.epoch.end)  # this run's attempt of the epoch is over: it had ch.epoch.end rows
         self.batches_delivered += 1
         self.ledger.save()
-        self._idle.notify_all()
         return ("delivered" if led.complete else "incomplete", led.batch_id, led.total, led.rows)
 
     # -- how the Subscriber ended the stream (from its subscription) ------------------------

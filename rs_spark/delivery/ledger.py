@@ -2,9 +2,15 @@
 
 It records the last micro-batch started, how many of its rows reached ``on_next`` and how many it
 has; for the real-time sink's several partitions, that per partition (each partition's epochs
-replay on their own). The file keeps partition 0 at its top level, as before partitions, and the
-others under ``"partitions"``. With a path it is kept in a file, written to a private temporary
-file and renamed into place (a crash leaves the old or the new ledger, never half), and checked when read back.
+replay on their own). A real-time epoch has no fixed size: run again after a restart it may end
+sooner than the run that delivered part of it, and the rows delivered beyond its new end are the
+first rows of the partition's next epoch (``carry``); and when that run was cut off mid-epoch and
+the epoch ran again without rows of the partition (the attempt never reached the hub), all rows it
+delivered are (``ended``: false until an attempt of the epoch ends). Both are kept in the file only
+when they say something. The file
+keeps partition 0 at its top level, as before partitions, and the others under ``"partitions"``.
+With a path it is kept in a file, written to a private temporary file and renamed into place (a
+crash leaves the old or the new ledger, never half), and checked when read back.
 """
 
 from __future__ import annotations
@@ -17,8 +23,8 @@ from typing import Any
 from .errors import SinkError
 
 
-def _read_ledger(path: str) -> tuple[tuple[int, int, int], dict[int, tuple[int, int, int]]]:
-    """((batch_id, rows, total), {partition: (batch_id, rows, total)}) from a ledger file, checked: it
+def _read_ledger(path: str) -> tuple[_Line, dict[int, _Line]]:
+    """((batch_id, rows, total, carry, ended), {partition: (...)}) from a ledger file, checked: it
     decides what is never delivered again."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -31,33 +37,67 @@ def _read_ledger(path: str) -> tuple[tuple[int, int, int], dict[int, tuple[int, 
             "it (then every micro-batch the query replays is delivered again)"
         ) from exc
     for v in (values, *others.values()):
-        if not all(type(x) is int for x in v) or v[0] < -1 or not 0 <= v[1] <= v[2]:
+        numbers, ended = v[:4], v[4]
+        if not all(type(x) is int for x in numbers) or type(ended) is not bool or not _valid(*numbers):
             raise SinkError(
-                f"the sink ledger {path} holds {d!r}, not batch_id >= -1 and 0 <= rows <= total: it was "
-                "not written by rs_spark; restore it or remove it"
+                f"the sink ledger {path} holds {d!r}, not batch_id >= -1, 0 <= rows <= total, carry >= 0 "
+                "and ended true or false: it was not written by rs_spark; restore it or remove it"
             )
     return values, others
 
 
-def _entry(d: dict[str, Any]) -> tuple[int, int, int]:
-    return d["batch_id"], d["rows"], d["total"]
+_Line = tuple[int, int, int, int, bool]
+
+
+def _valid(batch_id: int, rows: int, total: int, carry: int) -> bool:
+    return batch_id >= -1 and 0 <= rows <= total and carry >= 0
+
+
+def _entry(d: dict[str, Any]) -> _Line:
+    return d["batch_id"], d["rows"], d["total"], d.get("carry", 0), d.get("ended", True)
 
 
 class Entry:
-    """One partition's line of the ledger: its last batch started, rows delivered and expected."""
+    """One partition's line of the ledger: its last batch started, rows delivered and expected;
+    for a real-time epoch also whether this run's attempt of it ended (``ended``) and the rows of
+    the next epoch delivered already (``carry``), see the module's docstring."""
 
-    __slots__ = ("batch_id", "rows", "total")
+    __slots__ = ("batch_id", "rows", "total", "carry", "ended")
 
-    def __init__(self, batch_id: int = -1, rows: int = 0, total: int = 0) -> None:
-        self.batch_id, self.rows, self.total = batch_id, rows, total
+    def __init__(self, batch_id: int = -1, rows: int = 0, total: int = 0, carry: int = 0, ended: bool = True) -> None:
+        self.batch_id, self.rows, self.total, self.carry, self.ended = batch_id, rows, total, carry, ended
 
     @property
     def complete(self) -> bool:
         """Whether every row of the last batch started reached ``on_next``."""
         return self.rows >= self.total
 
-    def as_dict(self) -> dict[str, int]:
-        return {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
+    @property
+    def carried(self) -> int:
+        """The rows of the next epoch that reached the Subscriber already: those an earlier run
+        delivered beyond where this run's attempt of the epoch ended; all of them when no attempt of
+        it ended since that run was cut off (Spark ran it again without rows of this partition)."""
+        return self.carry if self.ended else self.rows
+
+    def begin(self, batch_id: int, total: int, open_ended: bool) -> None:
+        """Batch ``batch_id`` (``total`` rows, or so far for an open-ended epoch) starts; an open-ended
+        epoch starts with the rows carried over (:attr:`carried`)."""
+        carry = self.carried if open_ended else 0
+        self.batch_id, self.rows, self.total = batch_id, carry, max(total, carry)
+        self.carry, self.ended = 0, not open_ended
+
+    def settle(self, end: int) -> None:
+        """This run's attempt of the open-ended epoch under way ended after ``end`` rows: rows an earlier,
+        longer attempt delivered beyond them are carried over to the partition's next epoch."""
+        self.carry, self.rows, self.total, self.ended = max(self.rows - end, 0), min(self.rows, end), end, True
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
+        if self.carry:
+            d["carry"] = self.carry
+        if not self.ended:
+            d["ended"] = False
+        return d
 
 
 class Ledger(Entry):
@@ -71,7 +111,7 @@ class Ledger(Entry):
         self.path = path
         self._others: dict[int, Entry] = {}
         if path and os.path.exists(path):
-            (self.batch_id, self.rows, self.total), others = _read_ledger(path)
+            (self.batch_id, self.rows, self.total, self.carry, self.ended), others = _read_ledger(path)
             self._others = {p: Entry(*v) for p, v in others.items()}
         self._saved = self._state()  # what the file holds from this ledger
 
@@ -89,7 +129,9 @@ class Ledger(Entry):
             self.batch_id,
             self.rows,
             self.total,
-            tuple((p, e.batch_id, e.rows, e.total) for p, e in sorted(self._others.items())),
+            self.carry,
+            self.ended,
+            tuple((p, e.batch_id, e.rows, e.total, e.carry, e.ended) for p, e in sorted(self._others.items())),
         )
 
     def save(self) -> None:

@@ -23,7 +23,7 @@ from rs_spark.delivery import (
     send_control,
     serve_sink,
 )
-from rs_spark.delivery.wire import tag_batch
+from rs_spark.delivery.wire import META_BATCH, META_OPEN, META_PARTITION, META_START, META_TOTAL, tag_batch
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.subscribers import Recorder
 from tests.waits import wait_until
@@ -221,6 +221,67 @@ def test_a_retried_commit_superseding_one_mid_delivery_delivers_each_row_once(ca
     finally:
         go.set()
         ep.stop()
+
+
+def open_epoch(address, epoch, partition, ids, cut=False):
+    """A real-time sink task's commit (as SinkChannel sends it): ``ids`` as epoch ``epoch`` of
+    ``partition``, open-ended, rows numbered from the epoch's start; no ids: a channel that sends
+    nothing (a task of an epoch without rows). ``cut``: the task dies after sending them. The hub's
+    answer's status."""
+    ids = list(ids)
+    md = {META_BATCH: str(epoch).encode(), META_START: b"0", META_TOTAL: str(len(ids)).encode(), META_OPEN: b"1"}
+    md[META_PARTITION] = str(partition).encode()
+    batch = pa.record_batch({"id": pa.array(ids, pa.int64())}).replace_schema_metadata(md)
+
+    def gen():
+        if ids:
+            yield batch
+        if cut:
+            raise ConnectionAbortedError("the task died")
+
+    proc = net.connect_processor(address, codec="arrow")
+    rs.from_iterable(gen()).subscribe(proc)
+    return rs.to_list(proc, timeout=20)[0].to_pylist()[0]["status"]
+
+
+@pytest.mark.parametrize("rerun_rows", [4, 9, 0])
+def test_a_real_time_epoch_run_again_shorter_carries_the_rows_delivered_beyond_it_to_the_next_epoch(
+    tmp_path, rerun_rows
+):
+    """Spark runs the epoch a stopped real-time query was in again from the same start, but its end
+    is decided afresh: it may end before the rows the stopped run delivered, or before any row (then
+    the task's channel sends nothing). Those rows are then the first of the partition's next epoch,
+    and must not be delivered again (they used to be)."""
+    ledger = tmp_path / "ledger.json"
+    first = Recorder()
+    ep = serve_sink(first, ledger=str(ledger))
+    assert open_epoch(ep.address, 4, 1, range(100, 110)) == "delivered"
+    with pytest.raises(ConnectionAbortedError, match="the task died"):  # the query stops mid-epoch 5
+        open_epoch(ep.address, 5, 1, range(110, 120), cut=True)
+    assert ep.hub.wait_idle(10)
+    ep.stop()
+    assert ids(first) == list(range(100, 120))
+    cut_off = {"batch_id": 5, "rows": 10, "total": 10, "ended": False}
+    assert json.loads(ledger.read_text())["partitions"]["1"] == cut_off
+
+    second = Recorder()
+    ep = serve_sink(second, ledger=str(ledger))  # the restarted query's hub
+    try:  # epoch 5 again from its start; this time it ends after rerun_rows rows, all delivered before
+        assert open_epoch(ep.address, 5, 1, range(110, 110 + rerun_rows)) == "delivered"
+    finally:
+        ep.stop()
+    carried = {"batch_id": 5, "rows": rerun_rows, "total": rerun_rows, "carry": 10 - rerun_rows}
+    want = carried if rerun_rows else cut_off  # an attempt without rows never reaches the ledger
+    assert json.loads(ledger.read_text())["partitions"]["1"] == want, "the carry is kept in the file"
+    third = Recorder()
+    ep = serve_sink(third, ledger=str(ledger))  # and survives another restart
+    try:  # epoch 6 starts where epoch 5 ended this time: its first rows reached the Subscriber before
+        assert open_epoch(ep.address, 6, 1, range(110 + rerun_rows, 130)) == "delivered"
+    finally:
+        ep.stop()
+    assert ids(second) == [] and ids(third) == list(range(120, 130)), "rows delivered twice or lost"
+    end = 20 - rerun_rows
+    assert json.loads(ledger.read_text())["partitions"]["1"] == {"batch_id": 6, "rows": end, "total": end}
 
 
 def test_the_first_end_decides_and_later_ends_change_nothing():
