@@ -362,15 +362,15 @@ class DeliveryHub:
         """A micro-batch after the ledger's: the ledger moves on to it (saying so if the last was cut off).
         The ledger's total of an open-ended epoch grows with the rows sent."""
         if batch_id <= led.batch_id:
-            if open_ended and batch_id == led.batch_id and total > led.total:
-                led.total = total
+            if open_ended and batch_id == led.batch_id:
+                led.reopen(total)
             return
         self._say_moved_on(led, batch_id, open_ended, partition)
         led.begin(batch_id, total, open_ended)
 
     def _say_moved_on(self, led: Entry, batch_id: int, open_ended: bool, partition: int) -> None:
         """Log what becomes of the rows of the ledger's batch when ``batch_id`` follows it unfinished."""
-        if open_ended and not led.ended and led.rows:
+        if open_ended and not led.ended:
             log.info(
                 "sink '%s': epoch %d%s ran again without rows of the partition; the %d rows delivered of it "
                 "before are the first of epoch %d",
@@ -489,11 +489,11 @@ class DeliveryHub:
     def _acknowledgement(self, ch: CommitChannel) -> tuple[str, int, int, int] | None:
         """(status, batch_id, rows, delivered) for ``ch`` once it sent everything (under the lock);
         the ledger is saved and the commit is no longer active."""
-        if not ch.complete:
-            return None
+        if not ch.complete or (ch.partition is not None and self._pending.has(ch.partition)):
+            return None  # its last record batch is still queued: the drain pass after it acknowledges
         self._channels.remove(ch)
         self._idle.notify_all()
-        if ch.partition is None:  # it sent no record batch (an old real-time sink's empty epoch)
+        if ch.partition is None:  # it sent no record batch (an empty micro-batch or epoch)
             return ("delivered", -1, 0, 0)
         if self._lanes.get(ch.partition) is ch:
             del self._lanes[ch.partition]

@@ -5,11 +5,10 @@ has; for the real-time sink's several partitions, that per partition (each parti
 replay on their own). A real-time epoch has no fixed size: run again after a restart it may end
 sooner than the run that delivered part of it, and the rows delivered beyond its new end are the
 first rows of the partition's next epoch (``carry``); and when that run was cut off mid-epoch and
-the epoch ran again without rows of the partition (the attempt never reached the hub), all rows it
-delivered are (``ended``: false until an attempt of the epoch ends). Both are kept in the file only
-when they say something. The file
-keeps partition 0 at its top level, as before partitions, and the others under ``"partitions"``.
-With a path it is kept in a file, written to a private temporary file and renamed into place (a
+the epoch ran again without rows of the partition, all rows it delivered are carried over
+(``ended``: false until an attempt of the epoch ends). Both are kept in the file only when they say
+something. The file keeps partition 0 at its top level, as before partitions, and the others under
+``"partitions"``. With a path it is kept in a file, written to a private temporary file and renamed into place (a
 crash leaves the old or the new ledger, never half), and checked when read back.
 """
 
@@ -86,10 +85,20 @@ class Entry:
         self.batch_id, self.rows, self.total = batch_id, carry, max(total, carry)
         self.carry, self.ended = 0, not open_ended
 
+    def reopen(self, total: int) -> None:
+        """A record batch of the open-ended epoch under way, ending at row ``total``. After an attempt of
+        it ended (:meth:`settle`) this is a new attempt: Spark runs the epoch again, from its start,
+        to an end decided afresh, so the rows carried over count as delivered rows of it again."""
+        if self.ended:
+            self.rows, self.carry, self.ended = self.rows + self.carry, 0, False
+        self.total = max(self.total, self.rows, total)
+
     def settle(self, end: int) -> None:
         """This run's attempt of the open-ended epoch under way ended after ``end`` rows: rows an earlier,
         longer attempt delivered beyond them are carried over to the partition's next epoch."""
-        self.carry, self.rows, self.total, self.ended = max(self.rows - end, 0), min(self.rows, end), end, True
+        delivered = self.rows
+        self.rows, self.total = min(delivered, end), end
+        self.carry, self.ended = max(delivered - end, 0), True
 
     def as_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"batch_id": self.batch_id, "rows": self.rows, "total": self.total}
@@ -151,8 +160,8 @@ class Ledger(Entry):
         self._saved = state
 
     def as_dict(self) -> dict[str, Any]:
-        """``{"batch_id", "rows", "total"}`` (partition 0) and, with other partitions, ``"partitions"``:
-        what the ledger file holds."""
+        """``{"batch_id", "rows", "total"}`` (partition 0; ``"carry"`` and ``"ended"`` when they say
+        something) and, with other partitions, ``"partitions"``: what the ledger file holds."""
         d: dict[str, Any] = super().as_dict()
         if self._others:
             d["partitions"] = {str(p): e.as_dict() for p, e in sorted(self._others.items())}

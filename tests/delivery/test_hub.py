@@ -23,6 +23,7 @@ from rs_spark.delivery import (
     send_control,
     serve_sink,
 )
+from rs_spark.delivery.commit_channel import CommitChannel
 from rs_spark.delivery.wire import META_BATCH, META_OPEN, META_PARTITION, META_START, META_TOTAL, tag_batch
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.subscribers import Recorder
@@ -282,6 +283,76 @@ def test_a_real_time_epoch_run_again_shorter_carries_the_rows_delivered_beyond_i
     assert ids(second) == [] and ids(third) == list(range(120, 130)), "rows delivered twice or lost"
     end = 20 - rerun_rows
     assert json.loads(ledger.read_text())["partitions"]["1"] == {"batch_id": 6, "rows": end, "total": end}
+
+
+@pytest.mark.parametrize("third_end", [3, 6, 8, 12])
+def test_a_real_time_epoch_run_a_third_time_counts_the_rows_carried_over_as_delivered_again(tmp_path, third_end):
+    """Two stops within one epoch: the second attempt ended after 6 of the 10 rows the first had
+    delivered (4 carried over), then the query stopped before Spark logged the epoch, so a third
+    attempt runs it again to another end: the carried rows count as delivered rows of it again."""
+    ledger = str(tmp_path / "ledger.json")
+    seen = []
+    for attempt in [range(110, 120), range(110, 116)]:
+        rec = Recorder()
+        ep = serve_sink(rec, ledger=ledger)
+        try:
+            if len(attempt) == 10:  # the first attempt: the query stops mid-epoch
+                with pytest.raises(ConnectionAbortedError):
+                    open_epoch(ep.address, 5, 1, attempt, cut=True)
+                assert ep.hub.wait_idle(10)
+            else:
+                assert open_epoch(ep.address, 5, 1, attempt) == "delivered"
+        finally:
+            ep.stop()
+        seen += ids(rec)
+    rec = Recorder()
+    ep = serve_sink(rec, ledger=ledger)
+    try:
+        assert open_epoch(ep.address, 5, 1, range(110, 110 + third_end)) == "delivered"
+        assert open_epoch(ep.address, 6, 1, range(110 + third_end, 130)) == "delivered"
+    finally:
+        ep.stop()
+    assert seen + ids(rec) == list(range(110, 130)), "rows delivered twice or lost"
+
+
+def test_a_commits_last_batch_queued_while_the_drain_found_the_queue_empty_is_delivered_before_the_answer():
+    """The drain saw an empty queue and released the hub's lock; before it acknowledged the commits,
+    a commit queued its last record batch and completed. It must be answered after those rows reach
+    the Subscriber (it was answered "incomplete", failing a commit that then delivered everything)."""
+    rec = Recorder()
+    hub = DeliveryHub(rec)
+    hub.subscription.request(1000)
+    ch = CommitChannel(hub)
+    answers = Recorder()
+    ch.subscribe(answers)
+    ch.on_subscribe(_NoDemand())
+    ch.on_next(tag_batch(rows(0, 5), 0, 0, 10))
+    assert ids(rec) == [0, 1, 2, 3, 4]
+    head, late = hub.head, []
+
+    def head_then_the_last_batch():  # the window: after head() found nothing, before queue_empty()
+        cur = head()
+        if cur is None and not late:
+            late.append(
+                threading.Thread(target=lambda: (ch.on_next(tag_batch(rows(5, 10), 0, 5, 10)), ch.on_complete()))
+            )
+            late[0].start()
+            late[0].join()
+        return cur
+
+    hub.head = head_then_the_last_batch
+    hub.subscription.request(1)  # a drain pass (a request, another partition's commit) opens the window
+    assert ids(rec) == list(range(10))
+    assert [a["status"] for b in answers.items for a in b.to_pylist()] == ["delivered"]
+    assert hub.ledger.rows == 10
+
+
+class _NoDemand:
+    def request(self, n):
+        pass
+
+    def cancel(self):
+        pass
 
 
 def test_the_first_end_decides_and_later_ends_change_nothing():

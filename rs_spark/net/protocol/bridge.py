@@ -52,6 +52,7 @@ class InboundSubscription(QueueSubscription):
         "rows_delivered",
         "_spare",
         "payload_bytes",
+        "_keep_empty",
     )
 
     def __init__(
@@ -70,6 +71,9 @@ class InboundSubscription(QueueSubscription):
             _RowCounter(subscriber, self) if rows else subscriber, on_release=self._released, delay_error=True
         )
         self._batch_rows = batch_rows if rows else 0
+        # A record batch of 0 rows carries nothing and is dropped, unless the Subscriber reads the
+        # batches' metadata (the delivery hub: a real-time task's epoch without rows names itself so).
+        self._keep_empty = rows and bool(getattr(subscriber, "receives_empty_batches", False))
         self._granted = 0  # rows credited in total (sent or not), arrow only
         self.rows_delivered = 0
         self.payload_bytes = 0  # bytes of element payloads received (what a reader moves through itself)
@@ -226,14 +230,15 @@ class InboundSubscription(QueueSubscription):
         with self._wlock:
             if not self._wire_open:
                 return False  # read off a connection after it closed: the stream already ended here (or resumes)
-            over = self._count_received_locked(k)
+            # A kept empty batch costs one credit, so a peer cannot queue them without bound.
+            over = self._count_received_locked(k or int(self._keep_empty))
         if over:
             self._protocol_failure(
                 f"the remote publisher sent more than was requested: {self._received} "
                 f"{self._unit} received against the credits granted (rule 1.1)"
             )
             return False
-        if k:
+        if k or self._keep_empty:
             br = self._batch_rows
             if br and k > br:  # deliver at most batch_rows rows per on_next (zero-copy slices)
                 for off in range(0, k, br):

@@ -118,6 +118,7 @@ final class SinkChannel {
         }
         try {
             if (failure != null) throw failure;
+            if (sent == 0) sendEmptyEpoch();
             writer.complete();
             checkAnswer(writer.awaitAnswers(TimeUnit.MILLISECONDS.toNanos(o.ackTimeoutMs)));
         } finally {
@@ -213,8 +214,29 @@ final class SinkChannel {
         }
     }
 
+    /**
+     * An epoch without rows still names its partition and epoch to the hub, in one payload of 0 rows
+     * (it costs the hub's side one credit): the hub settles that partition's ledger on it. Had an
+     * earlier attempt of this epoch delivered rows, they are the first rows of the partition's next
+     * epoch, and the hub must know so to skip them there. Not sent when the hub declined the epoch.
+     */
+    private void sendEmptyEpoch() throws IOException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(o.ackTimeoutMs);
+        long credit;
+        while ((credit = writer.awaitCredit(TimeUnit.MILLISECONDS.toNanos(200))) == 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IOException(writer.where() + " asked for nothing within ackTimeout=" + o.ackTimeoutMs
+                        + " ms for the end of epoch " + epoch + "; the Subscriber requests too slowly, or raise ackTimeout");
+            }
+        }
+        if (credit > 0) sendPayload(List.of());
+    }
+
     private void send(List<InternalRow> rows) throws IOException {
-        if (rows.isEmpty()) return;
+        if (!rows.isEmpty()) sendPayload(rows);
+    }
+
+    private void sendPayload(List<InternalRow> rows) throws IOException {
         arrow.reset();
         for (InternalRow r : rows) arrow.write(r);
         arrow.finish();

@@ -89,6 +89,32 @@ class SinkChannelTest {
         }
     }
 
+    /**
+     * Two stops within one epoch: the second attempt ended after 6 rows (the 4 more the first
+     * delivered carried over), and the third ended before any row. The empty attempt names itself
+     * (a payload of 0 rows), so the hub knows all 10 rows delivered are the next epoch's first.
+     */
+    @Test
+    void anEmptyThirdAttemptOfAnEpochCarriesEveryRowDeliveredToTheNextEpoch() throws Exception {
+        try (PythonFixture py = new PythonFixture("sink")) {
+            Endpoint ep = Endpoint.parse(py.address(), null);
+            SinkChannel first = SinkChannel.open(ep, SCHEMA, options(), 1, 5);
+            addAll(first, 0, 10);
+            py.await(l -> l.equals("ROW 9"), "row 9");
+            first.abort("the query stopped");
+            SinkChannel second = SinkChannel.open(ep, SCHEMA, options(), 1, 5); // ends after 6 rows, all delivered before
+            addAll(second, 0, 6);
+            second.finish();
+            SinkChannel third = SinkChannel.open(ep, SCHEMA, options(), 1, 5); // stopped again; now no rows at all
+            third.finish();
+            SinkChannel next = SinkChannel.open(ep, SCHEMA, options(), 1, 6);
+            addAll(next, 0, 16);
+            next.finish();
+            py.await(l -> l.equals("ROW 15"), "row 15");
+            assertEquals(JvmFeedTest.range(0, 16), rowsSeen(py), "rows delivered twice or lost");
+        }
+    }
+
     static long rows(Frame payload) throws Exception {
         byte[] b = payload.data();
         try (VectorSchemaRoot r = ArrowPayloads.decode(b, 0, b.length, Feeds.allocator(), "the channel")) {
