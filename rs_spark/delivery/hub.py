@@ -370,17 +370,19 @@ class DeliveryHub:
 
     def _say_moved_on(self, led: Entry, batch_id: int, open_ended: bool, partition: int) -> None:
         """Log what becomes of the rows of the ledger's batch when ``batch_id`` follows it unfinished."""
-        if open_ended and not led.ended:
-            log.info(
-                "sink '%s': epoch %d%s ran again without rows of the partition; the %d rows delivered of it "
-                "before are the first of epoch %d",
-                self.name,
-                led.batch_id,
-                f" (partition {partition})" if partition else "",
-                led.rows,
-                batch_id,
-            )
-        elif not led.complete:
+        if open_ended and not led.ended:  # an attempt cut off: Spark ran the epoch again without rows here
+            if led.rows:
+                log.info(
+                    "sink '%s': epoch %d%s ran again without rows of the partition; the %d rows delivered of it "
+                    "before are the first of epoch %d",
+                    self.name,
+                    led.batch_id,
+                    f" (partition {partition})" if partition else "",
+                    led.rows,
+                    batch_id,
+                )
+            return
+        if not led.complete:
             log.warning(
                 "sink '%s': micro-batch %d%s was cut off after %d of %d rows and Spark moved on to %d "
                 "without retrying it",

@@ -5,6 +5,7 @@ by rs_spark.tck."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 
 import pyarrow as pa
@@ -25,6 +26,11 @@ from rs_spark.delivery import (
 )
 from rs_spark.delivery.commit_channel import CommitChannel
 from rs_spark.delivery.wire import META_BATCH, META_OPEN, META_PARTITION, META_START, META_TOTAL, tag_batch
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
+from rs_spark.net.protocol.address import parse
+from rs_spark.net.protocol.auth import setup_metadata
+from rs_spark.net.protocol.codecs import ARROW_MIME, make_codec
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.subscribers import Recorder
 from tests.waits import wait_until
@@ -353,6 +359,75 @@ class _NoDemand:
 
     def cancel(self):
         pass
+
+
+def _raw_commit(address: str) -> tuple[socket.socket, list[bytes]]:
+    """A raw connection to the hub, as a hostile commit would open it (SETUP with the token), and
+    the Arrow IPC bytes of a 0-row record batch naming epoch 5 of partition 1, open-ended."""
+    a = parse(address)
+    sock = socket.create_connection((a.host, a.port), timeout=5)
+    sock.sendall(_raw(F.encode_setup(1000, 10000, M.COMPOSITE, ARROW_MIME, metadata=setup_metadata(a.token))))
+    md = {META_BATCH: b"5", META_START: b"0", META_TOTAL: b"0", META_OPEN: b"1", META_PARTITION: b"1"}
+    empty = pa.record_batch({"id": pa.array([], pa.int64())}).replace_schema_metadata(md)
+    return sock, [_raw(make_codec("arrow").encode(empty))]
+
+
+def _raw(parts) -> bytes:
+    return b"".join(bytes(p) for p in parts)
+
+
+class _RawFrames:
+    """Frames read off a raw socket, one at a time."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.data = sock, b""
+        sock.settimeout(30)
+
+    def next(self) -> F.Frame:
+        while len(self.data) < 3 or len(self.data) < 3 + int.from_bytes(self.data[:3], "big"):
+            chunk = self.sock.recv(65536)
+            assert chunk, "the hub closed the connection"
+            self.data += chunk
+        n = int.from_bytes(self.data[:3], "big")
+        f, self.data = F.decode(self.data[3 : 3 + n]), self.data[3 + n :]
+        assert f.type != F.ERROR, bytes(f.data).decode()
+        return f
+
+
+def test_a_commit_flooding_the_hub_with_empty_batches_within_its_credits_gets_one_answer():
+    """An epoch without rows names itself in a 0-row batch, kept for the hub (other Subscribers
+    never see empty batches) at one credit each, like a 1-row batch, and given back once taken. A
+    hostile commit sends 100,000 of them, the first in REQUEST_CHANNEL (rsocket-java's
+    convention), as fast as the hub's credits allow: the credits keep coming, the commit is
+    answered once, nothing reaches the Subscriber, and the hub serves on. (The first in
+    REQUEST_CHANNEL used to fail the commit with rule 1.1.)"""
+    rec = Recorder()
+    ep = serve_sink(rec)
+    sock = None
+    try:
+        sock, (empty,) = _raw_commit(ep.address)
+        route = M.request_metadata(M.COMPOSITE, parse(ep.address).name)
+        sock.sendall(_raw(F.encode_request(F.REQUEST_CHANNEL, 1, 1, metadata=route, data=[empty])))
+        frames, one, left, credit = _RawFrames(sock), _raw(F.encode_payload(1, [empty])), 100_000 - 1, 0
+        while left:
+            while credit == 0:  # wait for the hub to grant more
+                f = frames.next()
+                if f.type == F.REQUEST_N and f.stream_id == 1:
+                    credit += f.request_n
+            k = min(credit, left, 10_000)
+            sock.sendall(one * k)
+            credit, left = credit - k, left - k
+        sock.sendall(_raw(F.encode_payload(1, next=False, complete=True)))
+        while not ((f := frames.next()).type == F.PAYLOAD and f.flags & F.FLAG_NEXT):
+            pass
+        assert make_codec("arrow").decode(f.data).to_pylist()[0]["status"] == "delivered"
+        assert rec.items == [] and ep.hub.buffered == 0
+        assert ep.hub.ledger.partition(1).as_dict() == {"batch_id": 5, "rows": 0, "total": 0}
+        assert commit(ep.address, 0, [rows(0, 3)])[0].to_pylist()[0]["status"] == "delivered"
+    finally:
+        if sock is not None:
+            sock.close()
+        ep.stop()
 
 
 def test_the_first_end_decides_and_later_ends_change_nothing():

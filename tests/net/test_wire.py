@@ -6,6 +6,7 @@ import pickle
 import socket
 import threading
 
+import pyarrow as pa
 import pytest
 
 from rs_spark import net
@@ -15,6 +16,7 @@ from rs_spark.net.protocol import metadata as M
 from rs_spark.net.protocol.address import parse
 from rs_spark.net.protocol.bridge import InboundSubscription
 from rs_spark.net.protocol.codecs import make_codec
+from rs_spark.streams.drain import subscribe_with
 
 from ..subscribers import Recorder
 
@@ -286,6 +288,53 @@ def test_spec_3_17_demand_beyond_31_bits_is_sent_in_pieces_as_credit_is_used():
     assert [f.request_n for f in conn.sent] == [2**30] * 3
     inb.cancel()
     assert conn.sent[-1].type == F.CANCEL
+
+
+class _TakesEmpty:
+    """An Arrow Subscriber that asks for 0-row batches (as the delivery hub's commits do)."""
+
+    receives_empty_batches = True
+
+    def __init__(self):
+        self.rows, self.error = [], None
+
+    def on_subscribe(self, s):
+        self.s = s
+        s.request(1)
+
+    def on_next(self, batch):
+        self.rows.append(batch.num_rows)
+        self.s.request(1)
+
+    def on_error(self, e):
+        self.error = e
+
+    def on_complete(self):
+        pass
+
+
+@pytest.mark.parametrize("asks", [True, False])
+def test_empty_arrow_batches_reach_only_a_subscriber_that_asks_and_give_their_credit_back(asks):
+    """A 0-row batch costs one credit when kept, like a 1-row batch, and gives it back once taken:
+    a stream of them never runs out of credit (a kept one used to keep its credit, so a Subscriber
+    asking one at a time stalled after its window); the first, carried by REQUEST_CHANNEL, is taken
+    like the rest. Without asking, a Subscriber sees no empty batch, as before."""
+    codec = make_codec("arrow")
+    sub = _TakesEmpty()
+    if not asks:
+        sub.receives_empty_batches = False
+    inb = InboundSubscription(sub, codec, "test channel", requester=False, batch_rows=4)
+    conn = _FakeConn()
+    inb.attach(conn, 1)
+    empty = _join(codec.encode(pa.record_batch({"id": pa.array([], pa.int64())})))
+    inb.accept_first(empty)
+    subscribe_with(sub, inb, start=True)
+    for _ in range(20):
+        inb.on_frame(F.decode(_join(F.encode_payload(1, [empty]))[3:]))
+    assert sub.error is None
+    assert sub.rows == ([0] * 21 if asks else [])
+    granted = sum(f.request_n for f in conn.sent if f.type == F.REQUEST_N)
+    assert granted >= 21 if asks else granted == 4, granted  # 20 on top of the implied first credit
 
 
 def test_spec_3_9_request_zero_across_the_wire_errors_locally_and_cancels_the_source():

@@ -203,7 +203,7 @@ class InboundSubscription(QueueSubscription):
         item = self._decoded(data)
         if item is _UNDECODABLE:
             return
-        k = self._codec.count(item)
+        k = self.credit_cost(self._codec.count(item))
         with self._wlock:
             self._inflight += k
             if self._batch_rows:
@@ -224,14 +224,18 @@ class InboundSubscription(QueueSubscription):
             )
             return _UNDECODABLE
 
+    def credit_cost(self, rows: int) -> int:
+        """The credits an element of ``rows`` rows takes: its rows, and one for a kept empty batch
+        (so a peer cannot queue them without bound; given back when it is delivered)."""
+        return rows or int(self._keep_empty)
+
     def _deliver(self, item: Any) -> bool:
         """Count ``item`` against the credits granted and queue it; False if it broke rule 1.1."""
         k = self._codec.count(item)
         with self._wlock:
             if not self._wire_open:
                 return False  # read off a connection after it closed: the stream already ended here (or resumes)
-            # A kept empty batch costs one credit, so a peer cannot queue them without bound.
-            over = self._count_received_locked(k or int(self._keep_empty))
+            over = self._count_received_locked(self.credit_cost(k))
         if over:
             self._protocol_failure(
                 f"the remote publisher sent more than was requested: {self._received} "
@@ -333,7 +337,7 @@ class _RowCounter:
         self._s.on_subscribe(subscription)
 
     def on_next(self, item: Any) -> None:
-        self._inbound.rows_delivered += item.num_rows
+        self._inbound.rows_delivered += self._inbound.credit_cost(item.num_rows)
         self._s.on_next(item)
 
     def on_error(self, error: BaseException) -> None:
