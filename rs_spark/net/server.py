@@ -22,7 +22,7 @@ from .protocol.codecs import make_codec
 from .protocol.connection import Connection, Limits, Rejected
 from .protocol.conventions import ChannelData
 from .protocol.refuser import refuse
-from .protocol.tls import tls_server
+from .protocol.tls import Sock, tls_server
 from .protocol.transport import listen
 from .protocol.websocket import ws_server
 from .zero_loss.resume_server import ResumeService, ResumeServiceStats, StreamStats, fields_of
@@ -245,7 +245,7 @@ class Server:
                 self._open_sockets += 1
             self._serve_socket(sock, label)
 
-    def _serve_socket(self, sock: socket.socket, label: str) -> None:
+    def _serve_socket(self, raw: socket.socket, label: str) -> None:
         """Wrap an accepted socket (TLS, WebSocket) and start its Connection."""
         released = False
 
@@ -256,11 +256,12 @@ class Server:
                     released = True
                     self._open_sockets -= 1
 
+        sock: Sock = raw
         try:
-            if sock.family != socket.AF_UNIX:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self._ssl is not None:  # the handshake runs on the connection's TLS thread, within setup_timeout
-                sock = tls_server(sock, self._ssl, label, self.limits.setup_timeout)
+            if raw.family != socket.AF_UNIX:
+                raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._ssl is not None:  # the handshake runs on the connection's first read, within setup_timeout
+                sock = tls_server(raw, self._ssl, label, self.limits.setup_timeout)
             ws = self._addr.scheme in ("ws", "wss")
             if ws:  # the upgrade runs on the pump thread, within setup_timeout; the pump closes the network socket
                 sock = ws_server(

@@ -150,7 +150,7 @@ def test_plain_tcp_client_on_a_tls_server_is_closed_and_the_server_keeps_serving
     plain = server.address.replace("tls://", "tcp://")
     with pytest.raises((net.ConnectionLost, net.Refused)):
         rs.to_list(net.connect(plain, token=TOKEN), timeout=10)
-    # Raw clear-text SETUP: the TLS thread fails the handshake and closes that socket.
+    # Raw clear-text SETUP: the server's first read fails the handshake and closes that socket.
     host, port = server.base_address[len("tls://") :].split(":")
     with socket.create_connection((host, int(port)), timeout=5) as sock:
         sock.sendall(b"".join(bytes(b) for b in F.encode_setup(1000, 5000, M.COMPOSITE, "application/json")))

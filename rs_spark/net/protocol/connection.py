@@ -1,8 +1,7 @@
 """One RSocket connection: frame dispatch, stream multiplexing, keepalive, limits, close.
 
-Three threads per connection, each with one job (a TLS connection has a fourth, the
-:class:`~rs_spark.net.protocol.tls.TlsPump`, which alone touches the SSL object and hands this
-class a plain socket):
+Three threads per connection, each with one job (over TLS the reader decrypts and the writer
+encrypts, in :class:`~rs_spark.net.protocol.tls.TlsSocket`, which takes the place of the socket):
 
 * the *reader* reads and decodes frames and routes them to streams by id; it also runs the
   timers (keepalive, peer liveness, set-up deadline), because it never runs user code and
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import socket
-import ssl as _ssl
 import threading
 import time
 from collections import deque
@@ -41,6 +39,7 @@ from .budget import FRAME_OVERHEAD, OutboundBudget
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, ResumeRejected
 from .framing import IDLE, FrameReader, send_buffers
 from .metadata import MetadataError
+from .tls import Sock, TlsSocket
 from .worker import SerialExecutor
 
 log = logging.getLogger("rs_spark.net")
@@ -150,7 +149,7 @@ class Connection:
 
     def __init__(
         self,
-        sock: socket.socket,
+        sock: Sock,
         *,
         client: bool,
         label: str,
@@ -189,7 +188,7 @@ class Connection:
         self._cond = threading.Condition(threading.Lock())
         self._paused: dict[int, Callable[[], None]] = {}
         self._writing = False  # the writer thread is inside a send
-        self._direct = not isinstance(sock, _ssl.SSLSocket) and hasattr(socket, "MSG_DONTWAIT")
+        self._direct = not isinstance(sock, TlsSocket) and hasattr(socket, "MSG_DONTWAIT")
         self._opened_at = time.monotonic()
         self._last_recv = self._opened_at
         self._next_keepalive = self._opened_at + keepalive

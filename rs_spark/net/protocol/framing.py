@@ -13,13 +13,13 @@ from __future__ import annotations
 import enum
 import select
 import socket
-import ssl as _ssl
 import sys
 import time
 from collections.abc import Generator, Iterator
 from typing import Any
 
 from .frames import Buffer, FrameError
+from .tls import Sock, TlsSocket
 
 _SMALL = 64 * 1024  # frames up to this size are copied out of the shared buffer
 _CHUNK = 64 * 1024  # reads into the shared buffer: many small frames per read, a small copy for a big frame
@@ -35,11 +35,8 @@ for one tick, and also while a frame trickles in (so timers run even against a p
 one byte at a time)."""
 
 
-def send_buffers(sock: socket.socket, bufs: list[Buffer]) -> None:
-    """Write all of ``bufs``; plain sockets use ``sendmsg`` (no copy), TLS sockets one ``sendall``."""
-    if isinstance(sock, _ssl.SSLSocket) or not hasattr(sock, "sendmsg"):
-        sock.sendall(b"".join(bufs))
-        return
+def send_buffers(sock: Sock, bufs: list[Buffer]) -> None:
+    """Write all of ``bufs`` with ``sendmsg`` (no copy; a :class:`TlsSocket` encrypts them in place)."""
     views = [memoryview(b).cast("B") if not isinstance(b, bytes) else b for b in bufs]
     i = 0
     while i < len(views):
@@ -79,7 +76,7 @@ class _Ticks:
 class FrameReader:
     """Splits a byte stream into frames (length prefix removed)."""
 
-    def __init__(self, sock: socket.socket, max_frame: int, what: str = "") -> None:
+    def __init__(self, sock: Sock, max_frame: int, what: str = "") -> None:
         self._sock = sock
         self._max = max_frame
         self.what = what  # appended to the "too big" error (e.g. why a lower limit applies now)
@@ -89,7 +86,9 @@ class FrameReader:
         self._end = 0  # the end of what was read
         self._poll = select.poll()
         self._poll.register(sock.fileno(), select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP)
-        self._nowait = not isinstance(sock, _ssl.SSLSocket) and hasattr(socket, "MSG_DONTWAIT")
+        self._nowait = hasattr(socket, "MSG_DONTWAIT")
+        # A readable TLS socket may hold only part of a record: it is read without waiting, always.
+        self._tls = isinstance(sock, TlsSocket)
         self.bytes_read = 0
 
     @property
@@ -182,7 +181,7 @@ class FrameReader:
 
     def _wait(self, timeout: float) -> bool:
         s = self._sock
-        if isinstance(s, _ssl.SSLSocket) and s.pending():
+        if isinstance(s, TlsSocket) and s.pending():
             return True  # decrypted bytes are waiting inside the TLS layer, not on the fd
         return bool(self._poll.poll(max(0, int(timeout * 1000))))
 
@@ -190,16 +189,23 @@ class FrameReader:
         """Bytes read into ``view`` (0 at EOF), or None after ``tick`` seconds without data.
         Tries a non-blocking read first: under load data is usually there, saving a poll."""
         if self._nowait:
-            try:
-                n = self._sock.recv_into(view, 0, socket.MSG_DONTWAIT)
-            except (BlockingIOError, InterruptedError):
-                pass
-            else:
-                self.bytes_read += n
+            n = self._read_now(view)
+            if n is not None:
                 return n
         if not self._wait(tick):
             return None
+        if self._tls:
+            return self._read_now(view)  # None: half a record came; the caller reads again
         n = self._sock.recv_into(view)
+        self.bytes_read += n
+        return n
+
+    def _read_now(self, view: memoryview) -> int | None:
+        """What can be read without waiting (0 at EOF), or None."""
+        try:
+            n = self._sock.recv_into(view, 0, socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return None
         self.bytes_read += n
         return n
 

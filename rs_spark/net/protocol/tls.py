@@ -1,130 +1,52 @@
-"""TLS for a connection, on a thread of its own (:class:`TlsPump`).
+"""TLS for a connection, done in memory by the connection's own threads (:class:`TlsSocket`).
 
 OpenSSL forbids using one SSL object from two threads at once, and a Connection reads on one
-thread and writes on another. So a TLS connection gets one more thread, the *pump*, which is
-the only one that touches the SSL object and the network socket: it moves ciphertext between
-the TCP socket and an ``ssl.MemoryBIO`` pair, and plaintext between the SSL object and one end of
-a local socketpair. The Connection gets the other end, a plain socket, and runs exactly as it
-does for TCP (same threads, same sendmsg/recv_into paths).
+thread and writes on another. So the SSL object works on two ``ssl.MemoryBIO`` buffers and is
+only touched under one lock, held for in-memory work alone (encrypting a chunk, decrypting what
+arrived): the reader decrypts on its own thread, the writer encrypts on its own, and neither
+waits on the network while holding that lock. Records must reach the network in the order the
+SSL object produced them, so every record is queued under that lock and sent, in order, by
+whichever thread holds the *send lock* (the writer, or the reader when it produced handshake or
+key-update records while nobody was sending).
 
-The pump moves bytes in two directions, each a :class:`_Direction` with its own buffer and
-state: network -> app (decrypted) and app -> network (encrypted). Both buffers are bounded
-(``_TLS_LIMIT`` bytes each: a full buffer stops reading its source), so a peer that stops reading
-stalls the writer as a full TCP socket would. Half-closes travel in order: the peer's EOF (or
-close_notify) reaches the app once the bytes before it are delivered; the app's EOF becomes
-close_notify and a FIN once the bytes before it are sent. Once the app has closed both ways the
-pump keeps reading the peer for ``_LINGER`` seconds, so our last bytes are not lost to a reset.
+An earlier design ran TLS on a thread of its own behind a socketpair; every message then crossed
+two more threads, about 0.1 ms per hop on a 2-core machine (docs/realtime.md).
+
+Buffers are bounded: at most ``_TLS_CHUNK`` bytes of ciphertext are read ahead of the reader, and
+the writer encrypts ``_TLS_CHUNK`` bytes of plaintext at a time, sending each before the next.
+A server's handshake runs lazily on the reader thread (the first read), within its deadline.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-import select
 import socket
 import ssl as _ssl
 import threading
 import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeAlias, cast
 
-from ...streams.errors import throw_if_fatal
 from .tls_files import CA_FILE, HOSTNAME
 
 log = logging.getLogger("rs_spark.net")
 
-_TLS_CHUNK = 256 * 1024  # most bytes read from either socket at once
-_TLS_LIMIT = 1024 * 1024  # most bytes buffered per direction before its source is no longer read
-_LINGER = 2.0  # seconds a closed connection keeps reading the peer, so our last bytes are not reset
-_HANGUP = select.POLLHUP | select.POLLERR
-_READABLE = select.POLLIN | _HANGUP
+_TLS_CHUNK = 256 * 1024  # most ciphertext read from the network at once; most plaintext encrypted at once
+_COALESCE = 64 * 1024  # smaller writes are joined first: one record for many small frames
+_NOWAIT = getattr(socket, "MSG_DONTWAIT", 0)
 
 
-class _State(enum.Enum):
-    """Where one direction is: which of its source (read) and sink (written) are still open."""
-
-    OPEN = "open"
-    """Reading the source, writing the sink."""
-    DRAINING = "draining"
-    """The source ended: what is buffered still goes to the sink, which is then shut for writing."""
-    DISCARDING = "discarding"
-    """The sink is gone: the source is still read (it may say it closed) and what it sends is dropped."""
-    CLOSED = "closed"
+class _Handshake(enum.Enum):
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
 
 
-class _Direction:
-    """Bytes on their way from one socket to the other: a buffer and a :class:`_State`."""
-
-    __slots__ = ("state", "_buf", "_off")
-
-    def __init__(self) -> None:
-        self.state = _State.OPEN
-        self._buf = bytearray()
-        self._off = 0  # bytes at the front of _buf already sent
-
-    @property
-    def reading(self) -> bool:
-        """The source is still read."""
-        return self.state in (_State.OPEN, _State.DISCARDING)
-
-    @property
-    def writing(self) -> bool:
-        """The sink still takes bytes."""
-        return self.state in (_State.OPEN, _State.DRAINING)
-
-    @property
-    def queued(self) -> int:
-        """Bytes buffered and not yet sent."""
-        return len(self._buf) - self._off
-
-    @property
-    def has_room(self) -> bool:
-        """Below the per-direction bound: the source may be read."""
-        return self.queued < _TLS_LIMIT
-
-    @property
-    def drained(self) -> bool:
-        """The source ended and everything before its end was sent: time to shut the sink."""
-        return self.state is _State.DRAINING and not self.queued
-
-    def add(self, data: bytes | bytearray | memoryview) -> None:
-        """Buffer ``data`` for the sink; dropped once the sink is gone."""
-        if self.writing:
-            self._buf += data
-
-    def source_ended(self) -> None:
-        """The source was closed (EOF, close_notify, or an error reading it)."""
-        if self.state is _State.OPEN:
-            self.state = _State.DRAINING
-        elif self.state is _State.DISCARDING:
-            self.state = _State.CLOSED
-
-    def sink_gone(self) -> None:
-        """The sink cannot be written any more: what is buffered is dropped."""
-        if self.state is _State.OPEN:
-            self.state = _State.DISCARDING
-        elif self.state is _State.DRAINING:
-            self.state = _State.CLOSED
-        self._buf.clear()
-        self._off = 0
-
-    def sink_shut(self) -> None:
-        """Called once :attr:`drained`: the sink was shut for writing."""
-        self.state = _State.CLOSED
-
-    def send_to(self, sock: socket.socket) -> None:
-        """Send what the non-blocking ``sock`` takes now; raises what ``send`` raises."""
-        try:
-            self._off += sock.send(memoryview(self._buf)[self._off :])
-        finally:
-            if self._off >= len(self._buf):
-                self._buf.clear()
-                self._off = 0
-            elif self._off > _TLS_LIMIT:  # compact now and then, not after every send
-                del self._buf[: self._off]
-                self._off = 0
-
-
-class TlsPump:
-    """Runs TLS for one connection on one thread; :attr:`app` is the plain socket to use."""
+class TlsSocket:
+    """A connected socket that speaks TLS; used like the plain socket it wraps (the subset a
+    Connection, a WebSocket pump and a handshake use). Safe for one reading and one writing thread."""
 
     def __init__(
         self,
@@ -138,267 +60,273 @@ class TlsPump:
     ) -> None:
         self.label = label
         self.error: BaseException | None = None
-        self.ready = False  # the handshake succeeded
-        self.handshaken = threading.Event()  # the handshake ended (``ready`` says how)
-        self._server_side = server_side
+        self.family = raw.family
         self._raw = raw
+        self._server_side = server_side
         self._timeout = handshake_timeout
-        self._deadline = 0.0  # for the handshake, set when the thread starts
-        self._linger: float | None = None  # set once the app closed both ways
+        self._deadline = time.monotonic() + handshake_timeout
         self._in = _ssl.MemoryBIO()
-        self._outb = _ssl.MemoryBIO()
-        self._ssl = context.wrap_bio(self._in, self._outb, server_side=server_side, server_hostname=hostname)
-        self._to_app = _Direction()  # source: the network socket (decrypted); sink: the app's pair
-        self._to_net = _Direction()  # source: the app's pair (encrypted); sink: the network socket
-        self._scratch = memoryview(bytearray(_TLS_CHUNK))  # every read lands here first
-        self.app, self._pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        for s in (self.app, self._pair):
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _TLS_CHUNK * 2)
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _TLS_CHUNK * 2)
-        raw.setblocking(False)
-        self._pair.setblocking(False)
-        self._raw_fd, self._pair_fd = raw.fileno(), self._pair.fileno()
-        self._poller = select.poll()
-        self._poller.register(self._raw_fd, 0)
-        self._poller.register(self._pair_fd, 0)
-        self._thread = threading.Thread(target=self._run, name=f"rs-net-tls {label}", daemon=True)
-        self._thread.start()
+        self._out = _ssl.MemoryBIO()
+        self._ssl = context.wrap_bio(self._in, self._out, server_side=server_side, server_hostname=hostname)
+        self._ssl_lock = threading.Lock()  # the SSL object and both BIOs: in-memory work only
+        self._send_lock = threading.Lock()  # the network's sending side: records leave in order
+        self._records: deque[bytes] = deque()  # produced under _ssl_lock, sent under _send_lock
+        self._scratch = bytearray(_TLS_CHUNK)
+        self._state = _Handshake.PENDING
+        self._handshaken = threading.Event()
+        self._eof = False  # the peer closed (close_notify or FIN): reads return 0
 
-    def abort(self) -> None:
-        """Stop at once (e.g. the handshake took too long): the pump closes both sockets."""
-        try:
-            self.app.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+    # -- the socket's plain parts -------------------------------------------------------
+    def fileno(self) -> int:
+        return self._raw.fileno()
 
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
+    def settimeout(self, timeout: float | None) -> None:
+        self._raw.settimeout(timeout)
 
-    # -- the thread ---------------------------------------------------------------------
-    def _run(self) -> None:
-        try:
-            self._loop()
-        except BaseException as exc:  # never let a TLS failure pass silently
-            # No user code runs here. A fatal error ends the thread all the same: the finally
-            # closes both sockets, so the connection reads EOF and ends its streams.
-            throw_if_fatal(exc)
-            self._report(exc)
-        finally:
-            self.handshaken.set()
-            for s in (self._pair, self._raw):
+    def gettimeout(self) -> float | None:
+        return self._raw.gettimeout()
+
+    def setsockopt(self, *args: Any) -> None:
+        self._raw.setsockopt(*args)
+
+    def getpeername(self) -> Any:
+        return self._raw.getpeername()
+
+    def getsockname(self) -> Any:
+        return self._raw.getsockname()
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def pending(self) -> bool:
+        """Bytes wait inside TLS (decrypted, or records already read): readable without the network."""
+        with self._ssl_lock:
+            return bool(self._ssl.pending() or self._in.pending)
+
+    def shutdown(self, how: int) -> None:
+        """``SHUT_WR`` sends close_notify, then a FIN, after everything written before; others as a socket."""
+        if how == socket.SHUT_WR and self._state is _Handshake.DONE:
+            with self._ssl_lock:
                 try:
-                    s.close()
-                except OSError:
+                    self._ssl.unwrap()  # queues close_notify; the peer's answer is read as EOF later
+                except (_ssl.SSLWantReadError, _ssl.SSLError, ValueError):
                     pass
+                self._take_records()
+            with self._send_lock:
+                try:
+                    self._send_records()
+                except OSError:
+                    pass  # the reset shows on the next read
+        self._raw.shutdown(how)
 
-    def _report(self, exc: BaseException) -> None:
-        if self.error is None:
+    # -- reading ------------------------------------------------------------------------
+    def recv_into(self, buffer: Any, nbytes: int = 0, flags: int = 0) -> int:
+        """Decrypted bytes into ``buffer`` (0 at the peer's close); ``MSG_DONTWAIT`` raises
+        ``BlockingIOError`` when no whole record is here yet, like a socket with nothing to read."""
+        view = memoryview(buffer).cast("B")
+        want = nbytes or len(view)
+        while True:
+            got = self._decrypt(view, want)
+            self._send_if_free()
+            if got or self._eof:
+                return got
+            self._read_network(flags & _NOWAIT)
+
+    def recv(self, n: int) -> bytes:
+        buf = bytearray(n)
+        return bytes(buf[: self.recv_into(buf)])
+
+    def _decrypt(self, view: memoryview, want: int) -> int:
+        """Plaintext available now, up to ``want`` bytes; steps a server's handshake first."""
+        with self._ssl_lock:
+            if self._state is _Handshake.PENDING and not self._step_handshake():
+                return 0
+            if self._state is _Handshake.FAILED:
+                self._eof = True
+                return 0
+            got = 0
+            while got < want:
+                try:
+                    k = cast(int, self._ssl.read(want - got, view[got:]))  # with a buffer: a count
+                except _ssl.SSLWantReadError:
+                    break
+                except (_ssl.SSLZeroReturnError, _ssl.SSLEOFError):
+                    k = 0
+                if not k:
+                    self._eof = not got  # the close comes after the bytes before it
+                    break
+                got += k
+            self._take_records()  # e.g. an answer to the peer's key update
+            return got
+
+    def _read_network(self, flags: int) -> None:
+        """Move ciphertext from the network into TLS; raises ``BlockingIOError`` (``MSG_DONTWAIT``,
+        nothing there) or what the socket raises."""
+        if self._state is _Handshake.PENDING and time.monotonic() > self._deadline:
+            self._fail(TimeoutError(f"TLS handshake with {self.label} did not finish within {self._timeout} s"))
+            return
+        try:
+            n = self._raw.recv_into(self._scratch, len(self._scratch), flags)
+        except OSError as exc:
+            if isinstance(exc, (BlockingIOError, InterruptedError, TimeoutError)):
+                raise
+            if self._state is not _Handshake.PENDING:
+                raise
+            self._fail(exc)
+            return
+        with self._ssl_lock:
+            if n:
+                self._in.write(memoryview(self._scratch)[:n])
+            else:
+                self._in.write_eof()  # a FIN without close_notify reads as EOF too
+        if not n and self._state is _Handshake.PENDING:
+            self._fail(ConnectionAbortedError(f"{self.label} closed the connection during the TLS handshake"))
+
+    # -- writing ------------------------------------------------------------------------
+    def sendmsg(self, buffers: Iterable[Any], ancdata: Any = (), flags: int = 0) -> int:
+        """Encrypt and send all of ``buffers``; returns their length. Takes no flags."""
+        if flags or ancdata:
+            raise ValueError("TlsSocket.sendmsg sends whole buffers: no flags, no ancillary data")
+        self._await_handshake()
+        total = 0
+        with self._send_lock:
+            for chunk in _chunks(buffers):
+                with self._ssl_lock:
+                    self._ssl.write(chunk)
+                    self._take_records()
+                self._send_records()
+                total += len(chunk)
+        self._send_if_free()
+        return total
+
+    def sendall(self, data: Any) -> None:
+        self.sendmsg([data])
+
+    def send(self, data: Any) -> int:
+        return self.sendmsg([data])
+
+    def _take_records(self) -> None:
+        """Under ``_ssl_lock``: queue what the SSL object wrote, in the order it wrote it."""
+        if self._out.pending:
+            self._records.append(self._out.read())
+
+    def _send_records(self) -> None:
+        """Under ``_send_lock``: send the queued records, oldest first."""
+        while self._records:
+            self._raw.sendall(self._records.popleft())
+
+    def _send_if_free(self) -> None:
+        """Send queued records unless another thread is sending (it sends them before it lets go;
+        records queued just as it let go are caught here, since we look again after it)."""
+        while self._records and self._send_lock.acquire(blocking=False):
+            try:
+                self._send_records()
+            except OSError:
+                return  # the connection's own read or write meets the error
+            finally:
+                self._send_lock.release()
+
+    # -- the handshake ------------------------------------------------------------------
+    def handshake(self) -> None:
+        """A client's handshake, on the calling thread; raises on failure or after the deadline."""
+        while self._state is _Handshake.PENDING:
+            with self._ssl_lock:
+                self._step_handshake()
+            with self._send_lock:
+                self._send_records()
+            if self._state is _Handshake.PENDING:
+                self._raw.settimeout(max(0.001, self._deadline - time.monotonic()))
+                try:
+                    self._read_network(0)
+                except TimeoutError:
+                    self._fail(TimeoutError())
+        if self._state is _Handshake.FAILED:
+            raise self.error or ConnectionAbortedError(self.label)
+        self._raw.settimeout(None)
+
+    def _step_handshake(self) -> bool:
+        """Under ``_ssl_lock``: one step with the bytes at hand; True once done."""
+        try:
+            self._ssl.do_handshake()
+        except _ssl.SSLWantReadError:
+            self._take_records()
+            return False
+        except (_ssl.SSLError, OSError, ValueError) as exc:
+            self._take_records()  # the alert says why (e.g. "unknown ca")
+            self._state = _Handshake.FAILED
             self.error = exc
-        if not self.ready:
-            self._flush_alert()
-            if self._server_side:
+            self._handshake_ended()
+            return False
+        self._take_records()
+        self._state = _Handshake.DONE
+        self._handshake_ended()
+        return True
+
+    def _fail(self, exc: BaseException) -> None:
+        with self._ssl_lock:
+            if self._state is not _Handshake.PENDING:
+                return
+            self._state = _Handshake.FAILED
+            self.error = exc
+        self._handshake_ended()
+
+    def _handshake_ended(self) -> None:
+        if self._state is _Handshake.FAILED:
+            self._eof = True
+            if self._server_side and not isinstance(self.error, ConnectionAbortedError):
                 log.warning(
                     "rs_spark.net: TLS handshake with %s failed: %s; the connection was closed "
                     "(a client without TLS, an untrusted certificate, or a slow client)",
                     self.label,
-                    exc,
+                    self.error,
                 )
-        elif not isinstance(exc, (OSError, _ssl.SSLError)):
-            log.exception("rs_spark.net: the TLS thread of %s failed", self.label)
+        self._handshaken.set()
 
-    def _loop(self) -> None:
-        self._deadline = time.monotonic() + self._timeout
-        self._step_handshake()
-        while True:
-            if self._outb.pending:  # handshake messages, records, alerts, close_notify
-                self._to_net.add(self._outb.read())
-            self._finish_half_closes()
-            if self._finished():
-                return
-            self._set_interest()
-            for fd, ev in self._poller.poll(self._poll_timeout()):
-                if fd == self._raw_fd:
-                    self._on_network(ev)
-                else:
-                    self._on_app(ev)
-
-    # -- steps of one turn --------------------------------------------------------------
-    def _step_handshake(self) -> None:
-        try:
-            self._ssl.do_handshake()
-        except _ssl.SSLWantReadError:
-            return
-        self.ready = True
-        self.handshaken.set()
-
-    def _finish_half_closes(self) -> None:
-        """A direction whose source ended and whose bytes are all delivered shuts its sink:
-        the app then reads EOF, or the peer gets our close_notify followed by a FIN."""
-        if self._to_app.drained:
-            _shut(self._pair, socket.SHUT_WR)
-            self._to_app.sink_shut()
-        if self._to_net.drained:
-            _shut(self._raw, socket.SHUT_WR)
-            self._to_net.sink_shut()
-
-    def _finished(self) -> bool:
-        to_app, to_net = self._to_app, self._to_net
-        if not to_net.reading and not to_app.writing:  # the app closed both ways
-            if self._linger is None:
-                self._linger = time.monotonic() + _LINGER
-                self._poller.unregister(self._pair_fd)  # it would report POLLHUP for ever
-            peer_done = not to_app.reading and (not to_net.writing or not to_net.queued)
-            if peer_done or time.monotonic() > self._linger:
-                return True
-        return not to_app.reading and not to_net.writing and not to_app.writing
-
-    def _set_interest(self) -> None:
-        to_app, to_net = self._to_app, self._to_net
-        raw = 0
-        if to_app.reading and to_app.has_room:
-            raw |= select.POLLIN
-        if to_net.writing and to_net.queued:
-            raw |= select.POLLOUT
-        self._poller.modify(self._raw_fd, raw)
-        if self._linger is None:  # the pair is still registered
-            pair = 0
-            if to_net.reading and self.ready and to_net.has_room:
-                pair |= select.POLLIN
-            if to_app.writing and to_app.queued:
-                pair |= select.POLLOUT
-            self._poller.modify(self._pair_fd, pair)
-
-    def _poll_timeout(self) -> int | None:
-        """Milliseconds to wait: until the handshake deadline or the end of the linger, else for ever."""
-        now = time.monotonic()
-        if not self.ready:
-            if now > self._deadline:
-                raise TimeoutError(f"TLS handshake with {self.label} did not finish within {self._timeout} s")
-            return int((self._deadline - now) * 1000) + 1
-        if self._linger is not None:
-            return int(max(0.0, self._linger - now) * 1000) + 1
-        return None
-
-    # -- the network socket -------------------------------------------------------------
-    def _on_network(self, ev: int) -> None:
-        if ev & _READABLE and self._to_app.reading:
-            self._read_network()
-        elif ev & _HANGUP and not self._to_app.reading:
-            self._to_net.sink_gone()  # reset, or both directions shut: nothing more can be sent
-        if ev & select.POLLOUT and self._to_net.writing and self._to_net.queued:
-            try:
-                self._to_net.send_to(self._raw)
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError as exc:
-                self._network_failed(exc)
-
-    def _read_network(self) -> None:
-        view = self._scratch
-        try:
-            n = self._raw.recv_into(view)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            self._network_failed(exc)
-            return
-        if n == 0:
-            self._to_app.source_ended()
-            return
-        self._in.write(view[:n])
-        if not self.ready:
-            self._step_handshake()
-        if self.ready and not self._decrypt():
-            self._to_app.source_ended()  # the peer sent close_notify
-
-    def _network_failed(self, exc: OSError) -> None:
-        self.error = self.error or exc
-        self._to_app.source_ended()
-        self._to_net.sink_gone()
-
-    def _decrypt(self) -> bool:
-        """Plaintext available now to the app; False once the peer sent close_notify."""
-        while True:
-            try:
-                data = self._ssl.read(_TLS_CHUNK)
-            except _ssl.SSLWantReadError:
-                return True
-            except _ssl.SSLZeroReturnError:
-                return False
-            if not data:
-                return False
-            self._to_app.add(data)
-
-    # -- the app's socket ---------------------------------------------------------------
-    def _on_app(self, ev: int) -> None:
-        if not self.ready:
-            if ev & _HANGUP:
-                raise ConnectionAbortedError(f"the connection to {self.label} was closed during the TLS handshake")
-            return
-        if ev & select.POLLOUT and self._to_app.writing and self._to_app.queued:
-            try:
-                self._to_app.send_to(self._pair)
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError:
-                self._to_app.sink_gone()
-        if ev & _READABLE and self._to_net.reading:
-            self._read_app()
-        if ev & _HANGUP and not self._to_net.reading:
-            self._to_app.sink_gone()  # the app closed its socket: nobody reads what the peer sends
-
-    def _read_app(self) -> None:
-        view = self._scratch
-        try:
-            n = self._pair.recv_into(view)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            n = 0
-        if n:
-            self._ssl.write(view[:n])
-            return
-        self._to_net.source_ended()
-        if self._to_net.writing:  # queue close_notify: the FIN follows once it is sent
-            try:
-                self._ssl.unwrap()
-            except (_ssl.SSLWantReadError, _ssl.SSLError, ValueError):
-                pass
-
-    def _flush_alert(self) -> None:
-        # Best effort: the peer learns why (e.g. "unknown ca") instead of seeing a bare reset.
-        try:
-            data = self._outb.read()
-            if data:
-                self._raw.send(data)
-        except (OSError, ValueError):
-            pass
+    def _await_handshake(self) -> None:
+        if self._state is _Handshake.PENDING:
+            self._handshaken.wait(max(0.0, self._deadline - time.monotonic()) + 1.0)
+        if self._state is not _Handshake.DONE:
+            raise ConnectionAbortedError(f"TLS with {self.label} is not established: {self.error}")
 
 
-def _shut(sock: socket.socket, how: int) -> None:
-    try:
-        sock.shutdown(how)
-    except OSError:
-        pass
+Sock: TypeAlias = "socket.socket | TlsSocket"
+"""What a connection reads and writes: a plain socket or a TLS one."""
+
+
+def _chunks(buffers: Iterable[Any]) -> Iterator[Any]:
+    """The plaintext in pieces of at most ``_TLS_CHUNK`` bytes; small buffers joined."""
+    small: list[Any] = []
+    size: int = 0
+    for b in buffers:
+        view = memoryview(b).cast("B")
+        if len(view) < _COALESCE and size + len(view) <= _TLS_CHUNK:
+            small.append(view)
+            size += len(view)
+            continue
+        if small:
+            yield b"".join(small)
+            small, size = [], 0
+        for i in range(0, len(view), _TLS_CHUNK):
+            yield view[i : i + _TLS_CHUNK]
+    if small:
+        yield small[0] if len(small) == 1 else b"".join(small)
 
 
 def tls_client(
     raw: socket.socket, context: _ssl.SSLContext, hostname: str | None, label: str, timeout: float
-) -> socket.socket:
-    """TLS over a connected socket, handshake done: returns the plain socket to use
+) -> TlsSocket:
+    """TLS over a connected socket, handshake done: returns the socket to use
     (raises ``ssl.SSLError`` saying what to check if the handshake failed or took too long)."""
     try:
-        pump = TlsPump(raw, context, server_side=False, hostname=hostname, label=label, handshake_timeout=timeout)
+        sock = TlsSocket(raw, context, server_side=False, hostname=hostname, label=label, handshake_timeout=timeout)
+        sock.handshake()
+    except (_ssl.SSLError, OSError) as exc:
+        raw.close()
+        raise _handshake_error(exc, label, timeout) from None
     except BaseException:
         raw.close()
         raise
-    if not pump.handshaken.wait(timeout + 1.0):
-        pump.abort()
-        pump.error = TimeoutError()
-    if not pump.ready:
-        pump.abort()
-        raise _handshake_error(pump.error, label, timeout)
-    return pump.app
+    return sock
 
 
 _NAME_MISMATCH = (62, 64)  # X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH
@@ -429,15 +357,10 @@ def _handshake_error(err: BaseException | None, label: str, timeout: float) -> _
     return _ssl.SSLError(0, f"{err}: is {label} serving TLS (a tcp:// server cannot answer a TLS client)?")
 
 
-def tls_server(raw: socket.socket, context: _ssl.SSLContext, label: str, timeout: float) -> socket.socket:
-    """TLS on an accepted socket: returns the plain socket at once; the handshake runs on the
-    connection's TLS thread (a failed or slow one closes that socket, logged)."""
-    try:
-        pump = TlsPump(raw, context, server_side=True, hostname=None, label=label, handshake_timeout=timeout)
-    except BaseException:
-        raw.close()
-        raise
-    return pump.app
+def tls_server(raw: socket.socket, context: _ssl.SSLContext, label: str, timeout: float) -> TlsSocket:
+    """TLS on an accepted socket: returns at once; the handshake runs on the first read, within
+    ``timeout`` (a failed or slow one reads as EOF, logged)."""
+    return TlsSocket(raw, context, server_side=True, hostname=None, label=label, handshake_timeout=timeout)
 
 
-__all__ = ["TlsPump", "tls_client", "tls_server"]
+__all__ = ["Sock", "TlsSocket", "tls_client", "tls_server"]

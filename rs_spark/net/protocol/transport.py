@@ -1,9 +1,9 @@
 """Byte transport for frames: dialing and listening on TCP, TLS over TCP and Unix domain
 sockets (and WebSocket on top of these).
 
-A connection always gets a plain, blocking socket: TLS runs on a thread of its own
-(:class:`~.tls.TlsPump`) and WebSocket on two (:class:`~.websocket.WsPump`), each handing the
-connection the plain end of a local socketpair. Frames are split and written by :mod:`.framing`.
+A connection gets a blocking socket: a plain one, a :class:`~.tls.TlsSocket` (TLS done in memory
+by the connection's own threads) or, for WebSocket, the plain end of a local socketpair whose
+other end two threads serve (:class:`~.websocket.WsPump`). Frames are split and written by :mod:`.framing`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import ssl as _ssl
 import stat
 
 from .address import Address
-from .tls import tls_client
+from .tls import Sock, tls_client
 
 
 def dial(
@@ -23,14 +23,15 @@ def dial(
     context: _ssl.SSLContext | None,
     max_frame: int = 16 * 1024 * 1024,
     server_hostname: str | None = None,
-) -> socket.socket:
+) -> Sock:
     """Connect to ``addr``; the socket is left blocking. With TLS (``tls://``, ``wss://`` or a
-    ``context``) the handshake is done here and the socket returned is the plain end of a
-    :class:`~.tls.TlsPump`; with WebSocket (``ws://``, ``wss://``) the plain end of a ``WsPump``.
+    ``context``) the handshake is done here and the socket returned is a :class:`~.tls.TlsSocket`;
+    with WebSocket (``ws://``, ``wss://``) the plain end of a ``WsPump``.
     ``server_hostname``: the name the server's certificate must list (default: the address's host)."""
-    sock = _connect(addr, timeout)
+    raw = _connect(addr, timeout)
+    sock: Sock = raw
     if addr.scheme in ("tls", "wss") or context is not None:
-        sock = _start_tls(sock, addr, context, timeout, server_hostname)
+        sock = _start_tls(raw, addr, context, timeout, server_hostname)
     if addr.scheme in ("ws", "wss"):
         from .websocket import ws_client
 
@@ -57,7 +58,7 @@ def _connect(addr: Address, timeout: float) -> socket.socket:
 
 def _start_tls(
     sock: socket.socket, addr: Address, context: _ssl.SSLContext | None, timeout: float, server_hostname: str | None
-) -> socket.socket:
+) -> Sock:
     ctx = context or _ssl.create_default_context()
     host = server_hostname or (addr.host if addr.scheme != "unix" else None)
     if host is None and ctx.check_hostname:

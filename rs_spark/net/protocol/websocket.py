@@ -1,9 +1,9 @@
 """RSocket over WebSocket (RFC 6455): ``ws://`` and ``wss://`` addresses.
 
 RSocket's WebSocket mapping puts each frame in one binary message, without the 24-bit length
-prefix that TCP needs. As with TLS (:class:`~rs_spark.net.protocol.tls.TlsPump`), the connection
-never sees the difference: a :class:`WsPump` owns the network socket and hands the Connection
-one end of a local socketpair carrying length-prefixed frames. Two threads per connection
+prefix that TCP needs. The connection never sees the difference: a :class:`WsPump` owns the
+network socket (plain, or a :class:`~rs_spark.net.protocol.tls.TlsSocket` for ``wss://``) and
+hands the Connection one end of a local socketpair carrying length-prefixed frames. Two threads per connection
 (one per direction) move whole frames; a message above ``max_message`` bytes closes the
 connection (status 1009) before its body is read, so a peer cannot make us buffer more.
 
@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .tls import Sock
 from .ws_handshake import client_handshake, server_handshake
 
 SETUP_MAX_BYTES = 64 * 1024
@@ -63,7 +64,7 @@ def encode_frame(opcode: int, payload: Any, masked: bool) -> list[Any]:
     return [head, payload]
 
 
-def _recv_into_new(sock: socket.socket, n: int) -> bytearray | None:
+def _recv_into_new(sock: Sock, n: int) -> bytearray | None:
     """Exactly ``n`` bytes from ``sock``, or None at EOF."""
     out = bytearray(n)
     view = memoryview(out)
@@ -76,7 +77,7 @@ def _recv_into_new(sock: socket.socket, n: int) -> bytearray | None:
     return out
 
 
-def _send_all(sock: socket.socket, parts: list[Any]) -> None:
+def _send_all(sock: Sock, parts: list[Any]) -> None:
     views = [memoryview(p) for p in parts if len(p)]
     while views:
         sent = sock.sendmsg(views)
@@ -137,7 +138,7 @@ class WsPump:
 
     def __init__(
         self,
-        raw: socket.socket,
+        raw: Sock,
         *,
         client: bool,
         label: str,
@@ -320,11 +321,11 @@ class _DeferredShutdown:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._due: list[tuple[float, int, socket.socket]] = []  # a heap; the int breaks ties
+        self._due: list[tuple[float, int, Sock]] = []  # a heap; the int breaks ties
         self._seq = 0
         self._thread: threading.Thread | None = None
 
-    def shut_at(self, deadline: float, sock: socket.socket) -> None:
+    def shut_at(self, deadline: float, sock: Sock) -> None:
         with self._cond:
             self._seq += 1
             heapq.heappush(self._due, (deadline, self._seq, sock))
@@ -351,14 +352,14 @@ class _DeferredShutdown:
 _closer = _DeferredShutdown()
 
 
-def _shut(sock: socket.socket, how: int) -> None:
+def _shut(sock: Sock, how: int) -> None:
     try:
         sock.shutdown(how)
     except OSError:
         pass
 
 
-def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: float, max_message: int) -> socket.socket:
+def ws_client(raw: Sock, host: str, path: str, label: str, timeout: float, max_message: int) -> socket.socket:
     """WebSocket over a connected socket, handshake done: returns the plain socket to use."""
     try:
         rest = client_handshake(raw, host, path, timeout)
@@ -370,7 +371,7 @@ def ws_client(raw: socket.socket, host: str, path: str, label: str, timeout: flo
 
 
 def ws_server(
-    raw: socket.socket,
+    raw: Sock,
     label: str,
     timeout: float,
     max_message: int,

@@ -8,9 +8,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import socket
 import time
 from collections.abc import Sequence
+
+from .tls import Sock
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_HEADER = 8192  # bytes of HTTP handshake headers accepted
@@ -25,7 +26,7 @@ def accept_value(key: str) -> str:
     return base64.b64encode(hashlib.sha1(key.encode("ascii") + _GUID).digest()).decode("ascii")
 
 
-def _read_head(sock: socket.socket, deadline: float) -> tuple[bytes, bytes]:
+def _read_head(sock: Sock, deadline: float) -> tuple[bytes, bytes]:
     """Read an HTTP head (up to the blank line); returns (head, bytes read past it)."""
     buf = b""
     while b"\r\n\r\n" not in buf:
@@ -52,7 +53,7 @@ def _headers(lines: list[str]) -> dict[str, str]:
     return out
 
 
-def client_handshake(sock: socket.socket, host: str, path: str, timeout: float) -> bytes:
+def client_handshake(sock: Sock, host: str, path: str, timeout: float) -> bytes:
     """Upgrade a connected socket to WebSocket as a client; returns bytes read past the answer."""
     key = base64.b64encode(os.urandom(16)).decode("ascii")
     req = (
@@ -73,7 +74,7 @@ def client_handshake(sock: socket.socket, host: str, path: str, timeout: float) 
     return rest
 
 
-def server_handshake(sock: socket.socket, timeout: float, allowed_origins: Sequence[str] = ()) -> bytes:
+def server_handshake(sock: Sock, timeout: float, allowed_origins: Sequence[str] = ()) -> bytes:
     """Answer a client's WebSocket upgrade; returns bytes read past the request. A request
     that is not an upgrade gets ``400`` with the reason and :class:`HandshakeError`; one from a
     web page whose ``Origin`` is not in ``allowed_origins`` gets ``403``."""
@@ -119,7 +120,7 @@ def _not_an_upgrade(request_line: str, h: dict[str, str]) -> str:
     return ""
 
 
-def _answer_refusal(sock: socket.socket, status: str, reason: str) -> None:
+def _answer_refusal(sock: Sock, status: str, reason: str) -> None:
     body = reason.encode()
     sock.sendall(
         f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nConnection: close\r\n".encode()

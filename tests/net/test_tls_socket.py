@@ -1,16 +1,21 @@
-"""The TLS pump on its own (:class:`rs_spark.net.protocol.tls.TlsPump`): a real TLS peer (an
-``ssl.SSLSocket`` on 127.0.0.1) on one side, the pump's plain socket on the other. Bytes arrive
-whole and in order both ways, and each half-close travels behind the bytes sent before it."""
+"""TLS in memory on its own (:class:`rs_spark.net.protocol.tls.TlsSocket`): a real TLS peer (an
+``ssl.SSLSocket`` on 127.0.0.1) on one side, our socket on the other, read and written by two
+threads at once as a Connection does. Bytes arrive whole and in order both ways, each half-close
+travels behind the bytes sent before it, and half a record never blocks the reader's timers."""
 
 from __future__ import annotations
 
 import os
+import queue
 import socket
+import ssl
 import threading
 
 import pytest
 
-from rs_spark.net.protocol.tls import TlsPump, tls_client
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol.framing import IDLE, FrameReader
+from rs_spark.net.protocol.tls import tls_client, tls_server
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -27,7 +32,7 @@ def _recv_all(sock: socket.socket) -> bytes:
 
 @pytest.fixture
 def pair(tls):
-    """(the pump's plain socket, the TLS peer): the pump is the client, the peer a TLS server."""
+    """(our TlsSocket, the TLS peer): ours is the client, the peer a TLS server."""
     sctx, cctx = tls
     with socket.create_server(("127.0.0.1", 0)) as listener:
         raw = socket.create_connection(listener.getsockname())
@@ -50,19 +55,20 @@ def pair(tls):
     peer.close()
 
 
-def test_bytes_cross_both_ways_whole_and_in_order(pair):
+def test_bytes_cross_both_ways_whole_and_in_order_while_two_threads_use_our_socket(pair):
     app, peer = pair
-    up = os.urandom(3 * 1024 * 1024)  # above the pump's 1 MiB bound per direction: it must flow, not pile up
-    down = os.urandom(2 * 1024 * 1024 + 7)
+    up = os.urandom(8 * 1024 * 1024 + 5)  # many encrypt chunks, written while our other thread decrypts
+    down = os.urandom(6 * 1024 * 1024 + 7)
     got_up: list[bytes] = []
     reader = threading.Thread(target=lambda: got_up.append(_recv_exact(peer, len(up))))
     reader.start()
     sender = threading.Thread(target=peer.sendall, args=(down,))
     sender.start()
-    app.sendall(up)
+    ours = threading.Thread(target=app.sendmsg, args=([memoryview(up)[:100], memoryview(up)[100:]],))
+    ours.start()
     assert _recv_exact(app, len(down)) == down
-    reader.join(30)
-    sender.join(30)
+    for t in (ours, reader, sender):
+        t.join(30)
     assert got_up == [up]
 
 
@@ -106,26 +112,20 @@ def test_peer_close_notify_reaches_the_app_as_eof_after_its_bytes(pair):
     assert unwrapped.is_set(), "the peer never got our close_notify after the app closed"
 
 
-def test_peer_that_never_answers_the_handshake_ends_the_pump_with_a_timeout(tls):
+def test_peer_that_never_answers_the_handshake_fails_the_client_within_its_timeout(tls):
     _, cctx = tls
     with socket.create_server(("127.0.0.1", 0)) as listener:
         raw = socket.create_connection(listener.getsockname())
         silent, _ = listener.accept()
         try:
-            pump = TlsPump(raw, cctx, server_side=False, hostname="127.0.0.1", label="silent", handshake_timeout=0.3)
-            assert pump.handshaken.wait(30)
-            pump.join(30)
-            assert not pump.ready
-            assert isinstance(pump.error, TimeoutError) and "did not finish within 0.3 s" in str(pump.error)
-            pump.app.settimeout(10)
-            assert pump.app.recv(1) == b""  # the connection's side sees EOF
+            with pytest.raises(ssl.SSLError, match=r"did not finish within 0\.3 s: is silent serving TLS"):
+                tls_client(raw, cctx, "127.0.0.1", "silent", 0.3)
+            assert raw.fileno() == -1, "the network socket was left open"
         finally:
             silent.close()
 
 
 def test_untrusted_certificate_fails_the_client_handshake_with_a_hint(tls):
-    import ssl
-
     sctx, _ = tls
     with socket.create_server(("127.0.0.1", 0)) as listener:
         raw = socket.create_connection(listener.getsockname())
@@ -144,3 +144,63 @@ def test_untrusted_certificate_fails_the_client_handshake_with_a_hint(tls):
         with pytest.raises(ssl.SSLError, match="does not trust the certificate of test peer.*cafile="):
             tls_client(raw, ssl.create_default_context(), "127.0.0.1", "test peer", 10.0)
         t.join(10)
+
+
+def _client_records(cctx: ssl.SSLContext, raw: socket.socket) -> ssl.SSLObject:
+    """A TLS client done by hand over ``raw``, so a test can send records cut where it likes."""
+    inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = cctx.wrap_bio(inc, out, server_hostname="127.0.0.1")
+    while True:
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            raw.sendall(out.read())
+            data = raw.recv(65536)
+            assert data, "the server closed during the handshake"
+            inc.write(data)
+    raw.sendall(out.read())  # the client's Finished
+    obj.out = out  # type: ignore[attr-defined]
+    return obj
+
+
+def test_half_a_record_never_blocks_the_readers_timers(tls):
+    """An attacker sends half a TLS record and stops: the reader must keep ticking (keepalive,
+    set-up deadline) instead of blocking inside TLS, and read the frame once the rest comes."""
+    sctx, cctx = tls
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        raw = socket.create_connection(listener.getsockname())
+        accepted, _ = listener.accept()
+        server = tls_server(accepted, sctx, "attacker", 10.0)
+        seen: queue.Queue = queue.Queue()
+
+        def read() -> None:  # the connection's reader thread: the server's handshake runs here too
+            for f in FrameReader(server, 1 << 20).frames(0.05):
+                seen.put(f)
+                if f is not IDLE:
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        client = _client_records(cctx, raw)
+        frame = b"".join(bytes(b) for b in F.encode_keepalive(True, 7, b"hello"))
+        client.write(frame)
+        record = client.out.read()  # type: ignore[attr-defined]
+        raw.sendall(record[: len(record) // 2])
+        _drain(seen)
+        for _ in range(3):  # ticks keep coming while half a record waits
+            assert seen.get(timeout=10) is IDLE
+        raw.sendall(record[len(record) // 2 :])
+        got = next(f for f in iter(lambda: seen.get(timeout=10), None) if f is not IDLE)
+        assert bytes(got) == frame[3:]
+        reader.join(10)
+        raw.close()
+        server.close()
+
+
+def _drain(q: queue.Queue) -> None:
+    while True:
+        try:
+            q.get_nowait()
+        except queue.Empty:
+            return
