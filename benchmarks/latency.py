@@ -321,10 +321,10 @@ def print_table(results: list[tuple[str, float, dict[str, Any]]], a: argparse.Na
     print("-" * 112)
     for name, rate, s in results:
         ms = {k: s[k] * 1000 for k in ("p50", "p90", "p99", "max")}
-        p50s = f"[{s['p50_spread'][0] * 1000:.1f}-{s['p50_spread'][1] * 1000:.1f}]"
-        p99s = f"[{s['p99_spread'][0] * 1000:.1f}-{s['p99_spread'][1] * 1000:.1f}]"
+        p50s = f"[{s['p50_spread'][0] * 1000:.2f}-{s['p50_spread'][1] * 1000:.2f}]"
+        p99s = f"[{s['p99_spread'][0] * 1000:.2f}-{s['p99_spread'][1] * 1000:.2f}]"
         print(
-            f"{name:<26} {rate:>7g} {int(s['n']):>7} {ms['p50']:>7.1f} {p50s:>15} {ms['p90']:>8.1f} {ms['p99']:>8.1f}"
+            f"{name:<26} {rate:>7g} {int(s['n']):>7} {ms['p50']:>7.2f} {p50s:>15} {ms['p90']:>8.2f} {ms['p99']:>8.2f}"
             f" {p99s:>17} {ms['max']:>8.1f}"
         )
     for name, rate, s in results:
@@ -334,9 +334,28 @@ def print_table(results: list[tuple[str, float, dict[str, Any]]], a: argparse.Na
             met = (p50 is None or s["p50"] <= p50) and s["p99"] <= p99
             want = ("" if p50 is None else f"p50 <= {p50 * 1000:g} ms, ") + f"p99 <= {p99 * 1000:g} ms"
             print(
-                f"{name} at {rate:g}/s: p50 {s['p50'] * 1000:.1f} ms, p99 {s['p99'] * 1000:.1f} ms (target {want}): "
+                f"{name} at {rate:g}/s: p50 {s['p50'] * 1000:.2f} ms, p99 {s['p99'] * 1000:.2f} ms (target {want}): "
                 f"{'met' if met else 'NOT met'}"
             )
+    print_tls_overhead(results)
+
+
+def print_tls_overhead(results: list[tuple[str, float, dict[str, Any]]]) -> None:
+    """TLS against plain TCP at each rate both were measured at (target: within 20%)."""
+    by = {(name, rate): s for name, rate, s in results}
+    for (name, rate), tls in by.items():
+        plain = by.get(("real-time", rate))
+        if name != "real-time TLS" or plain is None:
+            continue
+        parts = [
+            f"{k} {tls[k] / plain[k] - 1:+.0%} ({plain[k] * 1000:.2f} -> {tls[k] * 1000:.2f} ms)"
+            for k in ("p50", "p99")
+        ]
+        met = all(tls[k] <= 1.2 * plain[k] for k in ("p50", "p99"))
+        print(
+            f"TLS against plain TCP at {rate:g}/s: {', '.join(parts)} (target within 20%): "
+            f"{'met' if met else 'NOT met'}"
+        )
 
 
 def main() -> None:
@@ -374,8 +393,8 @@ def main() -> None:
                 p = percentiles(lat)
                 runs.append(p)
                 print(
-                    f"{name} @ {rate:g}/s run {i + 1}: n={p['n']} p50={p['p50'] * 1000:.1f} p90={p['p90'] * 1000:.1f} "
-                    f"p99={p['p99'] * 1000:.1f} max={p['max'] * 1000:.1f} ms",
+                    f"{name} @ {rate:g}/s run {i + 1}: n={p['n']} p50={p['p50'] * 1000:.2f} p90={p['p90'] * 1000:.2f} "
+                    f"p99={p['p99'] * 1000:.2f} max={p['max'] * 1000:.1f} ms",
                     file=sys.stderr,
                     flush=True,
                 )
