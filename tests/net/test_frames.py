@@ -143,6 +143,22 @@ def test_reader_splits_a_byte_stream_into_frames() -> None:
         b.close()
 
 
+@pytest.mark.parametrize("length", [65530, 65532, 65533, 65534, 65535, 65536, 65537, 65540])
+def test_frames_around_the_shared_buffers_size_arrive_whole(length: int) -> None:
+    """A frame whose 3-byte prefix pushed it just past the 64 KiB shared buffer used to read as
+    EOF (a read into no room returns 0): the connection closed silently on a legitimate frame."""
+    a, b = socket.socketpair()
+    try:
+        body = bytes(range(256)) * (length // 256) + b"z" * (length % 256)
+        a.sendall(length.to_bytes(3, "big") + body + (2).to_bytes(3, "big") + b"ok")
+        a.shutdown(socket.SHUT_WR)
+        got = [bytes(x) for x in FrameReader(b, F.MAX_FRAME_LENGTH).frames(0.5) if x is not IDLE]
+        assert got == [body, b"ok"]
+    finally:
+        a.close()
+        b.close()
+
+
 def test_arrow_codec_decodes_zero_copy_across_schema_changes_and_dictionaries() -> None:
     import pyarrow as pa
 

@@ -204,3 +204,24 @@ def _drain(q: queue.Queue) -> None:
             q.get_nowait()
         except queue.Empty:
             return
+
+
+def test_frames_around_the_shared_buffers_size_arrive_whole_over_tls(pair):
+    """Over TLS the same frame sizes used to make the reader spin (a read of 0 bytes asked for,
+    never satisfied) while the peer's bytes piled up inside TLS."""
+    app, peer = pair
+    frames = [b"a" * 65533, b"b" * 65534, b"c" * 65536, b"ok"]
+    peer.sendall(b"".join(len(f).to_bytes(3, "big") + f for f in frames))
+    reader = (bytes(x) for x in FrameReader(app, 1 << 20).frames(0.5) if x is not IDLE)
+    assert [next(reader) for _ in frames] == frames
+
+
+def test_our_half_close_keeps_the_bytes_that_already_arrived(pair):
+    """close_notify sent while the peer's records wait unread: they are still read, then EOF."""
+    app, peer = pair
+    data = os.urandom(3000)
+    peer.sendall(data[:1000])
+    peer.sendall(data[1000:])  # two records, on the wire before we read
+    first = _recv_exact(app, 10)  # reads what arrived; most of it stays inside TLS
+    app.shutdown(socket.SHUT_WR)
+    assert first + _recv_exact(app, len(data) - 10) == data

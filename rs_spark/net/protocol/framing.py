@@ -21,8 +21,7 @@ from typing import Any
 from .frames import Buffer, FrameError
 from .tls import Sock, TlsSocket
 
-_SMALL = 64 * 1024  # frames up to this size are copied out of the shared buffer
-_CHUNK = 64 * 1024  # reads into the shared buffer: many small frames per read, a small copy for a big frame
+_CHUNK = 64 * 1024  # the shared buffer: many small frames per read; a frame that does not fit gets its own
 
 
 class Tick(enum.Enum):
@@ -102,7 +101,7 @@ class FrameReader:
     def frames(self, tick: float) -> Iterator[Buffer | Tick]:
         """Yield frames, or :data:`IDLE` after ``tick`` seconds without data. Ends at EOF.
 
-        Frames up to 64 KiB come as ``bytes``; bigger ones as a writable buffer of their own
+        Frames up to 64 KiB (with their 3-byte prefix) come as ``bytes``; bigger ones as a writable buffer of their own
         (a ``pyarrow.Buffer`` when pyarrow is loaded) that Arrow can read zero-copy.
         Raises :class:`FrameError` for a frame above the size limit."""
         ticks = _Ticks(tick)
@@ -119,7 +118,7 @@ class FrameReader:
                     self._start = s + 3 + length
                     yield bytes(view[s + 3 : s + 3 + length])
                     continue
-                if length > _SMALL:
+                if 3 + length > _CHUNK:  # with its prefix it would not fit the shared buffer
                     big = yield from self._read_big(length, tick, ticks)
                     if big is None:
                         return

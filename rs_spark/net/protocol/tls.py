@@ -75,6 +75,7 @@ class TlsSocket:
         self._state = _Handshake.PENDING
         self._handshaken = threading.Event()
         self._eof = False  # the peer closed (close_notify or FIN): reads return 0
+        self._plain = bytearray()  # decrypted before our close_notify (see shutdown), served first
 
     # -- the socket's plain parts -------------------------------------------------------
     def fileno(self) -> int:
@@ -107,6 +108,7 @@ class TlsSocket:
         """``SHUT_WR`` sends close_notify, then a FIN, after everything written before; others as a socket."""
         if how == socket.SHUT_WR and self._state is _Handshake.DONE:
             with self._ssl_lock:
+                self._keep_decrypted()
                 try:
                     self._ssl.unwrap()  # queues close_notify; the peer's answer is read as EOF later
                 except (_ssl.SSLWantReadError, _ssl.SSLError, ValueError):
@@ -125,6 +127,8 @@ class TlsSocket:
         ``BlockingIOError`` when no whole record is here yet, like a socket with nothing to read."""
         view = memoryview(buffer).cast("B")
         want = nbytes or len(view)
+        if not want:
+            return 0  # as a socket does
         while True:
             got = self._decrypt(view, want)
             self._send_if_free()
@@ -145,6 +149,10 @@ class TlsSocket:
                 self._eof = True
                 return 0
             got = 0
+            if self._plain:
+                got = min(want, len(self._plain))
+                view[:got] = self._plain[:got]
+                del self._plain[:got]
             while got < want:
                 try:
                     k = cast(int, self._ssl.read(want - got, view[got:]))  # with a buffer: a count
@@ -158,6 +166,20 @@ class TlsSocket:
                 got += k
             self._take_records()  # e.g. an answer to the peer's key update
             return got
+
+    def _keep_decrypted(self) -> None:
+        """Under ``_ssl_lock``: decrypt what already arrived into ``_plain``. ``unwrap`` reads on after
+        sending close_notify, and application data it meets then would break the SSL object (OpenSSL:
+        "application data after close notify"), losing bytes the peer sent before it knew we closed.
+        Bounded: what arrived is at most one network read ahead of the reader."""
+        while True:
+            try:
+                data = self._ssl.read(_TLS_CHUNK)
+            except (_ssl.SSLWantReadError, _ssl.SSLZeroReturnError, _ssl.SSLEOFError):
+                return
+            if not data:
+                return
+            self._plain += data
 
     def _read_network(self, flags: int) -> None:
         """Move ciphertext from the network into TLS; raises ``BlockingIOError`` (``MSG_DONTWAIT``,
@@ -360,7 +382,11 @@ def _handshake_error(err: BaseException | None, label: str, timeout: float) -> _
 def tls_server(raw: socket.socket, context: _ssl.SSLContext, label: str, timeout: float) -> TlsSocket:
     """TLS on an accepted socket: returns at once; the handshake runs on the first read, within
     ``timeout`` (a failed or slow one reads as EOF, logged)."""
-    return TlsSocket(raw, context, server_side=True, hostname=None, label=label, handshake_timeout=timeout)
+    try:
+        return TlsSocket(raw, context, server_side=True, hostname=None, label=label, handshake_timeout=timeout)
+    except BaseException:
+        raw.close()
+        raise
 
 
 __all__ = ["Sock", "TlsSocket", "tls_client", "tls_server"]
