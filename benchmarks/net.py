@@ -29,6 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import os  # noqa: E402
+import resource  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
@@ -199,18 +201,38 @@ def measure_rsocket_py(port: int, route_name: str, arrow: bool):
     return asyncio.run(run())
 
 
+def _cpu_of(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _with_cpu(sender_pid: int, measure: Callable[[], tuple]) -> tuple:
+    """``measure()``'s (rows, bytes, seconds), and the receiver's and the sender's CPU seconds."""
+    c0, s0 = _own_cpu(), _cpu_of(sender_pid)
+    n, nb, dt = measure()
+    return n, nb, dt, _own_cpu() - c0, _cpu_of(sender_pid) - s0
+
+
 def _median(label: str, runs):
     """The run with the median rate (rows/s) of ``runs`` ((rows, bytes, seconds) each)."""
-    n, nb, dt = sorted(runs, key=lambda r: r[0] / r[2])[len(runs) // 2]
+    n, nb, dt = sorted(runs, key=lambda r: r[0] / r[2])[len(runs) // 2][:3]
     return (label, n, nb, dt)
 
 
-def arrow_paired(base: str) -> tuple[list[tuple], dict[str, list[float]]]:
+def arrow_paired(base: str, server_pid: int) -> tuple[list[tuple], dict[str, list[float]], list[str]]:
     """rs_spark.net and the raw socket, run after run in turn (a noisy moment of the shared machine hits
     one pair, not every run of one side): the median rows and each pair's ratio per kind."""
     ctx = mp.get_context("spawn")
     rows: list[tuple] = []
     ratios: dict[str, list[float]] = {}
+    cpu: list[str] = []
     for kind in ("int64", "string"):
         parent, child = ctx.Pipe()
         p = ctx.Process(target=raw_sender, args=(child, kind), daemon=True)
@@ -220,13 +242,21 @@ def arrow_paired(base: str) -> tuple[list[tuple], dict[str, list[float]]]:
         measure_raw(port)
         ours, raw = [], []
         for _ in range(REPEAT):
-            ours.append(measure_rs(base + "/" + kind, "arrow", 8))
-            raw.append(measure_raw(port))
+            ours.append(_with_cpu(server_pid, lambda kind=kind: measure_rs(base + "/" + kind, "arrow", 8)))
+            raw.append(_with_cpu(p.pid, lambda port=port: measure_raw(port)))
         p.join(10)
         ratios[kind] = [(a[0] / a[2]) / (b[0] / b[2]) for a, b in zip(ours, raw, strict=True)]
+        cpu += [_cpu_line(f"rs_spark.net, Arrow {kind}", ours), _cpu_line(f"raw socket, Arrow {kind}", raw)]
         rows.append(_median(f"rs_spark.net, Arrow {kind}, 64K-row batches", ours))
         rows.append(_median(f"ceiling: raw socket, same Arrow {kind} IPC bytes", raw))
-    return rows, ratios
+    return rows, ratios, cpu
+
+
+def _cpu_line(label: str, runs: list[tuple]) -> str:
+    """CPU seconds per GB moved, receiver and sender, medians over ``runs``."""
+    recv = statistics.median(r[3] / (r[1] / 1e9) for r in runs)
+    send = statistics.median(r[4] / (r[1] / 1e9) for r in runs)
+    return f"{label:<30} CPU s/GB: receiver {recv:.3f}, sender {send:.3f}, both {recv + send:.3f}"
 
 
 def rsocket_rows() -> list[tuple]:
@@ -260,7 +290,7 @@ def main() -> None:
     measure_rs(base + "/ints", "json", 4096)  # warm-up (imports, first connection)
     n, _, dt = measure_rs(base + "/ints", "json", 4096)
     rows.append(("rs_spark.net, per-element JSON ints", n, None, dt))
-    arrow, ratios = arrow_paired(base)
+    arrow, ratios, cpu = arrow_paired(base, p.pid)
     rows += arrow
     parent.send("stop")
     p.join(10)
@@ -283,6 +313,7 @@ def main() -> None:
             f"Arrow {kind}: rs_spark.net / raw socket, each run against the raw run right after it: "
             f"median {statistics.median(rs_):.0%} [{runs}] (target >= 90%)"
         )
+    print("\n".join(cpu))
     print(
         f"(loopback TCP; Arrow rows: median of {REPEAT} runs of {BATCHES} batches of {ROWS} rows, each rs_spark "
         f"run followed by a raw-socket run; rsocket package {RSOCKET_BATCHES} batches, one run; {ELEMENTS} JSON "
