@@ -193,6 +193,22 @@ def test_setup_trickled_one_byte_at_a_time_is_closed_after_the_setup_timeout(ser
     assert closed, "a client trickling its SETUP kept the connection open past the setup timeout"
 
 
+def test_an_urgent_byte_does_not_stop_the_readers_timers(server):
+    """TCP urgent data (MSG_OOB) makes poll report the socket readable while a plain read has
+    nothing to return; a reader that then blocked in recv stopped its timers, and the connection
+    stayed open past the setup timeout for as long as the attacker liked."""
+    setup = _join(F.encode_setup(100, 200, M.COMPOSITE, "application/json", metadata=setup_metadata(TOKEN)))
+    with _connect(server) as sock:
+        sock.sendall(setup + _join(F.encode_keepalive(True)))
+        answer = b""
+        while not [f for f in _frames(answer) if f.type == F.KEEPALIVE]:  # the reader has read our frames
+            chunk = sock.recv(4096)
+            assert chunk, "the server closed a connection with a valid SETUP"
+            answer += chunk
+        sock.send(b"!", socket.MSG_OOB)  # now the reader waits for more: only its timers can end this
+        assert _read_until_closed(sock, limit=10) is not None, "the urgent byte kept the connection open"
+
+
 # -- tokens -------------------------------------------------------------------------------
 def test_guessed_tokens_are_all_refused_before_any_stream_and_leave_nothing_behind(server):
     threads = threading.active_count()

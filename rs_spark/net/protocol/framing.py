@@ -84,10 +84,9 @@ class FrameReader:
         self._start = 0  # the first byte not yet handed out
         self._end = 0  # the end of what was read
         self._poll = select.poll()
-        self._poll.register(sock.fileno(), select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP)
-        self._nowait = hasattr(socket, "MSG_DONTWAIT")
-        # A readable TLS socket may hold only part of a record: it is read without waiting, always.
-        self._tls = isinstance(sock, TlsSocket)
+        # Not POLLPRI: TCP urgent data (MSG_OOB) is no part of the stream, and waking for it
+        # would make every wait return at once.
+        self._poll.register(sock.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
         self.bytes_read = 0
 
     @property
@@ -187,17 +186,14 @@ class FrameReader:
     def _read(self, view: memoryview, tick: float) -> int | None:
         """Bytes read into ``view`` (0 at EOF), or None after ``tick`` seconds without data.
         Tries a non-blocking read first: under load data is usually there, saving a poll."""
-        if self._nowait:
-            n = self._read_now(view)
-            if n is not None:
-                return n
+        n = self._read_now(view)
+        if n is not None:
+            return n
         if not self._wait(tick):
             return None
-        if self._tls:
-            return self._read_now(view)  # None: half a record came; the caller reads again
-        n = self._sock.recv_into(view)
-        self.bytes_read += n
-        return n
+        # Never a blocking read, even after poll said readable: a TLS socket may hold half a
+        # record, a plain one an urgent byte; a read that blocked would stop the reader's timers.
+        return self._read_now(view)  # None: the caller reads again
 
     def _read_now(self, view: memoryview) -> int | None:
         """What can be read without waiting (0 at EOF), or None."""
