@@ -64,7 +64,8 @@ public final class ChannelWriter implements AutoCloseable {
 
     /**
      * Wait up to {@code timeoutNanos} for credit; the credit available (0 on timeout). Throws when
-     * the channel failed; -1 when the server wants no more payloads (it cancelled its side).
+     * the channel failed; -1 when the server wants no more payloads (it cancelled its side, or
+     * answered already).
      */
     public long awaitCredit(long timeoutNanos) throws IOException {
         long deadline = System.nanoTime() + timeoutNanos;
@@ -72,8 +73,10 @@ public final class ChannelWriter implements AutoCloseable {
         try {
             while (true) {
                 if (state == State.FAILED) throw failure;
+                // Before the state: a server that cancelled and answered (the hub's "duplicate") wants
+                // no more rows while ours may still wait; that is its answer, not our misuse.
+                if (cancelled || state == State.ANSWERED) return -1;
                 if (state != State.OPEN) throw new IllegalStateException(where + ": the channel was completed or closed");
-                if (cancelled) return -1;
                 if (credits > 0) return credits;
                 long left = deadline - System.nanoTime();
                 if (left <= 0) return 0;
