@@ -51,7 +51,7 @@ class CommitChannel:
         self._piece: tuple[int, int] = (-2, -1)
         self._piece_rows = 0
         self.complete = False  # the commit sent its last record batch
-        self.epoch: Sent | None = None  # the last record batch it sent: its batch, end and kind
+        self.last_sent: Sent | None = None  # the last record batch it sent: its batch, end and kind
         self.partition: int | None = None  # the partition it delivers, from its first record batch (set by the hub)
 
     # Subscriber side (the commit's record batches)
@@ -86,7 +86,7 @@ class CommitChannel:
                 self._piece, self._piece_rows = (bid, start), 0
             self._piece_rows += batch.num_rows
             open_ended = is_open_ended(batch)
-            self.epoch = Sent(bid, start + batch.num_rows, open_ended)
+            self.last_sent = Sent(bid, start + batch.num_rows, open_ended)
             what = self._hub.offer(self, batch, bid, start, total, open_ended=open_ended, partition=partition_of(batch))
         except SinkError as exc:
             self.refuse(exc)

@@ -500,8 +500,9 @@ class DeliveryHub:
         if self._lanes.get(ch.partition) is ch:
             del self._lanes[ch.partition]
         led = self.ledger.partition(ch.partition)
-        if ch.epoch is not None and ch.epoch.open_ended and ch.epoch.batch_id == led.batch_id:
-            led.settle(ch.epoch.end)  # this run's attempt of the epoch is over: it had ch.epoch.end rows
+        sent = ch.last_sent
+        if sent is not None and sent.open_ended and sent.batch_id == led.batch_id:
+            led.settle(sent.end)  # this run's attempt of the epoch is over: it had sent.end rows
         self.batches_delivered += 1
         self.ledger.save()
         return ("delivered" if led.complete else "incomplete", led.batch_id, led.total, led.rows)
