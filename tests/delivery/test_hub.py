@@ -34,6 +34,7 @@ from rs_spark.net.protocol.codecs import ARROW_MIME, make_codec
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.subscribers import Recorder
 from tests.waits import wait_until
+from tests.wire import RawFrames, raw
 
 
 def rows(lo, hi):
@@ -366,32 +367,16 @@ def _raw_commit(address: str) -> tuple[socket.socket, list[bytes]]:
     the Arrow IPC bytes of a 0-row record batch naming epoch 5 of partition 1, open-ended."""
     a = parse(address)
     sock = socket.create_connection((a.host, a.port), timeout=5)
-    sock.sendall(_raw(F.encode_setup(1000, 10000, M.COMPOSITE, ARROW_MIME, metadata=setup_metadata(a.token))))
+    sock.sendall(raw(F.encode_setup(1000, 10000, M.COMPOSITE, ARROW_MIME, metadata=setup_metadata(a.token))))
     md = {META_BATCH: b"5", META_START: b"0", META_TOTAL: b"0", META_OPEN: b"1", META_PARTITION: b"1"}
     empty = pa.record_batch({"id": pa.array([], pa.int64())}).replace_schema_metadata(md)
-    return sock, [_raw(make_codec("arrow").encode(empty))]
+    return sock, [raw(make_codec("arrow").encode(empty))]
 
 
-def _raw(parts) -> bytes:
-    return b"".join(bytes(p) for p in parts)
-
-
-class _RawFrames:
-    """Frames read off a raw socket, one at a time."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock, self.data = sock, b""
-        sock.settimeout(30)
-
-    def next(self) -> F.Frame:
-        while len(self.data) < 3 or len(self.data) < 3 + int.from_bytes(self.data[:3], "big"):
-            chunk = self.sock.recv(65536)
-            assert chunk, "the hub closed the connection"
-            self.data += chunk
-        n = int.from_bytes(self.data[:3], "big")
-        f, self.data = F.decode(self.data[3 : 3 + n]), self.data[3 + n :]
-        assert f.type != F.ERROR, bytes(f.data).decode()
-        return f
+def _next_ok(frames: RawFrames) -> F.Frame:
+    f = frames.next()
+    assert f.type != F.ERROR, bytes(f.data).decode()
+    return f
 
 
 def test_a_commit_flooding_the_hub_with_empty_batches_within_its_credits_gets_one_answer():
@@ -407,18 +392,18 @@ def test_a_commit_flooding_the_hub_with_empty_batches_within_its_credits_gets_on
     try:
         sock, (empty,) = _raw_commit(ep.address)
         route = M.request_metadata(M.COMPOSITE, parse(ep.address).name)
-        sock.sendall(_raw(F.encode_request(F.REQUEST_CHANNEL, 1, 1, metadata=route, data=[empty])))
-        frames, one, left, credit = _RawFrames(sock), _raw(F.encode_payload(1, [empty])), 100_000 - 1, 0
+        sock.sendall(raw(F.encode_request(F.REQUEST_CHANNEL, 1, 1, metadata=route, data=[empty])))
+        frames, one, left, credit = RawFrames(sock), raw(F.encode_payload(1, [empty])), 100_000 - 1, 0
         while left:
             while credit == 0:  # wait for the hub to grant more
-                f = frames.next()
+                f = _next_ok(frames)
                 if f.type == F.REQUEST_N and f.stream_id == 1:
                     credit += f.request_n
             k = min(credit, left, 10_000)
             sock.sendall(one * k)
             credit, left = credit - k, left - k
-        sock.sendall(_raw(F.encode_payload(1, next=False, complete=True)))
-        while not ((f := frames.next()).type == F.PAYLOAD and f.flags & F.FLAG_NEXT):
+        sock.sendall(raw(F.encode_payload(1, next=False, complete=True)))
+        while not ((f := _next_ok(frames)).type == F.PAYLOAD and f.flags & F.FLAG_NEXT):
             pass
         assert make_codec("arrow").decode(f.data).to_pylist()[0]["status"] == "delivered"
         assert rec.items == [] and ep.hub.buffered == 0

@@ -21,6 +21,7 @@ from rs_spark.net.protocol.address import parse
 from rs_spark.net.protocol.auth import setup_metadata
 
 from ..waits import wait_until
+from ..wire import split_frames
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -64,17 +65,6 @@ def _read_until_closed(sock, limit=5.0):
         return None
     except ConnectionResetError:
         return data
-
-
-def _frames(data):
-    out = []
-    while len(data) >= 3:
-        n = int.from_bytes(data[:3], "big")
-        if len(data) < 3 + n:
-            break
-        out.append(F.decode(data[3 : 3 + n]))
-        data = data[3 + n :]
-    return out
 
 
 def _settle(server, threads: int) -> None:
@@ -150,7 +140,7 @@ def test_oversized_length_before_setup_is_refused_without_allocating_it(server):
         sock.sendall((F.MAX_FRAME_LENGTH).to_bytes(3, "big") + b"\x00" * 16)
         data = _read_until_closed(sock)
     assert data is not None
-    errs = [f for f in _frames(data) if f.type == F.ERROR]
+    errs = [f for f in split_frames(data) if f.type == F.ERROR]
     assert errs and errs[0].error_code == F.CONNECTION_ERROR
     assert b"before a SETUP frame was accepted" in bytes(errs[0].data)
 
@@ -159,7 +149,7 @@ def test_oversized_frame_after_setup_names_the_limit(server):
     with _connect(server) as sock:
         sock.sendall(SETUP + (LIMITS.max_frame_bytes + 1).to_bytes(3, "big") + b"\x00" * 16)
         data = _read_until_closed(sock)
-    errs = [f for f in _frames(data or b"") if f.type == F.ERROR]
+    errs = [f for f in split_frames(data or b"") if f.type == F.ERROR]
     assert errs and f"limit of {LIMITS.max_frame_bytes} bytes".encode() in bytes(errs[0].data)
 
 
@@ -201,7 +191,7 @@ def test_an_urgent_byte_does_not_stop_the_readers_timers(server):
     with _connect(server) as sock:
         sock.sendall(setup + _join(F.encode_keepalive(True)))
         answer = b""
-        while not [f for f in _frames(answer) if f.type == F.KEEPALIVE]:  # the reader has read our frames
+        while not [f for f in split_frames(answer) if f.type == F.KEEPALIVE]:  # the reader has read our frames
             chunk = sock.recv(4096)
             assert chunk, "the server closed a connection with a valid SETUP"
             answer += chunk
@@ -225,7 +215,7 @@ def test_guessed_tokens_are_all_refused_before_any_stream_and_leave_nothing_behi
                     )
                 )
                 data = _read_until_closed(sock)
-            errs = [f for f in _frames(data or b"") if f.type == F.ERROR]
+            errs = [f for f in split_frames(data or b"") if f.type == F.ERROR]
             assert errs and errs[0].error_code == F.REJECTED_SETUP, f"guess {i} was not refused"
             assert b"wrong token" in bytes(errs[0].data) or b"requires a token" in bytes(errs[0].data)
         assert opened == [], "a stream opened for a client without the right token"
@@ -247,7 +237,7 @@ def test_200_connections_beyond_the_limit_are_refused_and_everything_returns_to_
         refused = 0
         for s in socks[LIMITS.max_connections :]:
             data = _read_until_closed(s, limit=5)
-            errs = [f for f in _frames(data or b"") if f.type == F.ERROR]
+            errs = [f for f in split_frames(data or b"") if f.type == F.ERROR]
             if errs and b"too many connections" in bytes(errs[0].data):
                 refused += 1
         assert refused >= 200 - LIMITS.max_connections - 2  # a few may be accepted as earlier ones close
@@ -269,11 +259,11 @@ def test_streams_beyond_the_per_connection_limit_are_refused_with_the_limit_name
         sock.sendall(SETUP + reqs)
         sock.settimeout(5)
         data = b""
-        while len([f for f in _frames(data) if f.type == F.ERROR]) < 4:
+        while len([f for f in split_frames(data) if f.type == F.ERROR]) < 4:
             chunk = sock.recv(65536)
             assert chunk, "the server closed instead of refusing the extra streams"
             data += chunk
-        errs = [f for f in _frames(data) if f.type == F.ERROR]
+        errs = [f for f in split_frames(data) if f.type == F.ERROR]
         assert all(f.error_code == F.REJECTED and b"too many open streams" in bytes(f.data) for f in errs)
 
 

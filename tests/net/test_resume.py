@@ -29,6 +29,7 @@ from tests.net._procs import serve_spilling
 from tests.publishers import Counting
 from tests.subscribers import Recorder
 from tests.waits import wait_until
+from tests.wire import RawFrames
 
 TOKEN = "resume-test-token"
 
@@ -540,7 +541,7 @@ class _WireReader:
     def __init__(self, server, key: str) -> None:
         host, port = server.base_address.split("//")[1].split(":")
         self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.buf = b""
+        self.frames = RawFrames(self.sock, timeout=10)
         setup = F.encode_setup(
             1000,
             60000,
@@ -553,16 +554,10 @@ class _WireReader:
         self.send(setup, F.encode_request(F.REQUEST_STREAM, STREAM_ID, 100, metadata=route))
 
     def send(self, *frames) -> None:
-        self.sock.sendall(b"".join(bytes(b) for fr in frames for b in fr))
+        self.frames.send(*frames)
 
     def next_frame(self) -> F.Frame:
-        while len(self.buf) < 3 or len(self.buf) < 3 + int.from_bytes(self.buf[:3], "big"):
-            chunk = self.sock.recv(65536)
-            assert chunk, "the server closed the connection"
-            self.buf += chunk
-        n = int.from_bytes(self.buf[:3], "big")
-        f, self.buf = F.decode(self.buf[3 : 3 + n]), self.buf[3 + n :]
-        return f
+        return self.frames.next()
 
 
 def test_a_finished_stream_is_kept_until_its_last_row_is_acknowledged_then_ends(serve):
