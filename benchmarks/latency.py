@@ -17,6 +17,8 @@ time.time() when emitted, as Arrow record batches. Paths, each run ``--runs`` ti
 * ``real-time TLS``: ``real-time`` with both hops over tls:// (the publisher's server and the
   Subscriber's hub; a throwaway self-signed certificate in a private temporary directory, removed
   after the run, trusted by the JVM through option tlsCaFile);
+* ``real-time TLS source hop``, ``real-time TLS sink hop``: only that hop over tls://, to tell what
+  each costs (not in the default ``--paths``);
 * ``micro-batch``: format("reactive") -> format("reactive") (processingTime 0, pollTimeout 50ms);
 * ``rate -> foreachBatch``: Spark's rate source (rowsPerSecond) into a Python foreachBatch that
   takes now - timestamp per row (Spark's own micro-batch floor, no rs_spark involved);
@@ -159,9 +161,12 @@ def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | No
     return sub.lat
 
 
-def run_realtime_tls(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
+def run_realtime_tls(
+    spark: Any, rate: float, a: argparse.Namespace, source_hop: bool = True, sink_hop: bool = True
+) -> list[float]:
     """As ``real-time``, both hops over tls://: the publisher's server and the Subscriber's hub, each
-    with a throwaway self-signed certificate that the JVM client trusts through option tlsCaFile."""
+    with a throwaway self-signed certificate that the JVM client trusts through option tlsCaFile
+    (``source_hop`` / ``sink_hop`` False: that hop stays on plain TCP, to tell what each costs)."""
     import secrets
     import ssl
 
@@ -183,15 +188,24 @@ def run_realtime_tls(spark: Any, rate: float, a: argparse.Namespace) -> list[flo
         token = secrets.token_urlsafe(24)
         struct = _parse_datatype_string("id LONG, t DOUBLE")
         publisher = realtime.as_record_batches(ticking(rate), struct)
-        server = net.serve(publisher, name="rt", token=token, ssl=context, retention=Retention())
+        server = net.serve(
+            publisher, name="rt", token=token, ssl=context if source_hop else None, retention=Retention()
+        )
         try:
             address = parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
             sub = Lat(time.time() + a.warmup)
             tls = {"tlsCaFile": cert}
-            df = realtime.read_stream(spark, endpoint=address, schema="id LONG, t DOUBLE", options=tls)
+            df = realtime.read_stream(
+                spark, endpoint=address, schema="id LONG, t DOUBLE", options=tls if source_hop else {}
+            )
             trigger = realtime_trigger(a)
             q = realtime.write_stream(
-                df, sub, trigger=trigger, checkpoint=os.path.join(private, "chk"), ssl=context, options=tls
+                df,
+                sub,
+                trigger=trigger,
+                checkpoint=os.path.join(private, "chk"),
+                ssl=context if sink_hop else None,
+                options=tls if sink_hop else {},
             )
             time.sleep(a.warmup + a.seconds)
             end_realtime(q, sub, float(trigger.split()[0]))
@@ -297,6 +311,8 @@ PATHS = {
     "real-time 10s batches": lambda spark, rate, a: run_realtime(spark, rate, a, "10 seconds"),
     "real-time 2 partitions": run_realtime_partitions,
     "real-time TLS": run_realtime_tls,
+    "real-time TLS source hop": lambda spark, rate, a: run_realtime_tls(spark, rate, a, sink_hop=False),
+    "real-time TLS sink hop": lambda spark, rate, a: run_realtime_tls(spark, rate, a, source_hop=False),
     "micro-batch": run_microbatch,
     "rate -> foreachBatch": run_rate,
     "floor (no Spark)": lambda spark, rate, a: run_floor(rate, a),
@@ -364,7 +380,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=10, help="seconds not counted at the start of each run")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rates", default="20,10000,100000", help="comma-separated rows per second")
-    ap.add_argument("--paths", default=",".join(PATHS), help="comma-separated, of: " + ", ".join(PATHS))
+    default = [p for p in PATHS if not p.endswith(" hop")]  # the one-hop TLS rows are for diagnosis
+    ap.add_argument("--paths", default=",".join(default), help="comma-separated, of: " + ", ".join(PATHS))
     a = ap.parse_args()
 
     from pyspark.sql import SparkSession

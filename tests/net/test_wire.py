@@ -337,6 +337,28 @@ def test_empty_arrow_batches_reach_only_a_subscriber_that_asks_and_give_their_cr
     assert granted >= 21 if asks else granted == 4, granted  # 20 on top of the implied first credit
 
 
+def test_row_credit_is_topped_up_in_halves_of_the_window_not_per_batch():
+    """A Subscriber taking one batch at a time (the delivery hub's commits) from a peer that sends
+    one row a payload: credit goes back when half the window is used, never one REQUEST_N per row,
+    and the peer, sending only within its credit, never runs dry."""
+    codec = make_codec("arrow")
+    sub = _TakesEmpty()
+    inb = InboundSubscription(sub, codec, "test channel", requester=False, batch_rows=64)
+    conn = _FakeConn()
+    inb.attach(conn, 1)
+    subscribe_with(sub, inb, start=True)
+    one = _join(codec.encode(pa.record_batch({"id": pa.array([7], pa.int64())})))
+    sent = 0
+    for _ in range(1000):
+        granted = sum(f.request_n for f in conn.sent if f.type == F.REQUEST_N)
+        assert granted - sent >= 1, f"the peer ran out of credit after {sent} rows"
+        inb.on_frame(F.decode(_join(F.encode_payload(1, [one]))[3:]))
+        sent += 1
+    assert sub.error is None and sub.rows == [1] * 1000
+    grants = [f.request_n for f in conn.sent if f.type == F.REQUEST_N]
+    assert len(grants) <= 1000 // 32 + 2, f"{len(grants)} REQUEST_N frames for 1000 rows: {grants[:10]}..."
+
+
 def test_spec_3_9_request_zero_across_the_wire_errors_locally_and_cancels_the_source():
     closed = threading.Event()
 
