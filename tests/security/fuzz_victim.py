@@ -4,7 +4,6 @@ value decoded; prints counts and peak RSS as JSON. A crash ends the process: the
 from __future__ import annotations
 
 import json
-import resource
 import sys
 
 from rs_spark.arrow.ipc import from_ipc
@@ -13,6 +12,7 @@ from rs_spark.jvm.publisher import _one_batch
 from rs_spark.net.protocol.codecs import ArrowCodec
 
 from .arrow_attacks import mutations
+from .victim import peak_rss_mb
 
 PATHS = {
     "codec": lambda d: [ArrowCodec().decode(d)],
@@ -39,7 +39,7 @@ def main() -> None:
             for b in batches:
                 b.to_pylist()  # where unvalidated offsets would read neighbouring memory
             outcome["accepted"] += 1
-    outcome["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    outcome["max_rss_mb"] = peak_rss_mb()
     print(json.dumps(outcome), flush=True)
 
 
