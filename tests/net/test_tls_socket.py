@@ -146,7 +146,7 @@ def test_untrusted_certificate_fails_the_client_handshake_with_a_hint(tls):
         t.join(10)
 
 
-def _client_records(cctx: ssl.SSLContext, raw: socket.socket) -> ssl.SSLObject:
+def _client_records(cctx: ssl.SSLContext, raw: socket.socket) -> tuple[ssl.SSLObject, ssl.MemoryBIO]:
     """A TLS client done by hand over ``raw``, so a test can send records cut where it likes."""
     inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
     obj = cctx.wrap_bio(inc, out, server_hostname="127.0.0.1")
@@ -160,8 +160,7 @@ def _client_records(cctx: ssl.SSLContext, raw: socket.socket) -> ssl.SSLObject:
             assert data, "the server closed during the handshake"
             inc.write(data)
     raw.sendall(out.read())  # the client's Finished
-    obj.out = out  # type: ignore[attr-defined]
-    return obj
+    return obj, out
 
 
 def test_half_a_record_never_blocks_the_readers_timers(tls):
@@ -182,10 +181,10 @@ def test_half_a_record_never_blocks_the_readers_timers(tls):
 
         reader = threading.Thread(target=read, daemon=True)
         reader.start()
-        client = _client_records(cctx, raw)
+        client, records = _client_records(cctx, raw)
         frame = b"".join(bytes(b) for b in F.encode_keepalive(True, 7, b"hello"))
         client.write(frame)
-        record = client.out.read()  # type: ignore[attr-defined]
+        record = records.read()
         raw.sendall(record[: len(record) // 2])
         _drain(seen)
         for _ in range(3):  # ticks keep coming while half a record waits
