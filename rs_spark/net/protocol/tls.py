@@ -10,7 +10,10 @@ whichever thread holds the *send lock* (the writer, or the reader when it produc
 key-update records while nobody was sending).
 
 An earlier design ran TLS on a thread of its own behind a socketpair; every message then crossed
-two more threads, about 0.1 ms per hop on a 2-core machine (docs/realtime.md).
+two more threads (docs/realtime.md).
+
+Reads ask OpenSSL for plaintext only while it may hold some: a read that finds none raises
+``SSLWantReadError``, and raising twice per record cost more than decrypting a small one.
 
 Buffers are bounded: at most ``_TLS_CHUNK`` bytes of ciphertext are read ahead of the reader, and
 the writer encrypts ``_TLS_CHUNK`` bytes of plaintext at a time, sending each before the next.
@@ -35,7 +38,7 @@ log = logging.getLogger("rs_spark.net")
 
 _TLS_CHUNK = 256 * 1024  # most ciphertext read from the network at once; most plaintext encrypted at once
 _COALESCE = 64 * 1024  # smaller writes are joined first: one record for many small frames
-_NOWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+_NOWAIT = int(getattr(socket, "MSG_DONTWAIT", 0))  # a plain int: IntFlag's & runs in Python, 1.6 µs a read
 
 
 class _Handshake(enum.Enum):
@@ -75,6 +78,8 @@ class TlsSocket:
         self._state = _Handshake.PENDING
         self._handshaken = threading.Event()
         self._eof = False  # the peer closed (close_notify or FIN): reads return 0
+        self._closed_by_peer = False  # TLS read the peer's close (reads return 0 once the bytes before it are out)
+        self._more = False  # the last read filled its buffer: its record may hold more
         self._plain = bytearray()  # decrypted before our close_notify (see shutdown), served first
 
     # -- the socket's plain parts -------------------------------------------------------
@@ -102,7 +107,7 @@ class TlsSocket:
     def pending(self) -> bool:
         """Bytes wait inside TLS (decrypted, or records already read): readable without the network."""
         with self._ssl_lock:
-            return bool(self._ssl.pending() or self._in.pending)
+            return bool(self._plain or self._more or self._in.pending)
 
     def shutdown(self, how: int) -> None:
         """``SHUT_WR`` sends close_notify, then a FIN, after everything written before; others as a socket."""
@@ -134,7 +139,7 @@ class TlsSocket:
             self._send_if_free()
             if got or self._eof:
                 return got
-            self._read_network(flags & _NOWAIT)
+            self._read_network(int(flags) & _NOWAIT)
 
     def recv(self, n: int) -> bytes:
         buf = bytearray(n)
@@ -143,29 +148,43 @@ class TlsSocket:
     def _decrypt(self, view: memoryview, want: int) -> int:
         """Plaintext available now, up to ``want`` bytes; steps a server's handshake first."""
         with self._ssl_lock:
-            if self._state is _Handshake.PENDING and not self._step_handshake():
+            if self._state is not _Handshake.DONE and not self._handshake_done():
                 return 0
-            if self._state is _Handshake.FAILED:
-                self._eof = True
-                return 0
-            got = 0
-            if self._plain:
-                got = min(want, len(self._plain))
-                view[:got] = self._plain[:got]
-                del self._plain[:got]
-            while got < want:
+            got = self._take_plain(view, want) if self._plain else 0
+            # Reads only while TLS may hold bytes: a read that finds none raises SSLWantReadError,
+            # and raising costs more than decrypting a small record (twice per record otherwise).
+            while got < want and (self._more or self._in.pending or self._in.eof or self._closed_by_peer):
+                space = want - got
                 try:
-                    k = cast(int, self._ssl.read(want - got, view[got:]))  # with a buffer: a count
+                    k = cast(int, self._ssl.read(space, view[got:]))  # with a buffer: a count
                 except _ssl.SSLWantReadError:
+                    self._more = False
                     break
                 except (_ssl.SSLZeroReturnError, _ssl.SSLEOFError):
                     k = 0
-                if not k:
+                if not k:  # the peer's close (a read returns 0 for nothing else)
+                    self._closed_by_peer = True
                     self._eof = not got  # the close comes after the bytes before it
                     break
+                self._more = k == space  # a read returns less only when its record is used up
                 got += k
-            self._take_records()  # e.g. an answer to the peer's key update
+            if self._out.pending:
+                self._take_records()  # e.g. an answer to the peer's key update
             return got
+
+    def _handshake_done(self) -> bool:
+        """Under ``_ssl_lock``: a server's handshake stepped with the bytes at hand; True once done."""
+        if self._state is _Handshake.PENDING:
+            return self._step_handshake()
+        self._eof = True  # FAILED: reads as the end
+        return False
+
+    def _take_plain(self, view: memoryview, want: int) -> int:
+        """Under ``_ssl_lock``: bytes decrypted at our close (see shutdown), first."""
+        got = min(want, len(self._plain))
+        view[:got] = self._plain[:got]
+        del self._plain[:got]
+        return got
 
     def _keep_decrypted(self) -> None:
         """Under ``_ssl_lock``: decrypt what already arrived into ``_plain``. ``unwrap`` reads on after
@@ -175,9 +194,12 @@ class TlsSocket:
         while True:
             try:
                 data = self._ssl.read(_TLS_CHUNK)
-            except (_ssl.SSLWantReadError, _ssl.SSLZeroReturnError, _ssl.SSLEOFError):
+            except _ssl.SSLWantReadError:
                 return
-            if not data:
+            except (_ssl.SSLZeroReturnError, _ssl.SSLEOFError):
+                data = b""
+            if not data:  # the peer's close: the reader reports it after _plain
+                self._closed_by_peer = True
                 return
             self._plain += data
 
@@ -315,8 +337,14 @@ Sock: TypeAlias = "socket.socket | TlsSocket"
 """What a connection reads and writes: a plain socket or a TLS one."""
 
 
-def _chunks(buffers: Iterable[Any]) -> Iterator[Any]:
+def _chunks(buffers: Iterable[Any]) -> Iterable[Any]:
     """The plaintext in pieces of at most ``_TLS_CHUNK`` bytes; small buffers joined."""
+    if type(buffers) is list and len(buffers) == 1 and type(buffers[0]) is bytes and len(buffers[0]) <= _TLS_CHUNK:
+        return buffers  # one small message (sendall): as it is, without a generator
+    return _pieces(buffers)
+
+
+def _pieces(buffers: Iterable[Any]) -> Iterator[Any]:
     small: list[Any] = []
     size: int = 0
     for b in buffers:
