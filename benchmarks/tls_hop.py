@@ -17,6 +17,7 @@ import multiprocessing as mp
 import socket
 import ssl
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +29,9 @@ sys.path.insert(0, str(ROOT))
 
 SIZE = 100
 KINDS = ("plain TCP", "rs_spark TlsSocket", "ssl.SSLSocket")
+# The JVM client against the Python server, as a real-time hop runs: (row, the server's kind, the client's)
+JVM_KINDS = (("JDK Socket", "plain TCP", "tcp"), ("JDK SSLSocket", "rs_spark TlsSocket", "tls"))
+JAR = ROOT / "rs_spark" / "jvm" / "jars" / "rs-spark-jvm.jar"
 
 
 def _contexts(cert: str, key: str) -> tuple[ssl.SSLContext, ssl.SSLContext]:
@@ -85,10 +89,23 @@ def round_trips(sock: Any, messages: int) -> tuple[float, float]:
     return rtts[len(rtts) // 2] / 1000, rtts[int(len(rtts) * 0.99)] / 1000
 
 
+def jvm_round_trips(port: int, kind: str, cafile: str, messages: int) -> tuple[float, float]:
+    """p50 and p99 of the JVM client's round trips (benchmarks/java/TlsHop.java), in microseconds."""
+    cmd = ["java", "-cp", str(JAR), str(ROOT / "benchmarks" / "java" / "TlsHop.java")]
+    out = subprocess.run(
+        [*cmd, str(port), kind, cafile, str(messages), str(SIZE)], check=True, capture_output=True, text=True
+    )
+    p50, p99, suite = out.stdout.split(maxsplit=2)
+    if kind == "tls":
+        print(f"JVM client's TLS: {suite.strip()}")
+    return float(p50), float(p99)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=20000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-jvm", action="store_true", help="only the Python clients")
     a = ap.parse_args()
     from tests.certs import make_self_signed
 
@@ -98,22 +115,27 @@ def main() -> None:
     server = mp.get_context("spawn").Process(target=echo_server, args=(child, cert, key), daemon=True)
     server.start()
     port = parent.recv()
-    results: dict[str, list[tuple[float, float]]] = {k: [] for k in KINDS}
+    jvm = () if a.no_jvm else JVM_KINDS
+    results: dict[str, list[tuple[float, float]]] = {k: [] for k in (*KINDS, *(row for row, _, _ in jvm))}
     for _ in range(a.runs):
         for kind in KINDS:
             parent.send(kind)
             sock = _client(kind, port, cctx)
             results[kind].append(round_trips(sock, a.messages))
             sock.close()
+        for row, server_kind, client_kind in jvm:
+            parent.send(server_kind)
+            results[row].append(jvm_round_trips(port, client_kind, cert, a.messages))
     parent.send(None)
     server.join(10)
     print(f"round trips of one {SIZE}-byte message over loopback, {a.messages} per run, {a.runs} runs; microseconds")
     print(f"{'transport':<22} {'p50':>8} {'p50 spread':>16} {'p99':>8} {'p99 spread':>16} {'TLS per hop, p50':>17}")
-    base = statistics.median(p50 for p50, _ in results["plain TCP"])
+    bases = {k: statistics.median(p50 for p50, _ in results[k]) for k in ("plain TCP", "JDK Socket") if results.get(k)}
     for kind, runs in results.items():
         p50s, p99s = [r[0] for r in runs], [r[1] for r in runs]
         p50 = statistics.median(p50s)
-        hop = f"{(p50 - base) / 2:+.1f}" if kind != "plain TCP" else "-"
+        base = bases["JDK Socket" if kind.startswith("JDK") else "plain TCP"]
+        hop = f"{(p50 - base) / 2:+.1f}" if kind not in bases else "-"
         print(
             f"{kind:<22} {p50:>8.1f} {f'[{min(p50s):.1f}-{max(p50s):.1f}]':>16} {statistics.median(p99s):>8.1f}"
             f" {f'[{min(p99s):.1f}-{max(p99s):.1f}]':>16} {hop:>17}"
