@@ -35,6 +35,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
         this.feed = feed;
         this.position = p.start();
         this.acknowledged = p.acknowledge();
+        TaskChunks.sourceOpened(TaskChunks.currentTask());
     }
 
     static LiveReader open(RtInputPartition p) throws IOException {
@@ -69,6 +70,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
         acknowledgeCommitted();
         if (p.end() >= 0 && position >= p.end()) return false;
         if (index >= rows.size()) {
+            TaskChunks.chunkEnded(); // the sink sends the chunk's rows now, not row by row
             long deadline = System.nanoTime() + timeoutNs;
             Chunk c = feed.poll(timeoutNs);
             if (c == null) {
@@ -123,6 +125,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
 
     @Override
     public void close() {
+        TaskChunks.sourceClosed();
         TaskContext tc = TaskContext.get();
         boolean stopping = tc != null && tc.isInterrupted();
         if (stopping && p.options().cancelOnStop) feed.cancel();

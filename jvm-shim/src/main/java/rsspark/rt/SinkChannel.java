@@ -32,7 +32,9 @@ import rsspark.rsocket.ProtocolException;
  * One task's channel into the delivery hub. The task thread queues rows ({@link #add}, blocking
  * while {@code maxQueuedRows} wait); a sender thread sends whatever is queued as one payload, as soon
  * as the hub grants credit: one row per payload while rows trickle in, bigger payloads when they
- * come faster than a payload's round trip, with no wait added to gather them.
+ * come faster than a payload's round trip, with no wait added to gather them. When our
+ * {@code reactive-rt} source reads in the same task, the sender is woken at the end of each of the
+ * source's chunks instead of at every row ({@link TaskChunks}): a chunk's rows leave as one payload.
  */
 final class SinkChannel {
     // The hub's tags (rs_spark/delivery/wire.py).
@@ -58,9 +60,13 @@ final class SinkChannel {
     private boolean stopped;
     private IOException failure;
     private long sent; // rows sent: the next row's index within the epoch
+    private final long task; // the Spark task attempt writing (-1: none)
+    private final Runnable flusher = this::flush;
 
-    private SinkChannel(ChannelWriter writer, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition, long epoch) {
+    private SinkChannel(ChannelWriter writer, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
+            long epoch, long task) {
         this.writer = writer;
+        this.task = task;
         this.o = o;
         this.epoch = epoch;
         this.partition = partition;
@@ -74,24 +80,37 @@ final class SinkChannel {
 
     static SinkChannel open(Endpoint endpoint, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
             long epoch) throws IOException {
+        return open(endpoint, schema, o, partition, epoch, TaskChunks.currentTask());
+    }
+
+    /** As above, for Spark task attempt {@code task} (tests name one: they run outside Spark). */
+    static SinkChannel open(Endpoint endpoint, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
+            long epoch, long task) throws IOException {
         Connection.Options c = new Connection.Options();
         c.connectTimeoutMs = o.connectTimeoutMs;
         c.tls = o.tls;
         ChannelWriter w = ChannelWriter.open(endpoint, c, 16);
-        SinkChannel ch = new SinkChannel(w, schema, o, partition, epoch);
+        SinkChannel ch = new SinkChannel(w, schema, o, partition, epoch, task);
         ch.sender.start();
+        TaskChunks.sinkOpened(task, ch.flusher);
         return ch;
     }
 
     /** Queue one row; blocks while {@code maxQueuedRows} rows wait; throws once the channel failed. */
     void add(Row row) throws IOException {
         InternalRow r = (InternalRow) toInternal.apply(row); // a new row each call: safe to queue
+        // With our source in this task, rows go at the ends of its chunks, not as each comes (the source may
+        // open after this channel, so asked per row: one thread-local read).
+        boolean byChunk = TaskChunks.sourceMarksEnds(task);
         lock.lock();
         try {
-            while (queue.size() >= o.maxQueuedRows && failure == null) changed.await();
+            while (queue.size() >= o.maxQueuedRows && failure == null) {
+                changed.signalAll(); // the sender may be waiting for the chunk's end
+                changed.await();
+            }
             if (failure != null) throw failure;
             queue.addLast(r);
-            changed.signalAll();
+            if (!byChunk || queue.size() >= Math.min(o.maxRowsPerPayload, o.maxQueuedRows)) changed.signalAll();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while the Subscriber of " + writer.where() + " was busy");
@@ -100,8 +119,19 @@ final class SinkChannel {
         }
     }
 
+    /** Send what is queued (our source's chunk ended: see {@link TaskChunks}). */
+    private void flush() {
+        lock.lock();
+        try {
+            if (!queue.isEmpty()) changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** The epoch's rows are all queued: send them, then the end, and wait until every row reached the Subscriber. */
     void finish() throws IOException {
+        TaskChunks.sinkClosed(flusher);
         lock.lock();
         try {
             finishing = true;
@@ -129,6 +159,7 @@ final class SinkChannel {
 
     /** Stop: the hub drops what it holds of this channel (not yet delivered) and the task fails. */
     void abort(String why) {
+        TaskChunks.sinkClosed(flusher);
         lock.lock();
         try {
             stopped = true;

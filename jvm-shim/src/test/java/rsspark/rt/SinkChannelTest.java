@@ -204,6 +204,54 @@ class SinkChannelTest {
         }
     }
 
+    /**
+     * With our source reading in the same task, a chunk's rows leave as one payload when the source
+     * says the chunk ended; rows no chunk end follows still leave once the queue holds
+     * maxRowsPerPayload, or maxQueuedRows, so the task never waits on a sender that sleeps.
+     */
+    @Test
+    void withOurSourceInTheTaskAChunksRowsLeaveAsOnePayloadAtTheChunksEnd() throws Exception {
+        long task = 42;
+        TaskChunks.sourceOpened(task);
+        try (ScriptedHub hub = new ScriptedHub()) {
+            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA,
+                    options("maxQueuedRows", "4", "maxRowsPerPayload", "100", "ackTimeout", "1s"), 0, 3, task);
+            hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
+            hub.send(Frames.requestN(1, 1000));
+            for (int chunk = 1; chunk <= 20; chunk++) { // row by row, some chunk would go in two payloads or more
+                addAll(c, 3 * (chunk - 1), 3 * chunk);
+                TaskChunks.chunkEnded();
+                int rowsSoFar = 3 * chunk;
+                List<Frame> f = hub.await(fs -> rowsIn(fs) >= rowsSoFar, "chunk " + chunk + "'s 3 rows");
+                assertEquals(chunk, ScriptedHub.ofType(f, Frames.PAYLOAD).size(), "chunk " + chunk + " left in several payloads");
+            }
+            addAll(c, 60, 70); // a chunk longer than maxQueuedRows=4: sent as the queue fills, no deadlock
+            TaskChunks.chunkEnded();
+            List<Frame> all = hub.await(f -> rowsIn(f) >= 70, "70 rows");
+            assertEquals(JvmFeedTest.range(0, 70), ids(ScriptedHub.ofType(all, Frames.PAYLOAD)));
+            c.abort("the test is over");
+        } finally {
+            TaskChunks.sourceClosed();
+        }
+    }
+
+    /** A source of another task (state a task left on this thread) never holds this task's rows back. */
+    @Test
+    void withoutOurSourceInTheSameTaskEachRowLeavesAsItComes() throws Exception {
+        TaskChunks.sourceOpened(41); // left behind by task 41
+        try (ScriptedHub hub = new ScriptedHub()) {
+            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, options(), 0, 3, 42);
+            hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
+            hub.send(Frames.requestN(1, 1000));
+            addAll(c, 0, 1); // no chunk end follows
+            List<Frame> f = hub.await(fs -> rowsIn(fs) >= 1, "the row, without a chunk's end");
+            assertEquals(List.of(0L), ids(ScriptedHub.ofType(f, Frames.PAYLOAD)));
+            c.abort("the test is over");
+        } finally {
+            TaskChunks.sourceClosed();
+        }
+    }
+
     static long rowsIn(List<Frame> frames) {
         long n = 0;
         try {
