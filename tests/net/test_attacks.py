@@ -304,3 +304,41 @@ def test_client_that_never_reads_stays_bounded_and_is_freed_on_close():
         _settle(s, threads)
     finally:
         s.stop()
+
+
+def test_a_slow_peer_still_gets_the_error_after_what_was_queued_for_it():
+    """A malformed frame from a peer that reads slowly: the server closes with ERROR after the frames
+    already queued for that peer. Its reader drains the peer meanwhile; it used to do so with a socket
+    timeout of 0.1 s, which the writer shares: the writer's send, blocked on the slow peer, then timed
+    out and the ERROR (and the rest of the queue) never left."""
+    limits = net.Limits(high_water_bytes=64 * 1024, max_frame_bytes=64 * 1024)
+    # 10 KB elements, asked up to 1024 at a time: about 10 MB queued, more than the kernel's buffers take,
+    # so the writer is inside a send, blocked on the peer, when the ERROR is queued.
+    s = net.serve(rs.defer(lambda: iter(lambda: "x" * 10_000, None)), name="flood", limits=limits)
+    try:
+        with _connect(s) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+            sock.sendall(
+                _join(F.encode_setup(1000, 60000, M.COMPOSITE, "application/json"))
+                + _join(
+                    F.encode_request(
+                        F.REQUEST_STREAM, 1, F.MAX_REQUEST_N, metadata=M.request_metadata(M.COMPOSITE, "flood")
+                    )
+                )
+            )
+            wait_until(lambda: any(c.backlog > 5_000_000 for c in list(s._conns)), what="5 MB queued for the peer")
+            sock.sendall((1 << 20).to_bytes(3, "big"))  # a frame over the 64 KiB limit: malformed
+            data = b""
+            for _ in range(3):  # reads a little, now and then, as slow peers do (not synchronisation)
+                threading.Event().wait(0.4)
+                data += sock.recv(64 * 1024)
+            rest = _read_until_closed(sock, limit=30.0)
+            data = None if rest is None else data + rest
+        assert data is not None, "the server never closed the connection"
+        frames = split_frames(data)
+        assert frames and frames[-1].type == F.ERROR, (
+            f"the ERROR never came after {len(frames)} frames: the writer's send was cut"
+        )
+        assert frames[-1].error_code == F.CONNECTION_ERROR and "exceeds" in frames[-1].data.decode()
+    finally:
+        s.stop()

@@ -25,6 +25,7 @@ split by thread, each half would hold the other's state.
 from __future__ import annotations
 
 import logging
+import select
 import socket
 import threading
 import time
@@ -534,15 +535,18 @@ class Connection:
         """After sending a connection ERROR, read (and drop) until the peer closes or 2 s pass, so
         unread bytes do not turn our FIN into a reset that would lose the ERROR frame."""
         scratch = bytearray(SETUP_MAX_BYTES)  # bytes are dropped, not framed: a fixed, small buffer per peer
+        # Waits in poll, not with a socket timeout: the timeout is the socket's, and the writer may still
+        # be sending the final frames, which a timeout would cut.
         try:
-            self.sock.settimeout(0.1)
+            wait = select.poll()
+            wait.register(self.sock.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
             while time.monotonic() <= self._close_deadline:
                 try:
-                    if self.sock.recv_into(scratch) == 0:
+                    if self.sock.recv_into(scratch, 0, socket.MSG_DONTWAIT) == 0:
                         return
-                except (TimeoutError, BlockingIOError):
-                    continue
-        except OSError:
+                except (BlockingIOError, InterruptedError):
+                    wait.poll(100)
+        except (OSError, ValueError):  # ValueError: the socket is closed already (fileno -1)
             return
 
     def _finish(self) -> None:
