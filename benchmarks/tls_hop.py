@@ -5,9 +5,15 @@
 An echo server in a child process and a client here exchange ``--messages`` messages of 100 bytes
 (a real-time row or two, as frames carry them), one at a time; a round trip is two hops. Rows:
 plain TCP (the baseline), rs_spark's :class:`~rs_spark.net.protocol.tls.TlsSocket` (TLS in memory on
-the caller's threads, both ends), and the standard library's ``ssl.SSLSocket`` (both ends), each run
-``--runs`` times in turn; the table shows the median over runs of each run's p50 and p99, with the
-spread. TLS's cost per hop is half the difference of the round trips.
+the caller's threads, both ends), and the standard library's ``ssl.SSLSocket`` (both ends); then the
+JVM's side of a real-time hop (``benchmarks/java/TlsHop.java``, run with ``java``: a JDK ``Socket``
+against the plain server, a JDK ``SSLSocket`` made as the shim's ``Transport`` makes it against the
+``TlsSocket`` server; ``--no-jvm`` leaves them out). Each runs ``--runs`` times in turn; the table shows
+the median over runs of each run's p50 and p99, with the spread. TLS's cost per hop is half the
+difference of the round trips (the JVM rows against the JVM's plain row).
+
+On this machine a round trip between idle processes is mostly the wake-up of an idle core (about
+30 µs); run it with another process keeping one core busy to see TLS's own cost.
 """
 
 from __future__ import annotations
