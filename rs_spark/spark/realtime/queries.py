@@ -57,6 +57,7 @@ def read_stream(
     jvm_publisher: str | None = None,
     bind: str = "tcp://127.0.0.1:0",
     retention: Retention | None = None,
+    ssl: _ssl.SSLContext | None = None,
     **legacy_options: OptionValue,
 ) -> DataFrame:
     """``spark.readStream.format("reactive-rt")`` over exactly one of: ``publisher`` (a Python
@@ -64,7 +65,9 @@ def read_stream(
     ``retention`` is its :class:`rs_spark.net.Retention`), ``endpoint`` (the address of a Publisher
     served by rs_spark.net with codec arrow) or ``jvm_publisher`` (``"com.example.Feeds#quotes"``).
     ``schema``: DDL, StructType or pyarrow.Schema (required). ``options``: source options
-    (``{"maxInFlight": 16}``, ...; as keyword arguments: deprecated)."""
+    (``{"maxInFlight": 16}``, ...; as keyword arguments: deprecated). ``ssl``: a server
+    ``ssl.SSLContext`` to serve ``publisher`` on ``tls://`` (give option ``tlsCaFile`` too, unless the
+    JVM's default trust store trusts its certificate)."""
     from ..jvm import jvm
 
     if sum(x is not None for x in (publisher, endpoint, jvm_publisher)) != 1:
@@ -72,11 +75,16 @@ def read_stream(
             "realtime.read_stream() needs exactly one of publisher= (a Python Publisher, served here), "
             "endpoint= (an rs_spark.net address) or jvm_publisher= ('com.example.Feeds#method')"
         )
+    if ssl is not None and publisher is None:
+        raise ValueError(
+            "realtime.read_stream(ssl=...) serves publisher= over tls://; an endpoint= is served by its own "
+            "server (give its tls:// address and option tlsCaFile), a jvm_publisher= is read in the JVM"
+        )
     struct = _struct(schema)
     jvm(spark)  # the shim (and so format "reactive-rt") on the driver's classpath, or a clear error
     reader = spark.readStream.format(SOURCE).schema(struct)
     if publisher is not None:
-        endpoint = _serve(spark, publisher, struct, bind, retention)
+        endpoint = _serve(spark, publisher, struct, bind, retention, ssl)
     if endpoint is not None:
         reader = reader.option("endpoint", endpoint)
     if jvm_publisher is not None:
@@ -100,8 +108,8 @@ def _struct(schema: Any) -> Any:
     return from_arrow_schema(schema)
 
 
-def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retention: Any) -> str:
-    """Serve ``publisher`` (as Arrow record batches) on a loopback endpoint with a random token."""
+def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retention: Any, ssl: Any) -> str:
+    """Serve ``publisher`` (as Arrow record batches) on ``bind`` with a random token (TLS with ``ssl``)."""
     from ...net import serve
     from ...net.protocol.address import parse
     from ...net.zero_loss.retention import Retention
@@ -115,6 +123,7 @@ def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retentio
         name=f"rs-rt-{uuid.uuid4().hex[:12]}",
         bind=bind,
         token=token,
+        ssl=ssl,
         retention=retention if retention is not None else Retention(),
     )
     keep(server)
