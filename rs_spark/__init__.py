@@ -37,14 +37,24 @@ def read_stream(
     bind: str = "tcp://127.0.0.1:0",
     retention: Retention | None = None,
     codec: str = "json",
+    ssl: _ssl.SSLContext | None = None,
     **legacy_options: OptionValue,
 ) -> DataFrame:
     """A streaming DataFrame over ``publisher`` from this process, or over a mapping of partition ids
-    to Publishers; ``options`` are the source's (see rs_spark.spark.source.read_stream)."""
+    to Publishers; ``options`` are the source's (see rs_spark.spark.source.read_stream); ``ssl``: a
+    server ``ssl.SSLContext``, served on ``tls://`` (the query then gives option ``tlsCaFile``)."""
     from .spark.source.read_stream import read_stream as _read_stream
 
     return _read_stream(
-        spark, publisher, schema, options=options, bind=bind, retention=retention, codec=codec, **legacy_options
+        spark,
+        publisher,
+        schema,
+        options=options,
+        bind=bind,
+        retention=retention,
+        codec=codec,
+        ssl=ssl,
+        **legacy_options,
     )
 
 

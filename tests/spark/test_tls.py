@@ -141,3 +141,25 @@ def test_a_query_reads_a_tls_endpoint_on_executors_and_writes_into_a_hub_served_
     assert rs_spark.sink_state(q).options["tlsCaFile"] == cert
     progress = [p for p in q.recentProgress if p["numInputRows"]]
     assert len(progress) >= 3 and all(p["numInputRows"] <= 800 for p in progress)
+
+
+@pytest.mark.timeout(300)
+def test_read_stream_with_ssl_serves_the_publisher_over_tls(spark, certs, tmp_path):
+    """rs_spark.read_stream(..., ssl=...) serves on tls:// (tlsCaFile is refused with a tcp:// endpoint,
+    so rows arriving mean TLS); the hub here is plain."""
+    cert, key = certs
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    rec = Recorder()
+    df = rs_spark.read_stream(
+        spark,
+        rs.range_(500).pipe(rs.map(lambda i: {"id": i})),
+        "id LONG",
+        ssl=server_ctx,
+        options={"tlsCaFile": cert, "maxRecordsPerTrigger": 200},
+    )
+    q = rs_spark.write_stream(df, rec, checkpoint=str(tmp_path / "ck"), trigger={"availableNow": True})
+    assert q.awaitTermination(240), "the query did not end within 240 s"
+    assert q.exception() is None
+    assert rec.done.wait(30) and rec.completed and rec.error is None
+    assert [r["id"] for r in rec.items] == list(range(500))

@@ -8,6 +8,7 @@ lives until :func:`stop_served` is called or this process exits.
 
 from __future__ import annotations
 
+import ssl as _ssl
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -32,6 +33,7 @@ def read_stream(
     bind: str = "tcp://127.0.0.1:0",
     retention: Retention | None = None,
     codec: str = "json",
+    ssl: _ssl.SSLContext | None = None,
     **legacy_options: OptionValue,
 ) -> DataFrame:
     """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
@@ -48,6 +50,8 @@ def read_stream(
     this machine that the server can reach (``tcp://10.0.0.5:0``); a random token protects it.
     ``retention`` (:class:`rs_spark.net.Retention`): what the endpoint keeps until Spark commits, so
     a query restarted from its checkpoint continues without loss (on by default, within bounds).
+    ``ssl``: a server ``ssl.SSLContext`` to serve on ``tls://`` (give option ``tlsCaFile`` too, unless
+    the system's trust store trusts its certificate).
     """
     from ..session import register
 
@@ -58,7 +62,7 @@ def read_stream(
     check_reachable(spark, bind, "read_stream")
     if len(publishers) > 1:
         _check_executors_reach(spark, bind)
-    server, token, names = _serve(publishers, bind, retention)
+    server, token, names = _serve(publishers, bind, retention, ssl)
     register(spark)
     addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
     endpoint = ",".join(f"{pid}={a}" for pid, a in addresses.items()) if len(addresses) > 1 else addresses["0"]
@@ -108,15 +112,17 @@ def _declared_schema(schema: Any, publisher: Any) -> Any:
     return declared
 
 
-def _serve(publishers: dict[str, Any], bind: str, retention: Retention | None) -> tuple[Any, str, dict[str, str]]:
+def _serve(
+    publishers: dict[str, Any], bind: str, retention: Retention | None, ssl: _ssl.SSLContext | None
+) -> tuple[Any, str, dict[str, str]]:
     """One server for every partition's Publisher, with a random token (even on loopback: any local
-    user can connect to 127.0.0.1, the port is in /proc/net/tcp)."""
+    user can connect to 127.0.0.1, the port is in /proc/net/tcp); TLS with ``ssl``."""
     import secrets
 
     from ...net import Server
 
     token = secrets.token_urlsafe(24)
-    server = Server(bind, token=token, retention=retention)
+    server = Server(bind, token=token, retention=retention, ssl=ssl)
     prefix = f"rs-{uuid.uuid4().hex[:12]}"
     names = {pid: f"{prefix}-{pid}" for pid in publishers}
     for pid, pub in publishers.items():
