@@ -524,7 +524,7 @@ class Connection:
             self._last_recv = now
             if self._closed is None:
                 self._dispatch(F.decode(buf))
-                if self._ready and reader.max_frame != full:  # SETUP accepted: the full limit applies
+                if self._ready and reader.what:  # SETUP accepted: the full limit applies, without the SETUP hint
                     reader.max_frame, reader.what = full, ""
             if now >= next_check:
                 if self._on_tick(now):
