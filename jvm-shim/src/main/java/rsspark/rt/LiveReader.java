@@ -82,6 +82,7 @@ final class LiveReader implements SupportsRealTimeRead<InternalRow> {
         }
         current = rows.get(index++);
         position++;
+        TaskChunks.rowHanded();
         return true;
     }
 

@@ -34,7 +34,8 @@ import rsspark.rsocket.ProtocolException;
  * as the hub grants credit: one row per payload while rows trickle in, bigger payloads when they
  * come faster than a payload's round trip, with no wait added to gather them. When our
  * {@code reactive-rt} source reads in the same task, the sender is woken at the end of each of the
- * source's chunks instead of at every row ({@link TaskChunks}): a chunk's rows leave as one payload.
+ * source's chunks instead of at every row ({@link TaskChunks}): a chunk's rows leave as one payload,
+ * unless that would hold a row longer than {@link TaskChunks#MAX_HOLD_NANOS}.
  */
 final class SinkChannel {
     // The hub's tags (rs_spark/delivery/wire.py).
@@ -61,12 +62,15 @@ final class SinkChannel {
     private IOException failure;
     private long sent; // rows sent: the next row's index within the epoch
     private final long task; // the Spark task attempt writing (-1: none)
+    private final long maxHoldNanos; // the longest a row is held for its chunk's end
+    private long heldSince; // System.nanoTime() when the oldest queued row was queued (under lock)
     private final Runnable flusher = this::flush;
 
     private SinkChannel(ChannelWriter writer, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
-            long epoch, long task) {
+            long epoch, long task, long maxHoldNanos) {
         this.writer = writer;
         this.task = task;
+        this.maxHoldNanos = maxHoldNanos;
         this.o = o;
         this.epoch = epoch;
         this.partition = partition;
@@ -80,17 +84,20 @@ final class SinkChannel {
 
     static SinkChannel open(Endpoint endpoint, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
             long epoch) throws IOException {
-        return open(endpoint, schema, o, partition, epoch, TaskChunks.currentTask());
+        return open(endpoint, schema, o, partition, epoch, TaskChunks.currentTask(), TaskChunks.MAX_HOLD_NANOS);
     }
 
-    /** As above, for Spark task attempt {@code task} (tests name one: they run outside Spark). */
+    /**
+     * As above, for Spark task attempt {@code task}, holding rows for their chunk's end at most
+     * {@code maxHoldNanos} (tests name both: they run outside Spark, at their own pace).
+     */
     static SinkChannel open(Endpoint endpoint, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
-            long epoch, long task) throws IOException {
+            long epoch, long task, long maxHoldNanos) throws IOException {
         Connection.Options c = new Connection.Options();
         c.connectTimeoutMs = o.connectTimeoutMs;
         c.tls = o.tls;
         ChannelWriter w = ChannelWriter.open(endpoint, c, 16);
-        SinkChannel ch = new SinkChannel(w, schema, o, partition, epoch, task);
+        SinkChannel ch = new SinkChannel(w, schema, o, partition, epoch, task, maxHoldNanos);
         ch.sender.start();
         TaskChunks.sinkOpened(task, ch.flusher);
         return ch;
@@ -99,9 +106,11 @@ final class SinkChannel {
     /** Queue one row; blocks while {@code maxQueuedRows} rows wait; throws once the channel failed. */
     void add(Row row) throws IOException {
         InternalRow r = (InternalRow) toInternal.apply(row); // a new row each call: safe to queue
-        // With our source in this task, rows go at the ends of its chunks, not as each comes (the source may
-        // open after this channel, so asked per row: one thread-local read).
-        boolean byChunk = TaskChunks.sourceMarksEnds(task);
+        // With our source in this task, rows go at the ends of its chunks, not as each comes, unless
+        // holding them would add more than maxHoldNanos (asked per row: the source may open
+        // after this channel).
+        long now = System.nanoTime();
+        boolean hold = TaskChunks.mayHold(task, now, maxHoldNanos);
         lock.lock();
         try {
             while (queue.size() >= o.maxQueuedRows && failure == null) {
@@ -109,8 +118,12 @@ final class SinkChannel {
                 changed.await();
             }
             if (failure != null) throw failure;
+            if (queue.isEmpty()) heldSince = now;
             queue.addLast(r);
-            if (!byChunk || queue.size() >= Math.min(o.maxRowsPerPayload, o.maxQueuedRows)) changed.signalAll();
+            if (!hold || now - heldSince >= maxHoldNanos
+                    || queue.size() >= Math.min(o.maxRowsPerPayload, o.maxQueuedRows)) {
+                changed.signalAll();
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted while the Subscriber of " + writer.where() + " was busy");

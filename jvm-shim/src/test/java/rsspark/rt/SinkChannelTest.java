@@ -6,6 +6,7 @@ import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.arrow.vector.BigIntVector;
@@ -204,6 +205,21 @@ class SinkChannelTest {
         }
     }
 
+    /** Rows as our source hands them: each marked handed (TaskChunks.rowHanded), then added. */
+    static void addHanded(SinkChannel c, long from, long to) throws IOException {
+        for (long i = from; i < to; i++) {
+            TaskChunks.rowHanded();
+            c.add(RowFactory.create(i));
+        }
+    }
+
+    static Thread senderOf(long epoch) {
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().equals("rs-spark-sink-sender epoch " + epoch)) return t;
+        }
+        throw new AssertionError("no sender thread for epoch " + epoch);
+    }
+
     /**
      * With our source reading in the same task, a chunk's rows leave as one payload when the source
      * says the chunk ended; rows no chunk end follows still leave once the queue holds
@@ -215,20 +231,54 @@ class SinkChannelTest {
         TaskChunks.sourceOpened(task);
         try (ScriptedHub hub = new ScriptedHub()) {
             SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA,
-                    options("maxQueuedRows", "4", "maxRowsPerPayload", "100", "ackTimeout", "1s"), 0, 3, task);
+                    options("maxQueuedRows", "4", "maxRowsPerPayload", "100", "ackTimeout", "1s"), 0, 3, task,
+                    TimeUnit.SECONDS.toNanos(60)); // no bound on holding here: this test's pace is its own
             hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
             hub.send(Frames.requestN(1, 1000));
+            Thread sender = senderOf(3);
             for (int chunk = 1; chunk <= 20; chunk++) { // row by row, some chunk would go in two payloads or more
-                addAll(c, 3 * (chunk - 1), 3 * chunk);
+                waitUntilBlocked(sender); // back from the last payload, waiting for rows
+                addHanded(c, 3 * (chunk - 1), 3 * chunk);
                 TaskChunks.chunkEnded();
                 int rowsSoFar = 3 * chunk;
                 List<Frame> f = hub.await(fs -> rowsIn(fs) >= rowsSoFar, "chunk " + chunk + "'s 3 rows");
                 assertEquals(chunk, ScriptedHub.ofType(f, Frames.PAYLOAD).size(), "chunk " + chunk + " left in several payloads");
             }
-            addAll(c, 60, 70); // a chunk longer than maxQueuedRows=4: sent as the queue fills, no deadlock
+            addHanded(c, 60, 70); // a chunk longer than maxQueuedRows=4: sent as the queue fills, no deadlock
             TaskChunks.chunkEnded();
             List<Frame> all = hub.await(f -> rowsIn(f) >= 70, "70 rows");
             assertEquals(JvmFeedTest.range(0, 70), ids(ScriptedHub.ofType(all, Frames.PAYLOAD)));
+            c.abort("the test is over");
+        } finally {
+            TaskChunks.sourceClosed();
+        }
+    }
+
+    /**
+     * Holding never adds much: a row that took longer than the bound to come through (a slow
+     * transformation) leaves at once, and held rows leave once the oldest has waited the bound,
+     * both without a chunk's end.
+     */
+    @Test
+    void aSlowRowLeavesAtOnceAndHeldRowsLeaveOnceTheOldestWaitedTheBound() throws Exception {
+        long task = 42;
+        TaskChunks.sourceOpened(task);
+        try (ScriptedHub hub = new ScriptedHub()) {
+            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, options(), 0, 3, task,
+                    TimeUnit.MILLISECONDS.toNanos(20));
+            hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
+            hub.send(Frames.requestN(1, 1000));
+            TaskChunks.rowHanded();
+            Thread.sleep(50); // not synchronisation: a transformation that takes 50 ms for this row
+            c.add(RowFactory.create(0L));
+            hub.await(fs -> rowsIn(fs) >= 1, "the slow row, without a chunk's end");
+
+            waitUntilBlocked(senderOf(3));
+            addHanded(c, 1, 2); // fast: held for the chunk's end
+            Thread.sleep(50); // not synchronisation: time passes in the task (the bound is 20 ms)
+            addHanded(c, 2, 3); // the oldest held row has waited over the bound: both leave
+            List<Frame> f = hub.await(fs -> rowsIn(fs) >= 3, "the held rows, without a chunk's end");
+            assertEquals(JvmFeedTest.range(0, 3), ids(ScriptedHub.ofType(f, Frames.PAYLOAD)));
             c.abort("the test is over");
         } finally {
             TaskChunks.sourceClosed();
@@ -240,10 +290,11 @@ class SinkChannelTest {
     void withoutOurSourceInTheSameTaskEachRowLeavesAsItComes() throws Exception {
         TaskChunks.sourceOpened(41); // left behind by task 41
         try (ScriptedHub hub = new ScriptedHub()) {
-            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, options(), 0, 3, 42);
+            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, options(), 0, 3, 42,
+                    TimeUnit.SECONDS.toNanos(60));
             hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
             hub.send(Frames.requestN(1, 1000));
-            addAll(c, 0, 1); // no chunk end follows
+            addHanded(c, 0, 1); // no chunk end follows
             List<Frame> f = hub.await(fs -> rowsIn(fs) >= 1, "the row, without a chunk's end");
             assertEquals(List.of(0L), ids(ScriptedHub.ofType(f, Frames.PAYLOAD)));
             c.abort("the test is over");
