@@ -67,6 +67,16 @@ def _read_until_closed(sock, limit=5.0):
         return bytes(data)
 
 
+def _ask_for_everything(sock: socket.socket, name: str) -> None:
+    """SETUP, then REQUEST_STREAM of ``name`` for unbounded demand, with a small receive buffer: a
+    peer that asks for all and then reads slowly or never."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    sock.sendall(
+        _join(F.encode_setup(1000, 60000, M.COMPOSITE, "application/json"))
+        + _join(F.encode_request(F.REQUEST_STREAM, 1, F.MAX_REQUEST_N, metadata=M.request_metadata(M.COMPOSITE, name)))
+    )
+
+
 def _settle(server, threads: int) -> None:
     """Wait (bounded) until no connection is open and the thread count is back to ``threads``."""
     wait_until(
@@ -279,15 +289,7 @@ def test_client_that_never_reads_stays_bounded_and_is_freed_on_close():
     threads = threading.active_count()
     try:
         with _connect(s) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-            sock.sendall(
-                _join(F.encode_setup(1000, 60000, M.COMPOSITE, "application/json"))
-                + _join(
-                    F.encode_request(
-                        F.REQUEST_STREAM, 1, F.MAX_REQUEST_N, metadata=M.request_metadata(M.COMPOSITE, "flood")
-                    )
-                )
-            )
+            _ask_for_everything(sock, "flood")
             ev = threading.Event()
             peaks = []
             for _ in range(3):  # the server fills the socket, then must stop asking its publisher
@@ -318,15 +320,7 @@ def test_a_slow_peer_still_gets_the_error_after_what_was_queued_for_it():
     s = net.serve(rs.defer(lambda: iter(lambda: "x" * 10_000, None)), name="flood", limits=limits)
     try:
         with _connect(s) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-            sock.sendall(
-                _join(F.encode_setup(1000, 60000, M.COMPOSITE, "application/json"))
-                + _join(
-                    F.encode_request(
-                        F.REQUEST_STREAM, 1, F.MAX_REQUEST_N, metadata=M.request_metadata(M.COMPOSITE, "flood")
-                    )
-                )
-            )
+            _ask_for_everything(sock, "flood")
             conn = wait_until(
                 lambda: next((c for c in list(s._conns) if c.backlog > 5_000_000), None), what="5 MB queued"
             )

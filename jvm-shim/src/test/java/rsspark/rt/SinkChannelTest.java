@@ -213,6 +213,15 @@ class SinkChannelTest {
         }
     }
 
+    /** A channel of epoch 3 for task attempt {@code task} on {@code hub}, once the hub granted 1000 rows. */
+    static SinkChannel openWithCredit(ScriptedHub hub, ReactiveSinkWriter.SinkOptions o, long task, long maxHoldNanos)
+            throws Exception {
+        SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, o, 0, 3, task, maxHoldNanos);
+        hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
+        hub.send(Frames.requestN(1, 1000));
+        return c;
+    }
+
     static Thread senderOf(long epoch) {
         for (Thread t : Thread.getAllStackTraces().keySet()) {
             if (t.getName().equals("rs-spark-sink-sender epoch " + epoch)) return t;
@@ -230,11 +239,8 @@ class SinkChannelTest {
         long task = 42;
         TaskChunks.sourceOpened(task);
         try (ScriptedHub hub = new ScriptedHub()) {
-            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA,
-                    options("maxQueuedRows", "4", "maxRowsPerPayload", "100", "ackTimeout", "1s"), 0, 3, task,
-                    TimeUnit.SECONDS.toNanos(60)); // no bound on holding here: this test's pace is its own
-            hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
-            hub.send(Frames.requestN(1, 1000));
+            SinkChannel c = openWithCredit(hub, options("maxQueuedRows", "4", "maxRowsPerPayload", "100", "ackTimeout", "1s"),
+                    task, TimeUnit.SECONDS.toNanos(60)); // no bound on holding here: this test's pace is its own
             Thread sender = senderOf(3);
             for (int chunk = 1; chunk <= 20; chunk++) { // row by row, some chunk would go in two payloads or more
                 waitUntilBlocked(sender); // back from the last payload, waiting for rows
@@ -264,10 +270,7 @@ class SinkChannelTest {
         long task = 42;
         TaskChunks.sourceOpened(task);
         try (ScriptedHub hub = new ScriptedHub()) {
-            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, options(), 0, 3, task,
-                    TimeUnit.MILLISECONDS.toNanos(20));
-            hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
-            hub.send(Frames.requestN(1, 1000));
+            SinkChannel c = openWithCredit(hub, options(), task, TimeUnit.MILLISECONDS.toNanos(20));
             TaskChunks.rowHanded();
             Thread.sleep(50); // not synchronisation: a transformation that takes 50 ms for this row
             c.add(RowFactory.create(0L));
@@ -290,10 +293,7 @@ class SinkChannelTest {
     void withoutOurSourceInTheSameTaskEachRowLeavesAsItComes() throws Exception {
         TaskChunks.sourceOpened(41); // left behind by task 41
         try (ScriptedHub hub = new ScriptedHub()) {
-            SinkChannel c = SinkChannel.open(Endpoint.parse(hub.address(), null), SCHEMA, options(), 0, 3, 42,
-                    TimeUnit.SECONDS.toNanos(60));
-            hub.await(f -> !ScriptedHub.ofType(f, Frames.REQUEST_CHANNEL).isEmpty(), "REQUEST_CHANNEL");
-            hub.send(Frames.requestN(1, 1000));
+            SinkChannel c = openWithCredit(hub, options(), 42, TimeUnit.SECONDS.toNanos(60));
             addHanded(c, 0, 1); // no chunk end follows
             List<Frame> f = hub.await(fs -> rowsIn(fs) >= 1, "the row, without a chunk's end");
             assertEquals(List.of(0L), ids(ScriptedHub.ofType(f, Frames.PAYLOAD)));
