@@ -370,6 +370,11 @@ def _bind_address(bind: str, token: str | None, ssl: _ssl.SSLContext | None) -> 
             "certificate loaded: ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); "
             "ctx.load_cert_chain(certfile, keyfile))"
         )
+    if ssl is not None and addr.scheme == "unix":
+        raise ValueError(
+            f"{addr.base}: ssl= with a unix:// socket: clients of unix:// speak no TLS, so none could connect; "
+            "a Unix socket is guarded by its file's permissions instead: drop ssl=, or bind tls://HOST:PORT"
+        )
     if ssl is not None and addr.scheme in ("tcp", "ws"):
         addr = Address("tls" if addr.scheme == "tcp" else "wss", addr.host, addr.port, token=addr.token)
     if not addr.is_loopback and ssl is None:

@@ -180,6 +180,13 @@ def test_tls_bind_without_a_certificate_says_what_to_pass():
         net.Server("tls://127.0.0.1:0", token="t")
 
 
+def test_ssl_with_a_unix_socket_is_refused_saying_what_guards_it_instead(tls, tmp_path):
+    sctx, _ = tls
+    with pytest.raises(ValueError, match=r"clients of unix:// speak no TLS.*drop ssl=, or bind tls://"):
+        net.Server(f"unix://{tmp_path / 'rs.sock'}", ssl=sctx)
+    assert not (tmp_path / "rs.sock").exists(), "the socket file was created for a server that was refused"
+
+
 def test_silent_client_during_the_tls_handshake_is_closed_within_the_setup_timeout(server):
     baseline = threading.active_count()
     host, port = server.base_address[len("tls://") :].split(":")
