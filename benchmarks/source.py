@@ -25,7 +25,8 @@ the end of the query) and its rowBytesThroughReader (progress JSON), both per mi
 of one core each; tests/cluster/standalone.py).
 The reactive queries use pollTimeout=10s: the publishers here are finite and complete, so the
 timeout never delays a micro-batch, but a short one ended AvailableNow early when a loaded
-machine took longer than it to build the next 1M-row batch (a run then read 1 of 8 batches).
+machine took longer than it to build the next 1M-row batch (a run then read 1 of 8 batches), and
+availableNowMaxRecords = every row (AvailableNow reads at most 1,000,000 rows a run by default).
 (f), (f') and (g) use maxBufferedRecords = 2 x rows: at 1 x, Arrow elements arrive cut into
 65,536-row frames, the buffer bound holds 15 of them (983,040 rows), and the first micro-batches
 wait the whole pollTimeout for the 1,000,000th row.
@@ -105,6 +106,7 @@ class Bench:
             .option("maxRecordsPerTrigger", rows)
             .option("maxBufferedRecords", max(rows, 2))
             .option("pollTimeout", "10s")
+            .option("availableNowMaxRecords", b * rows)
             .load()
         )
         return Result(measure(df.writeStream.format("noop").trigger(availableNow=True).start(), b * rows))
@@ -132,6 +134,7 @@ class Bench:
                 .option("maxRecordsPerTrigger", rows)
                 .option("maxBufferedRecords", 2 * rows)
                 .option("pollTimeout", "10s")
+                .option("availableNowMaxRecords", b * rows)
                 .option("batchTransport", self.args.transport)
                 .load()
             )
@@ -156,6 +159,7 @@ class Bench:
                 .option("maxRecordsPerTrigger", r)
                 .option("maxBufferedRecords", 2 * r)
                 .option("pollTimeout", "10s")
+                .option("availableNowMaxRecords", b * r)  # per partition: more than each has
             )
             if not executor_fetch:
                 reader = reader.option("batchTransport", self.args.transport)

@@ -34,8 +34,8 @@ import pyarrow.ipc as ipc  # noqa: E402
 from _baselines import make_batch  # noqa: E402
 
 from rs_spark.arrow.validate import checked  # noqa: E402
-from rs_spark.spark.source.handoff import LocalHandoff  # noqa: E402
-from rs_spark.spark.source.replay_log import ReplayLog  # noqa: E402
+from rs_spark.spark.source.single.handoff import LocalHandoff  # noqa: E402
+from rs_spark.spark.source.single.replay_log import ReplayLog  # noqa: E402
 
 
 def timed(fn: Callable[[int], object], runs: int) -> list[float]:

@@ -5,7 +5,8 @@
         --output /data/out --checkpoint /data/ckpt --log-path /data/replay --total 20000
 
 Two queries, both with Trigger.AvailableNow. The first reads the sensor Publisher
-(``format("reactive")``) until it has sent ``--total`` readings and writes them to Parquet;
+(``format("reactive")``) until it has sent ``--total`` readings (``--rate`` makes them available
+at once; AvailableNow reads a feed to its live edge) and writes them to Parquet;
 ``--log-path`` must be readable by every executor (a shared filesystem, or any pyarrow URI
 such as s3://): executors read micro-batches from it. The second streams the Parquet files'
 readings at or above ``--hot`` degrees into a Reactive Streams Subscriber in this driver
@@ -26,7 +27,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--checkpoint", required=True, help="streaming checkpoint directory")
     ap.add_argument("--log-path", required=True, help="replay log location, readable by all executors")
     ap.add_argument("--total", type=int, default=20_000, help="readings the feed sends, then completes")
-    ap.add_argument("--rate", type=float, default=2000, help="readings/s between bursts")
+    ap.add_argument(
+        "--rate",
+        type=float,
+        default=100_000,
+        help="readings/s between bursts (fast enough that every reading is there when the AvailableNow run asks: "
+        "a slower feed is read to its live edge, see docs/source.md)",
+    )
     ap.add_argument("--burst", type=int, default=3000)
     ap.add_argument("--max-records-per-trigger", type=int, default=5000)
     ap.add_argument("--partitions", type=int, default=2, help="partitions per micro-batch")

@@ -4,8 +4,8 @@ from . import rows as _rows  # noqa: F401  (registers the sink's "rows" elements
 from .datasource import ReactiveDataSource
 from .options import OptionError
 from .session import ensure_worker_python, local_session, register
+from .source.data_loss import DataLossError
 from .source.options import SourceOptions
-from .source.reader import DataLossError
 
 __all__ = [
     "ReactiveDataSource",

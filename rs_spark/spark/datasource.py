@@ -16,9 +16,10 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from ..arrow.convert import Mode
 from .options import OptionError
+from .source.batch_reader import ReactiveBatchReader
 from .source.options import SourceOptions
-from .source.reader import ReactiveBatchReader, ReactiveStreamReader
 from .source.resolve import make_publisher
+from .source.single.reader import ReactiveStreamReader
 
 
 class ReactiveDataSource(DataSource):
@@ -64,7 +65,7 @@ class ReactiveDataSource(DataSource):
         endpoints (``executorFetch``) read by executors."""
         opts = SourceOptions.parse(self.options)
         if opts.executor_fetch:
-            from .source.partitioned import PartitionedStreamReader
+            from .source.partitioned.reader import PartitionedStreamReader
 
             return PartitionedStreamReader(opts, schema)
         return ReactiveStreamReader(opts, schema)

@@ -117,7 +117,7 @@ def test_a_malicious_server_cannot_crash_or_leak_into_the_client_reading_it(payl
 
 
 def test_a_tampered_replay_log_segment_is_refused_naming_the_file(tmp_path):
-    from rs_spark.spark.source.replay_log import ReplayLog, read_segment_slice
+    from rs_spark.spark.source.single.replay_log import ReplayLog, read_segment_slice
 
     schema = pa.schema([("payload", pa.binary())])
     log = ReplayLog(str(tmp_path))

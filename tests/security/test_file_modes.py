@@ -38,7 +38,7 @@ def _mode(path):
 
 
 def _write_log(root):
-    from rs_spark.spark.source.replay_log import ReplayLog
+    from rs_spark.spark.source.single.replay_log import ReplayLog
 
     log = ReplayLog(root)
     seg = log.append(0, 3, [pa.record_batch([pa.array([1, 2, 3])], schema=SCHEMA)], SCHEMA)

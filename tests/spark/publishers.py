@@ -30,6 +30,12 @@ def counter(options):
     return rs.range_(n).pipe(rs.map(lambda i: {"id": i, "name": f"{run}-{i}", "price": i * 0.5}))
 
 
+def numbers(options):
+    """``publisher.count`` rows ``{"id": i}``; cannot replay (an operator on a replayable source)."""
+    n = _int(options, "count", 100)
+    return rs.range_(n).pipe(rs.map(lambda i: {"id": i}))
+
+
 def tuples(options):
     n = _int(options, "count", 100)
     return rs.range_(n).pipe(rs.map(lambda i: (i, f"t{i}", float(i))))

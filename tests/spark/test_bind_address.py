@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from rs_spark.net.zero_loss.batch_fetch import BatchServer
-from rs_spark.spark.source.bind_address import LOOPBACK, binds_for, parse_submit_args
+from rs_spark.spark.source.single.bind_address import LOOPBACK, binds_for, parse_submit_args
 
 from .publishers import SCHEMA
 from .queries import wait_for_rows
@@ -111,7 +111,8 @@ def test_driver_conf_is_read_from_the_submit_process_above_the_reader(tmp_path):
     # A real process tree: a stand-in for the driver JVM (its command line is what counts) starts
     # a child, as the JVM starts the reader process; the child reads the conf from its ancestor.
     child = (
-        f"import json, sys; sys.path.insert(0, {ROOT!r}); from rs_spark.spark.source.bind_address import driver_conf; "
+        f"import json, sys; sys.path.insert(0, {ROOT!r}); "
+        "from rs_spark.spark.source.single.bind_address import driver_conf; "
         "print(json.dumps(driver_conf()))"
     )
     parent = "import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-c', sys.argv[1]]))"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rs_spark.spark.source.intake import Intake, IntakeStats
+from rs_spark.spark.source.single.intake import Intake, IntakeStats
 from rs_spark.tck import SubscriberBlackboxVerification, Timeouts
 
 
@@ -21,7 +21,7 @@ def test_memory_bound_counts_rows_of_record_batch_elements():
     five batches are buffered or requested, however many elements the reader asks for."""
     import pyarrow as pa
 
-    from rs_spark.spark.source.intake import Intake
+    from rs_spark.spark.source.single.intake import Intake
 
     requested = []
 

@@ -14,7 +14,8 @@ from rs_spark import streams as rs
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.source.data_loss import DataLossError
 from rs_spark.spark.source.options import SourceOptions
-from rs_spark.spark.source.partitioned import EndpointRange, PartitionedStreamReader
+from rs_spark.spark.source.partitioned.fetch import EndpointRange
+from rs_spark.spark.source.partitioned.reader import PartitionedStreamReader
 from tests.waits import wait_until
 
 
@@ -55,19 +56,6 @@ def test_several_publishers_are_partitions_each_read_once_in_order_with_the_limi
     metrics = [p["sources"][0]["latestOffset"] for p in batches if p["sources"][0].get("latestOffset")]
     metrics = [json.loads(m) if isinstance(m, str) else m for m in metrics]
     assert metrics and all(m["rowBytesThroughReader"] == 0 for m in metrics)
-
-
-def test_the_limit_is_shared_in_proportion_to_what_each_partition_has_available():
-    class Link:
-        def __init__(self, available):
-            self.available, self.start = available, 0
-
-    reader = _reader()
-    links = {"a": Link(900), "b": Link(100)}
-    assert reader._rate_limit(links, {"a": 0, "b": 0}, 500) == {"a": 450, "b": 50}
-    assert reader._rate_limit(links, {"a": 0, "b": 0}, 3) == {"a": 3, "b": 0}  # largest remainders first
-    assert reader._rate_limit(links, {"a": 800, "b": 0}, 1000) == {"a": 100, "b": 100}  # all that is there
-    assert reader._rate_limit(links, {"a": 0, "b": 0}, None) == {"a": 900, "b": 100}
 
 
 def test_a_busy_partition_is_split_over_several_tasks():

@@ -14,7 +14,8 @@ from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.spark.source.data_loss import DataLossError
 from rs_spark.spark.source.options import SourceOptions
-from rs_spark.spark.source.partitioned import EndpointRange, PartitionedStreamReader
+from rs_spark.spark.source.partitioned.fetch import EndpointRange
+from rs_spark.spark.source.partitioned.reader import PartitionedStreamReader
 from tests.waits import wait_until
 
 TOKEN = "partitions-reader-test"

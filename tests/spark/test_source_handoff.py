@@ -14,11 +14,11 @@ from pyspark.sql.streaming.datasource import ReadMaxRows
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from rs_spark.arrow.validate import MalformedArrow
-from rs_spark.spark.source import handoff
-from rs_spark.spark.source.handoff import LocalHandoff
 from rs_spark.spark.source.options import SourceOptions
-from rs_spark.spark.source.partitions import FetchPartition, read_partition
-from rs_spark.spark.source.reader import ReactiveStreamReader
+from rs_spark.spark.source.single import handoff
+from rs_spark.spark.source.single.handoff import LocalHandoff
+from rs_spark.spark.source.single.partitions import FetchPartition, read_partition
+from rs_spark.spark.source.single.reader import ReactiveStreamReader
 
 ROWS = 1000
 SCHEMA = StructType(
@@ -60,7 +60,7 @@ def test_executor_on_the_reader_host_reads_the_private_file_not_the_socket():
         path = os.path.join(folder, name)
         assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-        reader._live.server().close()  # the rows can only come from the file now
+        reader._live.planned.server().close()  # the rows can only come from the file now
         assert _ids(read_partition(part)) == list(range(ROWS))
         reader.commit(end)
         assert not os.path.exists(path)  # committed: the file is gone

@@ -12,7 +12,7 @@ from pyspark.sql.streaming.datasource import ReadMinRows
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
 from rs_spark.spark.source.options import SourceOptions
-from rs_spark.spark.source.reader import ReactiveStreamReader
+from rs_spark.spark.source.single.reader import ReactiveStreamReader
 
 SCHEMA = StructType(
     [StructField("id", LongType()), StructField("name", StringType()), StructField("price", DoubleType())]

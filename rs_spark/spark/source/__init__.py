@@ -1,12 +1,12 @@
 """The ``reactive`` source: a Publisher read with demand per micro-batch.
 
-:mod:`.reader` (Spark's reader: offsets become ``request(n)``), :mod:`.live` (the driver-side
-reader process's state), :mod:`.intake` (the Subscriber in the reader process), :mod:`.upstream`
-(where rows can be asked for again: offsets <-> stream positions, acknowledgements),
-:mod:`.partitions` (where a micro-batch's rows are for executors), :mod:`.partitioned` (several
-endpoints as partitions, read by executors), :mod:`.data_loss` (rows that cannot be replayed,
-reported in one place), :mod:`.options`, :mod:`.resolve` (where the Publisher comes from),
-:mod:`.replay_log` (planned micro-batches made durable), :mod:`.bind_address` and
-:mod:`.sigterm` (the reader process's network and shutdown), :mod:`.read_stream` (Publishers in
-the user's process).
+Shared by both readers: :mod:`.planner` (what each micro-batch reads: one pure decision),
+:mod:`.read_limits` (Spark's read limits as the planner takes them), :mod:`.offsets`,
+:mod:`.options`, :mod:`.resolve` (where the Publisher comes from), :mod:`.data_loss` (rows that
+cannot be replayed, reported in one place), :mod:`.errors`, :mod:`.executor_rows` (elements to
+Arrow on executors), :mod:`.sigterm` (the reader process's shutdown).
+
+:mod:`.single` reads one publisher through the reader process (factory, endpoint, jvmPublisher;
+replay log); :mod:`.partitioned` reads several endpoints as partitions fetched by executors;
+:mod:`.batch_reader` is ``spark.read``; :mod:`.read_stream` serves Publishers of the user's process.
 """

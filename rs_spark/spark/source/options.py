@@ -45,6 +45,8 @@ SOURCE_OPTIONS: dict[str, str] = {
     "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
     "maxTriggerDelay": "with minRecordsPerTrigger: run a smaller batch after this long (default 15m)",
     "pollTimeout": "how long latestOffset waits for requested elements (default 500ms)",
+    "availableNowMaxRecords": "with Trigger.AvailableNow: the most records one run reads from a publisher (per "
+    "partition) that never falls short of what is asked, such as an endless generator (default 1000000)",
     "maxBufferedRecords": "bound on records (rows) held in memory: buffered plus requested (default 100000)",
     "prefetch": "request the next micro-batch's elements while Spark runs this one (default true)",
     "logPath": "pyarrow filesystem URI of the replay log (local path, s3://, hdfs://, gs://, abfs://)",
@@ -73,6 +75,7 @@ class SourceOptions:
     poll_timeout: float
     max_buffered: int
     prefetch: bool
+    available_now_max_records: int
     log_path: str | None
     fail_on_data_loss: bool
     num_partitions: int
@@ -117,6 +120,9 @@ class SourceOptions:
             poll_timeout=parse_duration("pollTimeout", o.get("polltimeout", "500ms")),
             max_buffered=max_buffered,
             prefetch=parse_bool("prefetch", o.get("prefetch", "true")),
+            available_now_max_records=parse_int(
+                "availableNowMaxRecords", o.get("availablenowmaxrecords", 1_000_000), 1
+            ),
             log_path=o.get("logpath") or None,
             fail_on_data_loss=parse_bool("failOnDataLoss", o.get("failondataloss", "true")),
             num_partitions=parse_int("numPartitions", o.get("numpartitions", 1), 1),

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...streams.demand import add_cap
-from ...streams.errors import SpecViolation, throw_if_fatal
-from ...streams.types import Subscription
+from ....streams.demand import add_cap
+from ....streams.errors import SpecViolation, throw_if_fatal
+from ....streams.types import Subscription
 from .chunks import ARROW, Chunk, Precompute, converted, has_arrow, take_from
 
 log = logging.getLogger("rs_spark.source")
@@ -29,18 +29,6 @@ log = logging.getLogger("rs_spark.source")
 _COMPLETE = object()  # the terminal signal on_complete (an error is stored as itself)
 _CANCEL = -1  # on the demand thread's queue: cancel, then end the thread
 _DETACH = -2  # leave the stream to its endpoint (ResumableSubscription.detach), then end the thread
-
-
-class PublisherFailed(RuntimeError):
-    """The publisher signalled ``on_error``; carries its type name and message."""
-
-    def __init__(self, error: BaseException, offset: int) -> None:
-        super().__init__(
-            f"the publisher failed after {offset} records with {type(error).__module__}."
-            f"{type(error).__qualname__}: {error}"
-        )
-        self.error = error
-        self.offset = offset
 
 
 class Intake:
@@ -450,4 +438,4 @@ class IntakeStats:
     outstanding: int
 
 
-__all__ = ["Intake", "IntakeStats", "PublisherFailed", "Chunk", "Precompute"]
+__all__ = ["Intake", "IntakeStats", "Chunk", "Precompute"]

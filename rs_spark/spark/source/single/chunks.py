@@ -5,10 +5,12 @@ and converting runs ahead."""
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pyarrow as pa
+
+from ....arrow.convert import ElementConverter
 
 ARROW = (pa.RecordBatch, pa.Table)
 
@@ -95,4 +97,44 @@ def _convert_run(run: list[Any], precompute: Precompute) -> list[Any]:
     return [Chunk(batch)]
 
 
-__all__ = ["ARROW", "Chunk", "Precompute", "converted", "has_arrow", "rows_in", "take_from"]
+def convert_taken(
+    converter: ElementConverter, elements: list[Any], first_offset: int
+) -> tuple[list[pa.RecordBatch], int, int]:
+    """Convert what ``Intake.take_rows`` returned: Chunks are converted already; runs of plain
+    elements and runs of Arrow elements go through the converter (which names bad offsets).
+    Returns (batches, malformed, dropped)."""
+    out: list[pa.RecordBatch] = []
+    malformed = dropped = 0
+    offset = first_offset
+    for run in runs(elements):
+        if isinstance(run, Chunk):
+            out.append(run.batch)
+            offset += run.batch.num_rows
+            continue
+        c = converter.convert(run, offset)
+        out.append(c.batch)
+        malformed += c.malformed
+        dropped += c.dropped
+        offset += sum(x.num_rows for x in run) if isinstance(run[0], ARROW) else len(run)
+    return out, malformed, dropped
+
+
+def runs(elements: list[Any]) -> Iterator[Chunk | list[Any]]:
+    """``elements`` in order as each Chunk alone and the longest runs of plain elements or of
+    Arrow elements between them (the converter takes one kind at a time)."""
+    i, n = 0, len(elements)
+    while i < n:
+        e = elements[i]
+        if isinstance(e, Chunk):
+            yield e
+            i += 1
+            continue
+        arrow = isinstance(e, ARROW)
+        j = i + 1
+        while j < n and not isinstance(elements[j], Chunk) and isinstance(elements[j], ARROW) == arrow:
+            j += 1
+        yield elements[i:j]
+        i = j
+
+
+__all__ = ["ARROW", "Chunk", "Precompute", "convert_taken", "converted", "has_arrow", "rows_in", "runs", "take_from"]

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.ipc as ipc
 
-from ...arrow.validate import MalformedArrow, checked, refuse_compressed
-from ..files import make_dirs, open_fs, open_new
+from ....arrow.validate import MalformedArrow, checked, refuse_compressed
+from ...files import make_dirs, open_fs, open_new
 
 log = logging.getLogger("rs_spark.source")
 

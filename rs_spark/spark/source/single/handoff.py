@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from ...private_files import create_private
+from ....private_files import create_private
 
 log = logging.getLogger("rs_spark.source")
 

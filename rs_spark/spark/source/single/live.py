@@ -1,53 +1,38 @@
-"""The driver-side reader process's state: the subscription, what was planned, the replay store.
+"""The single reader's reader-process state: the subscription, what was planned, the replay store.
 
 Only Spark's long-lived reader process (one per query) builds a :class:`Live`; the reader object
-itself is pickled to executors without it.
+itself is pickled to executors without it. The reader asks it for a few coarse things (open the
+subscription, ask for rows, describe the stream to the planner, plan rows, start over) and decides
+nothing itself (:mod:`..planner` does).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 import pyarrow as pa
 
-from ...arrow.convert import ElementConverter
-from ...net.protocol.address import redact
-from ...net.protocol.errors import ResumeRejected
-from ...net.zero_loss.batch_fetch import BatchServer
-from ...streams.errors import SpecViolation, throw_if_fatal
-from .bind_address import batch_server_binds
-from .chunks import Chunk
-from .data_loss import report_data_loss
-from .handoff import LocalHandoff
+from ....arrow.convert import ElementConverter
+from ....net.protocol.address import redact
+from ....net.protocol.errors import ResumeRejected
+from ....streams.errors import SpecViolation, throw_if_fatal
+from ..data_loss import report_data_loss
+from ..errors import PublisherFailed
+from ..offsets import StreamOffset
+from ..options import SourceOptions
+from ..planner import Ask, Part, Stream
+from ..sigterm import SigtermStop
+from .chunks import convert_taken
 from .intake import Intake
-from .offsets import StreamOffset
-from .options import SourceOptions
-from .replay_log import ReplayLog
-from .sigterm import SigtermStop
+from .planned import Planned
 from .upstream import Upstream
 
 log = logging.getLogger("rs_spark.source")
-
-# batchTransport=auto: partitions up to this size travel inside Spark's tasks; larger ones are
-# fetched by executors from the reader process (through the JVM costs ~25 ms per MB).
-INLINE_MAX_BYTES = 1 << 20
-
-
-def inline_max_bytes(opts: SourceOptions) -> int:
-    """The largest micro-batch that travels inside Spark's tasks with batchTransport=auto."""
-    return INLINE_MAX_BYTES * opts.num_partitions
-
-
-class _Planned:
-    __slots__ = ("end", "table")
-
-    def __init__(self, end: int, table: pa.Table) -> None:
-        self.end = end
-        self.table = table
 
 
 class Live:
@@ -69,22 +54,19 @@ class Live:
         self.clock = clock  # when micro-batches were planned and the subscription began (the reader's clock)
         self.schema = arrow_schema
         self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
-        self.log = ReplayLog(opts.log_path) if opts.log_path else None
+        self.planned = Planned(opts, arrow_schema)
+        self.log = self.planned.log
         self.upstream = Upstream(opts, arrow_schema, start, end)
-        self.memory: dict[int, _Planned] = {}
-        self._server: BatchServer | None = None
-        self.handoff = LocalHandoff()
         self._prefetch: int | None = None  # demand deferred until Spark has the planned micro-batch
         s = start.offset
         self.next_offset = s if self.log is None else max(s, self.log.end_offset())
         self.intake = self._new_intake()
         self.last_batch_at = clock()
+        self.subscribed_at: float | None = None  # when the current subscription began (rule 1.9's bound)
         self.malformed = 0
         self.dropped = 0
         self.replayed = 0  # rows asked for again after a restart (a planned batch re-read from upstream)
-        self.row_bytes = 0  # Arrow bytes of the rows planned here: every row passes through this process
-        self.available_now_done = False
-        self._subscribed = False
+        self._process_set_up = False  # SIGTERM handler, warnings, the received-records note (once)
         self.subscribe_error: BaseException | None = None
         self._noted = -1
         self._stopped = False
@@ -93,6 +75,25 @@ class Live:
 
     def _new_intake(self) -> Intake:
         return Intake(self.opts.max_buffered, self.next_offset, precompute=self.converter.try_bulk)
+
+    # -- the subscription ---------------------------------------------------------------------
+    def open(self) -> None:
+        """Subscribe (once per stream; again after :meth:`start_over`); raise what subscribe() raised."""
+        if not self._process_set_up:
+            self._set_up_process()
+        if self.subscribed_at is None:
+            self._start_subscription()
+            if self.opts.prefetch:
+                self.intake.demand_up_to(1)
+        self.check_subscribed()
+
+    def _set_up_process(self) -> None:
+        self._process_set_up = True
+        SigtermStop(self.stop).install()  # Spark ends this process with SIGTERM: stop() first
+        self._warn_without_replay()
+        if self.log is not None and not self.upstream.replayable:
+            self.report_in_flight_loss(self.next_offset)
+            threading.Thread(target=self._note_loop, name="rs-reactive-received", daemon=True).start()
 
     def _warn_without_replay(self) -> None:
         if self.log is None and not self.upstream.replayable:
@@ -105,31 +106,18 @@ class Live:
                 "publisher (subscribe_at)."
             )
 
-    def subscribe(self) -> None:
-        if self._subscribed:
-            return
-        self._subscribed = True
-        self.subscribed_at = self.clock()
-        SigtermStop(self.stop).install()  # Spark ends this process with SIGTERM: stop() first
-        self._warn_without_replay()
-        if self.log is not None and not self.upstream.replayable:
-            self.report_in_flight_loss(self.next_offset)
-            threading.Thread(target=self._note_loop, name="rs-reactive-received", daemon=True).start()
-        self._start_subscription()
-        if self.opts.prefetch:
-            self.intake.demand_up_to(1)
-
     def _start_subscription(self) -> None:
         """Subscribe the intake at ``next_offset``; wait (bounded) for on_subscribe (rule 1.9)."""
         # subscribe() runs on its own thread: one that blocks (without calling on_subscribe)
-        # cannot hang the query; latestOffset then fails it naming rule 1.9 after a bounded wait.
+        # cannot hang the query; the planner's AWAIT_OPEN fails it naming rule 1.9 after a bounded wait.
+        self.subscribed_at = self.clock()
         done = threading.Event()
         offset = self.next_offset
         intake = self.intake
 
         def run() -> None:
             try:
-                self.upstream.subscribe(self.intake, offset)
+                self.upstream.subscribe(intake, offset)
             except BaseException as exc:
                 # Recorded even when fatal (SystemExit, CancelledError...), so the query fails
                 # saying what subscribe() did rather than waiting for on_subscribe; a fatal error
@@ -149,34 +137,13 @@ class Live:
                 intake.wake()
 
         threading.Thread(target=run, name="rs-spark-subscribe", daemon=True).start()
-        # Until on_subscribe, or subscribe() returned (on_subscribe may follow: latestOffset waits),
-        # or the limit.
-        intake.wait_subscribed(self.on_subscribe_limit() - (self.clock() - self.subscribed_at), done.is_set)
-        self.check_subscribed()
+        # Until on_subscribe, or subscribe() returned (on_subscribe may follow), or the limit.
+        intake.wait_subscribed(self._open_left(), done.is_set)
 
-    def resume_refused(self, offset: int) -> bool:
-        """If the stream could not be resumed (the endpoint no longer keeps it), report the loss and
-        continue with a new stream at ``offset``; returns whether it did."""
-        err = self.intake.failed
-        if not isinstance(err, ResumeRejected) or self.intake.received_rows:
-            return False
-        key = self.upstream.key
-        report_data_loss(
-            self.opts,
-            f"format('reactive'): the endpoint {redact(self.opts.endpoint or '')} cannot resume stream {key} at "
-            f"offset {offset}: {err.args[0] if err.args else err}; records it had sent after the last commit are lost",
-            "Restart queries within the endpoint's resume window (option resumeWindow, Retention.window) and keep "
-            "the serving process running, or serve with Retention(spill=...). ",
-            "continue with a new stream from the endpoint",
-        )
-        self.upstream.start_over(offset)
-        self.intake.cancel()
-        self.next_offset = offset
-        self.intake = self._new_intake()
-        self._start_subscription()
-        if self.opts.prefetch:
-            self.intake.demand_up_to(1)
-        return True
+    def _open_left(self) -> float:
+        """Seconds left of rule 1.9's bound on the current subscription's on_subscribe."""
+        began = self.subscribed_at if self.subscribed_at is not None else self.clock()
+        return self.on_subscribe_limit() - (self.clock() - began)
 
     def on_subscribe_limit(self) -> float:
         """How long subscribe() may take to call on_subscribe (rule 1.9) before the query fails."""
@@ -187,37 +154,92 @@ class Live:
         if self.subscribe_error is not None:
             raise self.subscribe_error
 
-    def acknowledge(self, offset: int) -> None:
-        """Spark committed every row before ``offset``: tell the publisher (once per position)."""
-        if self._subscribed and not self._stopped:
-            self.upstream.acknowledge(self.intake, offset)
+    def await_open(self) -> None:
+        """The planner's AWAIT_OPEN: wait for on_subscribe within rule 1.9's bound, else fail saying so."""
+        intake = self.intake
+        intake.wait_subscribed(self._open_left(), lambda: self.subscribe_error is not None)
+        self.check_subscribed()
+        if intake.subscription is None:
+            waited = self.on_subscribe_limit() - self._open_left()
+            raise SpecViolation(
+                "1.9",
+                (
+                    f"format('reactive'): the publisher did not call on_subscribe within {waited:.0f} s of "
+                    "subscribe(), so no records can be requested; fix the publisher (or its factory) to "
+                    "call subscriber.on_subscribe(subscription) first"
+                ),
+            )
 
-    def planned_end(self, start: int) -> int | None:
-        """The end of a batch already planned from ``start`` (after a restart), if any."""
-        if self.log is not None:
-            for seg in self.log.segments():
-                if seg.start == start:
-                    return seg.end
-            return None
-        p = self.memory.get(start)
-        return p.end if p else None
+    def start_over(self, offset: int) -> None:
+        """The endpoint cannot resume the stream: report what is lost (failOnDataLoss decides), then
+        read a new stream from ``offset``; its key is recorded before it is opened."""
+        err = self.intake.failed
+        report_data_loss(
+            self.opts,
+            f"format('reactive'): the endpoint {redact(self.opts.endpoint or '')} cannot resume stream "
+            f"{self.upstream.key} at offset {offset}: {err.args[0] if err and err.args else err}; records it had "
+            "sent after the last commit are lost",
+            "Restart queries within the endpoint's resume window (option resumeWindow, Retention.window) and keep "
+            "the serving process running, or serve with Retention(spill=...). ",
+            "continue with a new stream from the endpoint",
+        )
+        self.upstream.start_over(offset)
+        self.intake.cancel()
+        self.next_offset = offset
+        self.intake = self._new_intake()
+        self.subscribed_at = None
 
-    def store(self, start: int, end: int, batches: list[pa.RecordBatch]) -> None:
-        """Make ``[start, end)`` replayable before its offset is returned."""
-        batches = [b for b in batches if b.num_rows]
-        self.row_bytes += sum(b.nbytes for b in batches)
-        if self.log is not None:
-            self.log.append(start, end, batches, self.schema)
-        else:
-            table = self.handoff.put(start, batches, self.schema) if self._hand_off(batches) else None
-            if table is None:
-                table = pa.Table.from_batches(batches, schema=self.schema)
-            self.memory[start] = _Planned(end, table)
+    # -- what the planner sees --------------------------------------------------------------------
+    def part(self, s: int, committed: int, target: int | None) -> Part:
+        """The stream as the planner sees it for a micro-batch starting at ``s`` (record offsets);
+        ``committed``: the offset Spark committed (-1: none known)."""
+        intake = self.intake
+        floor = max(committed, self.release_floor(s))
+        return Part(s, s + intake.buffered_rows, floor, self._stream(), target, short=intake.outstanding > 0)
 
-    def _hand_off(self, batches: list[pa.RecordBatch]) -> bool:
-        """Whether executors will fetch these rows (batchTransport, size): then they go to a private file."""
-        t = self.opts.batch_transport
-        return t == "fetch" or (t == "auto" and sum(b.nbytes for b in batches) > inline_max_bytes(self.opts))
+    def _stream(self) -> Stream:
+        intake = self.intake
+        err = intake.failed
+        if isinstance(err, ResumeRejected) and not intake.received_rows:
+            return Stream.GONE
+        if err is not None or intake.violated:
+            return Stream.FAILED
+        if intake.completed:
+            return Stream.COMPLETED
+        return Stream.OPENING if intake.subscription is None else Stream.OPEN
+
+    def release_floor(self, s: int) -> int:
+        """Rows before this offset need no commit for the publisher to go on: those before this
+        stream began, or all of them when the publisher takes no acknowledgements."""
+        up = self.upstream
+        if up.origin is None or not up.takes_acknowledgements(self.intake.subscription):
+            return s
+        return up.origin
+
+    def fail(self, s: int) -> NoReturn:
+        """The planner's FAIL: raise the rule the publisher broke, or the error it signalled."""
+        self.intake.check()
+        err = self.intake.failed
+        if err is None:  # pragma: no cover - FAIL follows a failed stream only
+            raise RuntimeError("format('reactive'): the publisher failed without an error")
+        raise PublisherFailed(err, s)
+
+    # -- demand ---------------------------------------------------------------------------------
+    def ask(self, a: Ask) -> int:
+        """Signal the demand ``a`` says and wait up to pollTimeout for its rows; the elements asked for."""
+        if not a.per_part:
+            return 0
+        o, intake = self.opts, self.intake
+        self.note_received()  # includes what prefetch received while Spark ran the last batch
+        if intake.received_rows == 0 and intake.buffered == 0 and not intake.terminated:
+            # Learn how many rows an element carries before asking for many (RecordBatch publishers).
+            intake.demand_up_to(1)
+            intake.wait(1, o.poll_timeout)
+        want = max(1, math.ceil(a.per_part / max(intake.rows_per_element(), 1e-9)))
+        intake.chunk = max(1024, min(65_536, want // 4))  # the converter thread's bite: ~4 per micro-batch
+        intake.demand_up_to(want)
+        intake.wait(a.wait_for, o.poll_timeout)
+        return want
 
     def prefetch_later(self, elements: int) -> None:
         """Ask the publisher for the next micro-batch's ``elements`` once Spark has this one's offset.
@@ -237,19 +259,30 @@ class Live:
         if elements is not None:
             self.intake.demand_up_to(elements)
 
-    def local_file(self, start: int) -> tuple[str, str] | None:
-        """(folder, name) of the private file holding the micro-batch planned at ``start``, if any."""
-        return self.handoff.file_of(start)
+    def acknowledge(self, offset: int) -> None:
+        """Spark committed every row before ``offset``: tell the publisher (once per position)."""
+        if self.subscribed_at is not None and not self._stopped:
+            self.upstream.acknowledge(self.intake, offset)
 
-    def forget(self, start: int) -> None:
-        """The micro-batch planned at ``start`` committed: free its rows and file."""
-        self.memory.pop(start, None)
-        self.handoff.drop(start)
+    # -- planning -------------------------------------------------------------------------------
+    def realign(self, s: int) -> None:
+        """Spark's start differs from ours: only after a restart without (enough) log."""
+        if s >= self.next_offset:
+            self.next_offset = s
+            return
+        # s < next_offset: rows [s, next_offset) were planned but their plan is gone.
+        msg = (
+            f"format('reactive'): Spark asked for records from offset {s}, but this reader already "
+            f"planned up to {self.next_offset} and cannot find the batch starting at {s}"
+        )
+        report_data_loss(self.opts, msg, "", "continue from the current offset")
 
-    def plan(self, s: int, elements: list[Any], taken: int) -> int:
-        """Convert the records taken into the micro-batch ``[s, s + taken)`` and make it replayable."""
+    def plan(self, s: int, rows: int) -> int:
+        """Take ``rows`` buffered rows, convert them into the micro-batch ``[s, s + rows)`` and make it
+        replayable; its end."""
+        elements, taken = self.intake.take_rows(rows)
         end = s + taken
-        batches, malformed, dropped = convert(self.converter, elements, s)
+        batches, malformed, dropped = convert_taken(self.converter, elements, s)
         self.malformed += malformed
         self.dropped += dropped
         if dropped:
@@ -259,9 +292,10 @@ class Live:
                 s,
                 end,
             )
-        self.store(s, end, batches)
+        self.planned.store(s, end, batches)
         self.next_offset = end
         self.last_batch_at = self.clock()
+        self.note_received()  # so a crash's in-flight records are counted at the next start
         return end
 
     def replan(self, s: int, e: int) -> bool:
@@ -269,35 +303,18 @@ class Live:
         planned before (it can replay), and plan them identically; False if they did not come."""
         if not self.upstream.replayable or s != self.next_offset:
             return False
-        self.subscribe()
+        self.open()
         intake = self.intake
-        wait = max(30.0, 40 * self.opts.poll_timeout)
         intake.demand_up_to(max(1, e - s))
-        got = intake.wait(e - s, wait)
-        if not got and self.resume_refused(s):
+        if not intake.wait(e - s, max(30.0, 40 * self.opts.poll_timeout)):
+            if self._stream() is Stream.GONE:
+                self.start_over(s)
             return False
-        if not got:
-            return False
-        elements, taken = intake.take_rows(e - s)
-        self.plan(s, elements, taken)
-        self.replayed += taken
+        self.plan(s, e - s)
+        self.replayed += e - s
         return True
 
-    def server(self) -> BatchServer:
-        """Start (once) the server executors fetch planned micro-batches from."""
-        if self._server is None:
-            self._server = BatchServer(self._lookup, binds=batch_server_binds())
-        return self._server
-
-    def _lookup(self, key: int, lo: int, hi: int) -> tuple[pa.Schema, list[pa.RecordBatch]]:
-        planned = self.memory.get(key)  # dict reads are atomic; commit() only removes entries
-        if planned is None:
-            raise LookupError(
-                f"format('reactive'): the micro-batch planned at offset {key} is no longer held by "
-                "the reader process (it was committed, or the driver restarted)"
-            )
-        return self.schema, planned.table.slice(lo, hi - lo).to_batches()
-
+    # -- the replay log's note of received records ------------------------------------------------
     def report_in_flight_loss(self, logged_end: int) -> None:
         """Records the previous reader process received but had not logged died with it."""
         assert self.log is not None
@@ -328,6 +345,7 @@ class Live:
                 self._noted = now
                 self.log.note_received(now)
 
+    # -- progress and stop ------------------------------------------------------------------------
     def progress(self) -> dict[str, Any]:
         """What the source's progress JSON shows about the publisher and what it keeps."""
         counts = self.intake.stats()
@@ -343,7 +361,7 @@ class Live:
         if up.origin is not None and up.replayable:
             p["committedPosition"] = max(up.acked, 0)
             p["replayedRecords"] = self.replayed
-        p["rowBytesThroughReader"] = self.row_bytes
+        p["rowBytesThroughReader"] = self.planned.row_bytes
         retention = getattr(self.intake.subscription, "retention", None)
         if isinstance(retention, dict) and retention:
             p["endpointRetainedRecords"] = retention.get("retainedRecords", 0)
@@ -362,17 +380,18 @@ class Live:
 
     def _stop_once(self) -> None:
         resumable = self.upstream.key is not None
-        if self.log is not None and not self.upstream.replayable:
+        if not self.upstream.replayable:
             dropped = self.intake.buffered_rows
-            if dropped:
+            if dropped:  # e.g. rows that arrived after an AvailableNow run's target
                 log.warning(
                     "format('reactive'): stopping drops %d records received after the last micro-batch "
                     "(offsets from %d); the publisher cannot replay them",
                     dropped,
                     self.next_offset,
                 )
-            self.log.note_received(self.next_offset)  # a clean stop: nothing to report at the next start
-        self.handoff.close()
+            if self.log is not None:
+                self.log.note_received(self.next_offset)  # a clean stop: nothing to report at the next start
+        self.planned.close()
         # A resumable endpoint stream is left to its endpoint (kept for its resume window), so a
         # restarted query continues it; anything else is cancelled.
         if not self.intake.cancel(wait=10.0, detach=resumable):
@@ -380,49 +399,6 @@ class Live:
                 "format('reactive'): the publisher did not accept cancel() within 10 s "
                 "(its request() or cancel() is blocking); stopping anyway"
             )
-
-
-_ARROW = (pa.RecordBatch, pa.Table)
-
-
-def convert(
-    converter: ElementConverter, elements: list[Any], first_offset: int
-) -> tuple[list[pa.RecordBatch], int, int]:
-    """Convert what ``Intake.take_rows`` returned: Chunks are converted already; runs of plain
-    elements and runs of Arrow elements go through the converter (which names bad offsets).
-    Returns (batches, malformed, dropped)."""
-    out: list[pa.RecordBatch] = []
-    malformed = dropped = 0
-    offset = first_offset
-    for run in runs(elements):
-        if isinstance(run, Chunk):
-            out.append(run.batch)
-            offset += run.batch.num_rows
-            continue
-        c = converter.convert(run, offset)
-        out.append(c.batch)
-        malformed += c.malformed
-        dropped += c.dropped
-        offset += sum(x.num_rows for x in run) if isinstance(run[0], _ARROW) else len(run)
-    return out, malformed, dropped
-
-
-def runs(elements: list[Any]) -> Iterator[Chunk | list[Any]]:
-    """``elements`` in order as each Chunk alone and the longest runs of plain elements or of
-    Arrow elements between them (the converter takes one kind at a time)."""
-    i, n = 0, len(elements)
-    while i < n:
-        e = elements[i]
-        if isinstance(e, Chunk):
-            yield e
-            i += 1
-            continue
-        arrow = isinstance(e, _ARROW)
-        j = i + 1
-        while j < n and not isinstance(elements[j], Chunk) and isinstance(elements[j], _ARROW) == arrow:
-            j += 1
-        yield elements[i:j]
-        i = j
 
 
 __all__ = ["Live"]

@@ -22,12 +22,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ...net.zero_loss.resume import new_key
-from ...streams.types import Subscription
+from ....net.zero_loss.resume import new_key
+from ....streams.types import Subscription
+from ..offsets import StreamOffset
+from ..options import SourceOptions
+from ..resolve import make_publisher
 from .intake import Intake
-from .offsets import StreamOffset
-from .options import SourceOptions
-from .resolve import make_publisher
 
 log = logging.getLogger("rs_spark.source")
 
@@ -83,6 +83,20 @@ class Upstream:
         self.origin = None
         self.resuming = False
         self._acked = -1
+
+    @property
+    def key_unrecorded(self) -> bool:
+        """An endpoint stream whose key the checkpoint does not hold yet (:meth:`first_offset` names one)."""
+        return self.key is None and bool(self._opts.endpoint and self._opts.resumable)
+
+    def takes_acknowledgements(self, subscription: Any) -> bool:
+        """Whether the publisher may keep rows until they are acknowledged: it can replay, or it (or
+        its Subscription) takes ``on_commit``."""
+        if self.replayable:
+            return True
+        return callable(getattr(subscription, "on_commit", None)) or callable(
+            getattr(self._publisher, "on_commit", None)
+        )
 
     def first_offset(self, offset: int) -> StreamOffset | None:
         """For an endpoint stream not yet in the checkpoint: the offset naming a new stream key at

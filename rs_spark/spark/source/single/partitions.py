@@ -1,5 +1,6 @@
-"""Where a micro-batch's rows are for executors: inside the partition, on the driver-side reader
-process's batch server, or in replay-log segments; and reading each kind on an executor."""
+"""The single reader's partitions: where a micro-batch's rows are for executors (inside the
+partition, on the reader process's batch server, or in replay-log segments), and reading each
+kind on an executor."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from ...arrow.ipc import from_ipc
-from ...net.zero_loss.batch_fetch import Address, FetchError, fetch, host_key
+from ....arrow.ipc import from_ipc
+from ....net.zero_loss.batch_fetch import Address, FetchError, fetch, host_key
 from .replay_log import read_segment_slice
 
 
@@ -42,10 +43,6 @@ class LogPartition(InputPartition):
         super().__init__(pieces[0][0] if pieces else None)
         self.uri = uri
         self.pieces = pieces
-
-
-class SubscribePartition(InputPartition):
-    """Batch read: the executor subscribes to the publisher itself and reads it to completion."""
 
 
 def split_log(uri: str, segs: list[tuple[str, int]], n: int) -> list[InputPartition]:
@@ -112,4 +109,4 @@ def _local_rows(partition: FetchPartition) -> list[pa.RecordBatch] | None:
         return None  # another mount namespace, or committed meanwhile: the TCP fetch says which
 
 
-__all__ = ["InlinePartition", "FetchPartition", "LogPartition", "SubscribePartition", "split_log", "read_partition"]
+__all__ = ["InlinePartition", "FetchPartition", "LogPartition", "split_log", "read_partition"]

@@ -1,0 +1,426 @@
+"""The planner's table: what a micro-batch reads, for every trigger x limit x publisher x retention x
+restart, each row's decision written down; and properties over many more views (hypothesis).
+
+The planner (rs_spark/spark/source/planner.py) is a pure function: these tests need no Spark, no
+clock and no thread. The Spark-level matrix (tests/spark/test_triggers.py) runs each trigger x
+mode for real.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rs_spark.spark.source.planner import (
+    Action,
+    Limits,
+    Part,
+    Stream,
+    Trigger,
+    View,
+    ask,
+    available_now_target,
+    decide,
+    share,
+)
+
+S = 1000  # where the micro-batch starts
+
+# The publisher, as the reader sees it when Spark asks: its stream's state and the rows held beyond S.
+PUBLISHERS = {
+    "finite": (Stream.COMPLETED, 250),  # completed, 250 rows not planned yet
+    "drained": (Stream.COMPLETED, 0),  # completed, every row planned
+    "busy": (Stream.OPEN, 5000),  # endless and busy: more than any limit
+    "slow": (Stream.OPEN, 20),  # a few rows since the last batch
+    "quiet": (Stream.OPEN, 0),  # bursty, between bursts (or an endpoint at its retention bound)
+    "failing": (Stream.FAILED, 30),  # on_error after 30 rows not planned yet
+    "broke": (Stream.FAILED, 0),  # broke a rule (or failed) after its rows were planned
+    "opening": (Stream.OPENING, 0),  # subscribed, no on_subscribe yet
+}
+# AvailableNow's target per publisher, beyond S: the live edge the last ask found (finite, drained,
+# failing, broke: the stream ended; slow, quiet: fewer rows than asked); none yet for the busy one
+# (every ask filled) and the opening one.
+TARGET = {"finite": 250, "drained": 0, "busy": None, "slow": 20, "quiet": 0, "failing": 30, "broke": 0, "opening": None}
+
+LIMITS = {
+    "none": Limits(),  # ReadAllAvailable (and Trigger.Once, whatever the options)
+    "max": Limits(max_rows=100),  # maxRecordsPerTrigger=100
+    "min": Limits(min_rows=300, max_trigger_delay=1.0),  # minRecordsPerTrigger=300, maxTriggerDelay=1s
+}
+RETENTION = {
+    "room": S,  # Spark committed up to S: the endpoint has room
+    "bound": S - 200,  # 200 rows before S not committed: an endpoint at its bound sends nothing more
+}
+
+# trigger   limit  publisher  retention  restart   ->  decision [rows]
+# (default and processingTime look alike to a source: "stream"; Once is "once", always limit none.)
+TABLE = """
+stream  none  finite   room   -  PLAN 250
+stream  none  finite   bound  -  PLAN 250
+stream  none  drained  room   -  WAIT
+stream  none  drained  bound  -  RELEASE
+stream  none  busy     room   -  PLAN 5000
+stream  none  busy     bound  -  PLAN 5000
+stream  none  slow     room   -  PLAN 20
+stream  none  slow     bound  -  PLAN 20
+stream  none  quiet    room   -  WAIT
+stream  none  quiet    bound  -  RELEASE
+stream  none  failing  room   -  PLAN 30
+stream  none  failing  bound  -  PLAN 30
+stream  none  broke    room   -  FAIL
+stream  none  broke    bound  -  FAIL
+stream  none  opening  room   -  AWAIT_OPEN
+stream  none  opening  bound  -  RELEASE
+stream  max   finite   room   -  PLAN 100
+stream  max   finite   bound  -  PLAN 100
+stream  max   drained  room   -  WAIT
+stream  max   drained  bound  -  RELEASE
+stream  max   busy     room   -  PLAN 100
+stream  max   busy     bound  -  PLAN 100
+stream  max   slow     room   -  PLAN 20
+stream  max   slow     bound  -  PLAN 20
+stream  max   quiet    room   -  WAIT
+stream  max   quiet    bound  -  RELEASE
+stream  max   failing  room   -  PLAN 30
+stream  max   failing  bound  -  PLAN 30
+stream  max   broke    room   -  FAIL
+stream  max   broke    bound  -  FAIL
+stream  max   opening  room   -  AWAIT_OPEN
+stream  max   opening  bound  -  RELEASE
+stream  min   finite   room   -  PLAN 250
+stream  min   finite   bound  -  PLAN 250
+stream  min   drained  room   -  WAIT
+stream  min   drained  bound  -  RELEASE
+stream  min   busy     room   -  PLAN 5000
+stream  min   busy     bound  -  PLAN 5000
+stream  min   slow     room   -  WAIT
+stream  min   slow     bound  -  RELEASE
+stream  min   quiet    room   -  WAIT
+stream  min   quiet    bound  -  RELEASE
+stream  min   failing  room   -  PLAN 30
+stream  min   failing  bound  -  PLAN 30
+stream  min   broke    room   -  FAIL
+stream  min   broke    bound  -  FAIL
+stream  min   opening  room   -  AWAIT_OPEN
+stream  min   opening  bound  -  RELEASE
+once    none  finite   room   -  PLAN 250
+once    none  finite   bound  -  PLAN 250
+once    none  drained  room   -  WAIT
+once    none  drained  bound  -  RELEASE
+once    none  busy     room   -  PLAN 5000
+once    none  busy     bound  -  PLAN 5000
+once    none  slow     room   -  PLAN 20
+once    none  slow     bound  -  PLAN 20
+once    none  quiet    room   -  WAIT
+once    none  quiet    bound  -  RELEASE
+once    none  failing  room   -  PLAN 30
+once    none  failing  bound  -  PLAN 30
+once    none  broke    room   -  FAIL
+once    none  broke    bound  -  FAIL
+once    none  opening  room   -  AWAIT_OPEN
+once    none  opening  bound  -  RELEASE
+now     none  finite   room   -  PLAN 250
+now     none  finite   bound  -  PLAN 250
+now     none  drained  room   -  END
+now     none  drained  bound  -  END
+now     none  busy     room   -  PLAN 5000
+now     none  busy     bound  -  PLAN 5000
+now     none  slow     room   -  PLAN 20
+now     none  slow     bound  -  PLAN 20
+now     none  quiet    room   -  END
+now     none  quiet    bound  -  END
+now     none  failing  room   -  PLAN 30
+now     none  failing  bound  -  PLAN 30
+now     none  broke    room   -  FAIL
+now     none  broke    bound  -  FAIL
+now     none  opening  room   -  AWAIT_OPEN
+now     none  opening  bound  -  AWAIT_OPEN
+now     max   finite   room   -  PLAN 100
+now     max   finite   bound  -  PLAN 100
+now     max   drained  room   -  END
+now     max   drained  bound  -  END
+now     max   busy     room   -  PLAN 100
+now     max   busy     bound  -  PLAN 100
+now     max   slow     room   -  PLAN 20
+now     max   slow     bound  -  PLAN 20
+now     max   quiet    room   -  END
+now     max   quiet    bound  -  END
+now     max   failing  room   -  PLAN 30
+now     max   failing  bound  -  PLAN 30
+now     max   broke    room   -  FAIL
+now     max   broke    bound  -  FAIL
+now     max   opening  room   -  AWAIT_OPEN
+now     max   opening  bound  -  AWAIT_OPEN
+now     min   finite   room   -  PLAN 250
+now     min   finite   bound  -  PLAN 250
+now     min   drained  room   -  END
+now     min   drained  bound  -  END
+now     min   busy     room   -  PLAN 5000
+now     min   busy     bound  -  PLAN 5000
+now     min   slow     room   -  PLAN 20
+now     min   slow     bound  -  PLAN 20
+now     min   quiet    room   -  END
+now     min   quiet    bound  -  END
+now     min   failing  room   -  PLAN 30
+now     min   failing  bound  -  PLAN 30
+now     min   broke    room   -  FAIL
+now     min   broke    bound  -  FAIL
+now     min   opening  room   -  AWAIT_OPEN
+now     min   opening  bound  -  AWAIT_OPEN
+stream  none  busy     room   planned  REPLAY
+stream  max   quiet    bound  planned  REPLAY
+stream  min   slow     bound  planned  REPLAY
+once    none  finite   room   planned  REPLAY
+now     max   busy     room   planned  REPLAY
+now     none  broke    room   planned  REPLAY
+stream  none  busy     room   newkey   RECORD_KEYS
+stream  min   quiet    bound  newkey   RECORD_KEYS
+once    none  finite   room   newkey   RECORD_KEYS
+now     max   busy     room   newkey   RECORD_KEYS
+stream  max   quiet    room   gone     START_OVER
+now     none  quiet    room   gone     START_OVER
+stream  min   slow     room   delayed  PLAN 20
+stream  min   slow     bound  delayed  PLAN 20
+now     none  finite   room   reached  END
+now     max   busy     room   reached  END
+now     none  failing  room   reached  END
+now     none  busy     room   capped   PLAN 100
+now     max   busy     room   capped   PLAN 100
+"""
+# Restart column: "-" none; "planned": a micro-batch from S was planned (logged) before a restart
+# and not run; "newkey": the checkpoint does not name the stream yet; "gone": the endpoint cannot
+# resume the stream; "delayed": maxTriggerDelay passed; "reached": AvailableNow's target is S;
+# "capped": availableNowMaxRecords put the target 100 rows after S.
+
+
+def _view(trigger: str, limit: str, publisher: str, retention: str, restart: str) -> View:
+    stream, rows = PUBLISHERS[publisher]
+    if restart == "gone":
+        stream = Stream.GONE
+    now = trigger == "now"
+    target = None
+    if now and restart == "reached":
+        target = S
+    elif now and restart == "capped":
+        target = S + 100
+    elif now and TARGET[publisher] is not None:
+        target = S + TARGET[publisher]
+    part = Part(S, S + rows, RETENTION[retention], stream, target)
+    return View(
+        {"": part},
+        LIMITS[limit],
+        Trigger.AVAILABLE_NOW if now else Trigger.STREAMING,
+        waited=2.0 if restart == "delayed" else 0.5,
+        new_keys=restart == "newkey",
+        logged_end=S + 100 if restart == "planned" else None,
+    )
+
+
+ROWS = [line.split() for line in TABLE.strip().splitlines()]
+
+
+def test_the_table_has_every_trigger_limit_publisher_and_retention():
+    walked = {(r[0], r[1], r[2], r[3]) for r in ROWS if r[4] == "-"}
+    for trigger, limits in {"stream": LIMITS, "once": ["none"], "now": LIMITS}.items():
+        for limit in limits:
+            for publisher in PUBLISHERS:
+                for retention in RETENTION:
+                    assert (trigger, limit, publisher, retention) in walked
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[" ".join(r[:5]) for r in ROWS])
+def test_planner_table(row):
+    trigger, limit, publisher, retention, restart, action, *rows = row
+    d = decide(_view(trigger, limit, publisher, retention, restart))
+    assert d.action is Action[action], d.step
+    if rows:
+        assert d.rows == int(rows[0]) and d.take == {"": int(rows[0])}
+
+
+# -- the partitioned reader's cases: several partitions -----------------------------------------------
+def test_max_records_per_trigger_is_shared_in_proportion_to_what_each_partition_has():
+    assert share(500, {"a": 900, "b": 100}) == {"a": 450, "b": 50}
+    assert share(3, {"a": 900, "b": 100}) == {"a": 3, "b": 0}  # largest remainders first
+    assert share(1000, {"a": 100, "b": 100}) == {"a": 100, "b": 100}  # all that is there
+    assert share(None, {"a": 900, "b": 100}) == {"a": 900, "b": 100}
+
+
+def test_a_failed_partition_fails_the_query_even_while_others_have_rows():
+    parts = {"a": Part(0, 500, 0), "b": Part(40, 40, 40, Stream.FAILED)}
+    d = decide(View(parts, Limits(max_rows=100)))
+    assert d.action is Action.FAIL and d.parts == ("b",)
+
+
+def test_partitions_without_rows_are_not_in_the_plan():
+    parts = {"a": Part(0, 500, 0), "b": Part(40, 40, 40)}
+    assert decide(View(parts, Limits(max_rows=100))).take == {"a": 100}
+
+
+def test_one_partition_behind_its_commit_releases_although_the_other_is_quiet():
+    parts = {"a": Part(10, 10, 10), "b": Part(40, 40, 0)}
+    assert decide(View(parts)).action is Action.RELEASE
+
+
+def test_available_now_ends_only_when_every_partition_reached_its_target():
+    a_done = Part(100, 100, 100, target=100)
+    assert decide(View({"a": a_done, "b": Part(0, 50, 0, target=50)}, trigger=Trigger.AVAILABLE_NOW)).take == {"b": 50}
+    b_done = Part(50, 80, 50, target=50)  # rows that arrived after the target are not read
+    assert decide(View({"a": a_done, "b": b_done}, trigger=Trigger.AVAILABLE_NOW)).action is Action.END
+
+
+def test_a_partition_that_cannot_resume_starts_over_before_anything_is_planned():
+    parts = {"a": Part(0, 500, 0), "b": Part(40, 40, 40, Stream.GONE)}
+    d = decide(View(parts))
+    assert d.action is Action.START_OVER and d.parts == ("b",)
+
+
+# -- what is asked for before deciding ----------------------------------------------------------------
+def test_ask_a_micro_batch_worth_and_under_available_now_wait_for_all_of_it_until_the_targets_are_fixed():
+    assert ask(Trigger.STREAMING, Limits(max_rows=100), 1000, False) == ask(Trigger.STREAMING, Limits(100), 1000, True)
+    a = ask(Trigger.STREAMING, Limits(max_rows=100), 1000, False)
+    assert (a.per_part, a.wait_for, a.edge) == (100, 100, False)
+    a = ask(Trigger.STREAMING, Limits(min_rows=300), 1000, False)
+    assert (a.per_part, a.wait_for) == (300, 300)
+    a = ask(Trigger.STREAMING, Limits(), 1000, False)
+    assert (a.per_part, a.wait_for) == (1000, 1)  # everything it may hold; plan what came within pollTimeout
+    a = ask(Trigger.AVAILABLE_NOW, Limits(max_rows=100), 1000, False)
+    assert (a.per_part, a.wait_for, a.edge) == (100, 100, True)  # all of it: a shortfall is the live edge
+    a = ask(Trigger.AVAILABLE_NOW, Limits(), 1000, False)
+    assert (a.per_part, a.wait_for, a.edge) == (1000, 1000, True)
+    a = ask(Trigger.AVAILABLE_NOW, Limits(max_rows=100), 1000, True)
+    assert (a.per_part, a.wait_for, a.edge) == (0, 0, False)  # every target fixed: nothing more
+
+
+# -- AvailableNow's target: the live edge, or the bound -----------------------------------------------
+# The micro-batch starts at S; "held": rows available beyond S after an ask; "owes": whether rows the
+# ask asked for did not come within pollTimeout; the run began at "run_start"; "most":
+# availableNowMaxRecords. Target: a position, or - (not known yet).
+# stream     held  owes  run_start  most  ->  target
+EDGE = """
+open         100   no    1000       1000  -
+open         40    yes   1000       1000  1040
+open         0     yes   1000       1000  1000
+open         350   no    1000       1000  -
+completed    100   no    1000       1000  1100
+completed    0     no    1000       1000  1000
+failed       30    no    1000       1000  1030
+open         100   no    50         1000  1050
+open         20    yes   50         1000  1020
+open         100   no    0          1000  1000
+opening      0     yes   1000       1000  -
+"""
+
+
+@pytest.mark.parametrize("row", [r.split() for r in EDGE.strip().splitlines()], ids=" ".join)
+def test_available_now_target_is_the_live_edge_or_the_bound(row):
+    stream, held, owes, run_start, most, want = row
+    p = Part(S, S + int(held), S, Stream(stream), short=owes == "yes")
+    assert available_now_target(p, int(run_start), int(most)) == (None if want == "-" else int(want))
+
+
+# -- properties ---------------------------------------------------------------------------------------
+counts = st.integers(min_value=0, max_value=10_000)
+streams = st.sampled_from(list(Stream))
+limits = st.builds(
+    Limits,
+    max_rows=st.none() | st.integers(1, 5000),
+    min_rows=st.none() | st.integers(1, 5000),
+    max_trigger_delay=st.floats(0, 10),
+)
+
+
+@st.composite
+def parts(draw, trigger=None):
+    start = draw(counts)
+    available = start + draw(counts)
+    committed = draw(st.integers(0, start))
+    target = None
+    if trigger is Trigger.AVAILABLE_NOW:
+        target = start + draw(st.integers(0, available - start))
+    return Part(start, available, committed, draw(streams), target)
+
+
+@st.composite
+def views(draw):
+    trigger = draw(st.sampled_from(list(Trigger)))
+    ps = draw(st.dictionaries(st.sampled_from("abcd"), parts(trigger), min_size=1, max_size=4))
+    return View(ps, draw(limits), trigger, waited=draw(st.floats(0, 20)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(views())
+def test_the_planner_never_plans_rows_it_does_not_hold_nor_beyond_the_limit_or_target(v):
+    d = decide(v)
+    if d.action is not Action.PLAN:
+        return
+    assert d.rows > 0
+    for pid, n in d.take.items():
+        p = v.parts[pid]
+        assert 0 < n <= p.available - p.start
+        assert p.target is None or p.start + n <= p.target
+    assert v.limits.max_rows is None or d.rows <= v.limits.max_rows
+
+
+@settings(max_examples=500, deadline=None)
+@given(views())
+def test_the_planner_never_waits_while_rows_wait_for_spark_to_commit_them(v):
+    d = decide(v)
+    if v.trigger is Trigger.STREAMING and any(p.start > p.committed for p in v.parts.values()):
+        assert d.action not in (Action.WAIT, Action.AWAIT_OPEN), d.step
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcd"), parts(Trigger.AVAILABLE_NOW), min_size=1, max_size=4), limits)
+def test_available_now_always_reaches_its_target_and_ends(ps, lim):
+    # Spark plans each decision and asks again from its end; the run must end at every target.
+    ps = {pid: dataclasses.replace(p, stream=Stream.OPEN) for pid, p in ps.items()}
+    for _ in range(20_000):
+        d = decide(View(ps, lim, Trigger.AVAILABLE_NOW))
+        if d.action is Action.END:
+            break
+        assert d.action is Action.PLAN, d.step
+        ps = {
+            pid: dataclasses.replace(p, start=p.start + d.take.get(pid, 0), committed=p.start) for pid, p in ps.items()
+        }
+    else:
+        pytest.fail("AvailableNow never ended")
+    assert all(p.start == p.target for p in ps.values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 300), min_size=1, max_size=50),
+    st.booleans(),
+    st.integers(1, 200),
+    st.integers(1, 3000),
+)
+def test_available_now_ends_against_any_publisher_at_its_live_edge_or_bound(deliveries, completes, max_rows, most):
+    """A publisher that sends ``deliveries[i]`` rows (at most what is asked) at the i-th ask, then as
+    many as asked for ever (an endless generator), or completes after the list: the run ends, at the
+    first shortfall or completion, or after ``most`` rows."""
+    lim = Limits(max_rows=max_rows)
+    start = available = 0
+    target = None
+    for i in range(10_000):
+        a = ask(Trigger.AVAILABLE_NOW, lim, 10_000, target is not None)
+        want = start + a.per_part - available
+        ended = completes and i >= len(deliveries)
+        sent = 0
+        if a.per_part and not ended:
+            sent = max(0, min(want, deliveries[i] if i < len(deliveries) else want))
+            available += sent
+        p = Part(start, available, start, Stream.COMPLETED if ended else Stream.OPEN, target, short=sent < want)
+        if a.edge:
+            target = available_now_target(p, 0, most)
+            p = dataclasses.replace(p, target=target)
+        d = decide(View({"": p}, lim, Trigger.AVAILABLE_NOW))
+        if d.action is Action.END:
+            break
+        assert d.action is Action.PLAN, d.step
+        start += d.rows
+    else:
+        pytest.fail("AvailableNow never ended")
+    assert target is not None and start == target <= most
