@@ -10,3 +10,10 @@ reported in one place), :mod:`.options`, :mod:`.resolve` (where the Publisher co
 :mod:`.sigterm` (the reader process's network and shutdown), :mod:`.read_stream` (Publishers in
 the user's process).
 """
+
+from typing import TYPE_CHECKING
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from ..._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)
