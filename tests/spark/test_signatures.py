@@ -13,6 +13,7 @@ import pytest
 
 import rs_spark
 from rs_spark.spark import realtime
+from rs_spark.spark.jvm import read_jvm_stream
 from rs_spark.spark.options import spark_options
 
 
@@ -40,7 +41,14 @@ def test_no_warning_without_keyword_options():
 
 @pytest.mark.parametrize(
     "fn",
-    [rs_spark.read_stream, rs_spark.write_stream, rs_spark.serve_sink, realtime.read_stream, realtime.write_stream],
+    [
+        rs_spark.read_stream,
+        rs_spark.write_stream,
+        rs_spark.serve_sink,
+        realtime.read_stream,
+        realtime.write_stream,
+        read_jvm_stream,
+    ],
 )
 def test_the_entry_points_have_typed_parameters_and_options_apart(fn):
     sig = inspect.signature(fn)
