@@ -117,6 +117,11 @@ def test_windows_and_timeouts_below_their_minimum_are_refused_with_the_reason():
         SourceOptions.parse({"publisher": "m:f", "pollTimeout": "1ms"})
     with pytest.raises(OptionError, match=r"commitTimeout='0s' is below its minimum of 1s"):
         SinkOptions.parse({"subscriber": "m:f", "commitTimeout": "0s"})
+    with pytest.raises(
+        OptionError, match=r"keepSubscriberOnAbort='500ms' is below its minimum of 1s: .*true \(10min\)"
+    ):
+        SinkOptions.parse({"subscriber": "m:f", "keepSubscriberOnAbort": "500ms"})
+    assert SinkOptions.parse({"subscriber": "m:f", "keepSubscriberOnAbort": "1s"}).keep_on_abort == 1.0
     for name, (least, _, _) in MINIMUMS.items():
         assert _python(name, f"{least}ms")[0] == "ms", name
         assert _python(name, f"{least / 2}ms")[0] == "refused", name
