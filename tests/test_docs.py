@@ -304,3 +304,18 @@ def test_the_architecture_map_names_every_module():
         if p.name != "__init__.py" and "examples" not in p.parts and p.name not in text
     ]
     assert unnamed == [], f"docs/architecture.md's module map does not name {unnamed}"
+
+
+def test_deployment_names_the_spark_versions_ci_tests():
+    """docs/deployment.md's table of tested pyspark versions: the one this suite runs on and the one
+    .ci/spark42 installs for the smoke set, which .ci/run runs."""
+    import pyspark
+
+    script = (ROOT / ".ci" / "spark42").read_text(encoding="utf-8")
+    smoke = re.search(r"pyspark_version=\$\{RS_PYSPARK42:-([\d.]+)\}", script)
+    assert smoke and smoke.group(1).startswith("4.2."), "the smoke set's pyspark is 4.2.x"
+    assert "bash .ci/spark42" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    table = page.split("## Spark versions", 1)[1].split("\n## ", 1)[0]
+    tested = re.findall(r"^\| ([\d.]+) \|", table, re.M)
+    assert tested == [pyspark.__version__, smoke.group(1)], tested
