@@ -319,3 +319,12 @@ def test_deployment_names_the_spark_versions_ci_tests():
     table = page.split("## Spark versions", 1)[1].split("\n## ", 1)[0]
     tested = re.findall(r"^\| ([\d.]+) \|", table, re.M)
     assert tested == [pyspark.__version__, smoke.group(1)], tested
+
+
+def test_project_urls_name_the_repository_and_its_docs():
+    import tomllib
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
+    repo = urls["Repository"]
+    assert repo.startswith("https://") and urls["Documentation"] == f"{repo}/tree/main/docs"
+    assert urls["Changelog"] == f"{repo}/blob/main/CHANGELOG.md" and (ROOT / "CHANGELOG.md").exists()
