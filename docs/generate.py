@@ -9,6 +9,8 @@ A generated part sits between two comments, invisible on GitHub::
 
 KIND is ``source-options`` / ``sink-options`` (tables of ``SOURCE_OPTIONS`` / ``SINK_OPTIONS``),
 ``duration-units`` / ``duration-minimums`` (the duration grammar of ``rs_spark.spark.durations``),
+``api:PACKAGE`` (what a package exports, from its ``__all__`` and docstrings: the API reference's
+summary, which GitHub shows where the site renders the full reference),
 ``README.md:NAME`` (the README's part between ``<!-- section: NAME -->`` and
 ``<!-- end section: NAME -->``, its links rewritten for the page), or ``CHANGELOG.md`` /
 ``SECURITY.md`` (the whole file). From the repository root:
@@ -23,6 +25,8 @@ option's description (``(default X)`` or ``X (default``); options without one ha
 from __future__ import annotations
 
 import argparse
+import importlib
+import inspect
 import os
 import posixpath
 import re
@@ -117,6 +121,33 @@ def _duration_minimums() -> str:
     return "\n".join(rows)
 
 
+# -- the API reference's summary tables -----------------------------------------------------------
+
+
+def _summary(obj: object) -> str:
+    """The first sentence of ``obj``'s own docstring (not one it inherits), reST roles as code."""
+    doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else getattr(obj, "__doc__", None)
+    if not (inspect.isclass(obj) or inspect.isroutine(obj)):
+        return f"a `{type(obj).__name__}`"
+    if not doc:
+        return "(no docstring)"
+    first = inspect.cleandoc(doc).split("\n\n")[0].replace("\n", " ")
+    first = re.sub(r":\w+:`~?\.?([^`]+)`", r"`\1`", first).replace("``", "`")
+    sentence = re.match(r"(.+?\.)(?=\s+[A-Z(]|$)", first)  # not at "e.g. x"
+    return _cell(sentence.group(1) if sentence else first)
+
+
+def api_table(package: str) -> str:
+    """Each name ``package`` exports (its ``__all__``), what it is, and the module that defines it."""
+    module = importlib.import_module(package)
+    rows = ["| name | what it is | defined in |", "| --- | --- | --- |"]
+    for name in module.__all__:
+        obj = getattr(module, name)
+        home = getattr(obj, "__module__", None) if inspect.isclass(obj) or inspect.isroutine(obj) else None
+        rows.append(f"| `{name}` | {_summary(obj)} | `{home or package}` |")
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[], str]] = {
     "source-options": _source_options,
     "sink-options": _sink_options,
@@ -157,13 +188,15 @@ def expected(kind: str, page: str) -> str:
     """What the generated part ``kind`` of ``page`` must hold."""
     if kind in TABLES:
         return TABLES[kind]()
+    if kind.startswith("api:"):
+        return api_table(kind.removeprefix("api:"))
     source, _, name = kind.partition(":")
     if source == "README.md" and name:
         return relinked(readme_section(name), "README.md", page)
     if source in ("CHANGELOG.md", "SECURITY.md") and not name:
         return relinked((ROOT / source).read_text(encoding="utf-8").rstrip("\n"), source, page)
     raise ValueError(
-        f"{page}: unknown generated part {kind!r}: use one of {sorted(TABLES)}, README.md:NAME, "
+        f"{page}: unknown generated part {kind!r}: use one of {sorted(TABLES)}, api:PACKAGE, README.md:NAME, "
         "CHANGELOG.md or SECURITY.md"
     )
 
