@@ -51,7 +51,8 @@ MINIMUMS: dict[str, tuple[float, str, str]] = {
     "keepSubscriberOnAbort": (
         1000.0,
         "1s",
-        "a restarted query needs longer than that to resume; use false, true (10min) or a window such as 10min",
+        "a restarted query needs longer than that to resume; use false, true (10min) or a window of at least 1s, "
+        "e.g. '10min'",
     ),
 }
 """Option name -> (least milliseconds, that bound as written, why): the same on the JVM."""
