@@ -3,7 +3,9 @@
 ``rs_spark.streams`` is the pure-Python Reactive Streams core; ``rs_spark.tck`` checks any
 Publisher, Subscriber or Processor against the spec rule by rule; ``rs_spark.net`` serves them
 across processes; ``rs_spark.spark`` is the ``reactive`` source and sink (and
-``rs_spark.spark.realtime``, Spark's real-time mode). The helpers here serve a Publisher or a
+``rs_spark.spark.realtime``, Spark's real-time mode). Each is reachable after ``import rs_spark``
+alone (``rs_spark.spark.register(spark)``), imported when first named: ``import rs_spark`` itself
+imports no pyspark. The helpers here serve a Publisher or a
 Subscriber in this process to a query: :func:`read_stream`, :func:`write_stream`,
 :func:`serve_sink`, :func:`stop_served`; :func:`sink_state` finds what rs_spark holds for a query.
 """
@@ -19,6 +21,8 @@ if TYPE_CHECKING:  # `import rs_spark` needs no pyspark: rs_spark.net and rs_spa
     from pyspark.sql.streaming import StreamingQuery
     from pyspark.sql.types import StructType
 
+    # what the module __getattr__ below makes reachable at run time, for type checkers and IDEs
+    from . import arrow, delivery, jvm, net, spark, streams, tck  # noqa: F401
     from .delivery import SinkEndpoint
     from .net.zero_loss.retention import Retention
     from .spark.options import OptionValue
@@ -133,3 +137,8 @@ def stop_served() -> int:
 
 
 __all__ = ["__version__", "read_stream", "write_stream", "serve_sink", "sink_state", "stop_served"]
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from ._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

@@ -47,15 +47,22 @@ class Snippet:
     line: int  # 1-based line of the snippet's first code line in the page
     code: str
     not_run: str | None  # the reason, when marked
+    copy_of: str | None = None  # a generated copy of another file's part (README.md:NAME), run there
+
+
+GENERATED = re.compile(r"^<!-- (?:(?P<end>end )generated|generated): (?P<kind>[\w.:-]+)")
 
 
 def snippets(page: str) -> list[Snippet]:
     """The python fences of ``page``, in order."""
     lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
-    found, before, i = [], "", 0
+    found, before, i, copy_of = [], "", 0, None
     while i < len(lines):
         fence = FENCE.match(lines[i])
         if fence is None:
+            part = GENERATED.match(lines[i])
+            if part:
+                copy_of = None if part["end"] else part["kind"]
             before = lines[i].strip() or before
             i += 1
             continue
@@ -64,13 +71,14 @@ def snippets(page: str) -> list[Snippet]:
         if fence["lang"].lower() in PYTHON:
             body = [line[len(fence["indent"]) :] for line in lines[i + 1 : end]]
             marker = NOT_RUN.match(before)
-            found.append(Snippet(page, i + 2, "\n".join(body) + "\n", marker["reason"] if marker else None))
+            found.append(Snippet(page, i + 2, "\n".join(body) + "\n", marker["reason"] if marker else None, copy_of))
         before, i = "", end + 1
     return found
 
 
 def runnable(page: str) -> list[Snippet]:
-    return [s for s in snippets(page) if s.not_run is None]
+    """The fences that run: not marked not-run, and not a generated copy (its source page runs it)."""
+    return [s for s in snippets(page) if s.not_run is None and s.copy_of is None]
 
 
 def uses_spark_without_creating_it(blocks: list[Snippet]) -> bool:
@@ -190,12 +198,46 @@ def test_option_tables_list_every_option(site, page, module, table):
     assert not missing, f"docs/{page}.md's option table lacks {missing}"
 
 
-def _hook():
-    spec = importlib.util.spec_from_file_location("docs_options_hook", ROOT / "docs" / "hooks" / "options.py")
+def _generator():
+    """docs/generate.py, which writes the generated parts of the pages."""
+    spec = importlib.util.spec_from_file_location("docs_generate", ROOT / "docs" / "generate.py")
     assert spec is not None and spec.loader is not None
-    hook = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(hook)
-    return hook
+    generate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate)
+    return generate
+
+
+def test_generated_parts_match_their_sources():
+    """The option tables (SOURCE_OPTIONS, SINK_OPTIONS, the duration grammar) and the parts of README.md,
+    CHANGELOG.md and SECURITY.md that pages show are committed in the pages; none has drifted."""
+    generate = _generator()
+    stale = generate.drifted()
+    assert not stale, f"generated parts out of date: {stale}; run .venv/bin/python docs/generate.py"
+    kinds = {m["kind"] for page in generate.pages() for m in generate.parts(page)}
+    assert {"source-options", "sink-options", "duration-units", "duration-minimums", "CHANGELOG.md"} <= kinds
+
+
+def test_a_generated_part_that_drifts_is_found(tmp_path, monkeypatch):
+    generate = _generator()
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text(
+        "<!-- section: x -->\nnew words, [a link](docs/b.md#c)\n<!-- end section: x -->\n"
+    )
+    page = f"<!-- generated: README.md:x{generate.NOTE}-->\nold words\n<!-- end generated: README.md:x -->\n"
+    (tmp_path / "docs" / "a.md").write_text(page)
+    monkeypatch.setattr(generate, "ROOT", tmp_path)
+    assert generate.drifted() == ["docs/a.md: README.md:x"]
+    assert generate.main([]) == 0 and generate.drifted() == []
+    assert "new words, [a link](b.md#c)" in (tmp_path / "docs" / "a.md").read_text()
+
+
+@pytest.mark.parametrize("page", [*PAGES, "SECURITY.md", "CHANGELOG.md", "CONTRIBUTING.md"])
+def test_every_page_reads_whole_as_plain_markdown(page):
+    """Nothing on a page is filled in by the site build only: no include directive (--8<--) and no
+    marker a build hook replaces; what is generated is committed (docs/generate.py)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert "--8<--" not in text, f"{page}: an include directive shows as raw text on GitHub; use docs/generate.py"
+    assert not re.search(r"^<!-- options: ", text, re.M), f"{page}: a table only the site build fills in"
 
 
 @pytest.mark.parametrize("kind", ["source", "sink"])
@@ -208,10 +250,10 @@ def test_documented_defaults_are_the_parsers_defaults(kind):
         "source": (SourceOptions.parse, SOURCE_OPTIONS, {"publisher": "pkg.mod:factory"}),
         "sink": (SinkOptions.parse, SINK_OPTIONS, {"subscriber": "pkg.mod:factory"}),
     }[kind]
-    hook = _hook()
+    generate = _generator()
     checked = []
     for name, description in options.items():
-        default, _ = hook.split_default(description)
+        default, _ = generate.split_default(description)
         if default is None or " " in default:  # none, or words ("no limit"), not a value
             continue
         with_default = dataclasses.replace(parse({**base, name: default}), raw={})
@@ -262,3 +304,27 @@ def test_the_architecture_map_names_every_module():
         if p.name != "__init__.py" and "examples" not in p.parts and p.name not in text
     ]
     assert unnamed == [], f"docs/architecture.md's module map does not name {unnamed}"
+
+
+def test_deployment_names_the_spark_versions_ci_tests():
+    """docs/deployment.md's table of tested pyspark versions: the one this suite runs on and the one
+    .ci/spark42 installs for the smoke set, which .ci/run runs."""
+    import pyspark
+
+    script = (ROOT / ".ci" / "spark42").read_text(encoding="utf-8")
+    smoke = re.search(r"pyspark_version=\$\{RS_PYSPARK42:-([\d.]+)\}", script)
+    assert smoke and smoke.group(1).startswith("4.2."), "the smoke set's pyspark is 4.2.x"
+    assert "bash .ci/spark42" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    table = page.split("## Spark versions", 1)[1].split("\n## ", 1)[0]
+    tested = re.findall(r"^\| ([\d.]+) \|", table, re.M)
+    assert tested == [pyspark.__version__, smoke.group(1)], tested
+
+
+def test_project_urls_name_the_repository_and_its_docs():
+    import tomllib
+
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["urls"]
+    repo = urls["Repository"]
+    assert repo.startswith("https://") and urls["Documentation"] == f"{repo}/tree/main/docs"
+    assert urls["Changelog"] == f"{repo}/blob/main/CHANGELOG.md" and (ROOT / "CHANGELOG.md").exists()

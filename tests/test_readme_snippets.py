@@ -19,17 +19,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ("source-example", "sink-example")  # the README's --8<-- sections, in the order a user copies them
+SECTIONS = ("source-example", "sink-example")  # the README's sections, in the order a user copies them
 # The JVM prints this itself before any logging starts (Spark 4 runs with that module; see
 # rs_spark.spark.local_session): the one line a quiet session cannot turn off.
 JVM_NOTICE = "WARNING: Using incubator modules: jdk.incubator.vector"
 
 
 def readme_section(name: str) -> str:
-    """The python fence between the README's ``<!-- --8<-- [start:NAME] -->`` and ``[end:NAME]`` markers."""
+    """The python fence between the README's ``<!-- section: NAME -->`` and ``<!-- end section: NAME -->``."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = re.search(rf"<!-- --8<-- \[start:{name}\] -->\n(.*?)<!-- --8<-- \[end:{name}\] -->", text, re.S)
-    assert section, f"README.md has no --8<-- section {name!r}"
+    section = re.search(rf"<!-- section: {name} -->\n(.*?)<!-- end section: {name} -->", text, re.S)
+    assert section, f"README.md has no section {name!r}"
     fences = re.findall(r"^```python\n(.*?)^```$", section.group(1), re.S | re.M)
     assert len(fences) == 1, f"README.md section {name!r}: expected one python fence, found {len(fences)}"
     return fences[0]

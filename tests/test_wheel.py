@@ -118,8 +118,8 @@ def install_commands():
     clone, and a wheel (each group a list of shell lines, comments and blank lines dropped)."""
     with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
         text = f.read()
-    section = re.search(r"<!-- --8<-- \[start:install\] -->(.*?)<!-- --8<-- \[end:install\] -->", text, re.S)
-    assert section, "README.md has no --8<-- section 'install'"
+    section = re.search(r"<!-- section: install -->(.*?)<!-- end section: install -->", text, re.S)
+    assert section, "README.md has no section 'install' (<!-- section: install --> ... <!-- end section: install -->)"
     (block,) = re.findall(r"^```bash\n(.*?)^```$", section.group(1), re.S | re.M)
     groups: list[list[str]] = [[]]
     for line in block.splitlines():

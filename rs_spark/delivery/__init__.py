@@ -11,6 +11,8 @@ end messages), :mod:`.endpoint` (:func:`serve_sink`), :mod:`.elements` (what a S
 Never imports pyspark: ``rows`` elements are registered by :mod:`rs_spark.spark`.
 """
 
+from typing import TYPE_CHECKING
+
 from .control import send_control
 from .end import EndReason, HubEnd
 from .endpoint import SinkEndpoint, serve_sink
@@ -36,3 +38,8 @@ __all__ = [
     "Ledger",
     "ELEMENTS",
 ]
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from .._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

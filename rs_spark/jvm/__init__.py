@@ -11,6 +11,8 @@
 Imports py4j and pyarrow, never pyspark.
 """
 
+from typing import TYPE_CHECKING
+
 from .factory import JvmFactoryError, open_publisher
 from .gateway import (
     JAR_NAME,
@@ -47,3 +49,8 @@ __all__ = [
     "parse_spec",
     "to_spec",
 ]
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from .._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

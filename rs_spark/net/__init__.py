@@ -28,6 +28,8 @@ Two rooms:
 Never imports pyspark.
 """
 
+from typing import TYPE_CHECKING
+
 from . import _moved
 from .client import (
     Client,
@@ -81,3 +83,8 @@ __all__ = [
     "ResumableSubscription",
     "ResumeRejected",
 ]
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from .._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

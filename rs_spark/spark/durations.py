@@ -48,6 +48,12 @@ MINIMUMS: dict[str, tuple[float, str, str]] = {
     "commitTimeout": (1000.0, "1s", "a commit waits for the Subscriber's demand; shorter fails healthy commits"),
     "ackTimeout": (1000.0, "1s", "a task's end waits for the Subscriber; shorter fails healthy tasks"),
     "connectTimeout": (100.0, "100ms", "a connection takes a round trip and a handshake"),
+    "keepSubscriberOnAbort": (
+        1000.0,
+        "1s",
+        "a restarted query needs longer than that to resume; use false, true (10min) or a window of at least 1s, "
+        "e.g. '10min'",
+    ),
 }
 """Option name -> (least milliseconds, that bound as written, why): the same on the JVM."""
 

@@ -5,7 +5,8 @@ puts the shim jar on a session's classpath and reads JVM Publishers as DataFrame
 
     from rs_spark.spark.jvm import jvm, read_jvm_stream
     j = jvm(spark)                                    # the shim jar joins the driver's classpath
-    df = read_jvm_stream(spark, j.rsspark.jvm.Sources.submissionLongs(1000), schema="value:int64")
+    pub = j.rsspark.jvm.Sources.submissionLongs(1000)  # any Flow.Publisher / org.reactivestreams.Publisher
+    df = read_jvm_stream(spark, pub, "value:int64", options={"maxRecordsPerTrigger": 500})
 
 Or put the jar on ``spark.jars`` when building the session: ``configure(SparkSession.builder)``.
 """
@@ -14,12 +15,18 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from ..jvm.gateway import ShimNotFound, jar_path, shim
+from .options import OptionValue, spark_options
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from py4j.java_gateway import JavaObject
 
 
 def jars(extra_jars: Iterable[str] = ()) -> list[str]:
@@ -88,7 +95,14 @@ def publisher(spark: SparkSession, jvm_publisher: Any, schema: Any = None, **kwa
 
 
 def read_jvm_stream(
-    spark: SparkSession, jvm_publisher: Any, schema: Any = None, *, batch_rows: int = 65536, **options: Any
+    spark: SparkSession,
+    jvm_publisher: JavaObject,
+    schema: str | StructType | pa.Schema | None = None,
+    *,
+    options: Mapping[str, OptionValue] | None = None,
+    batch_rows: int = 65536,
+    codec: str = "arrow",
+    **legacy_options: OptionValue,
 ) -> DataFrame:
     """``spark.readStream.format("reactive")`` over a JVM Publisher built in this driver.
 
@@ -96,10 +110,14 @@ def read_jvm_stream(
     Publisher of Arrow batches and served to the reader by :func:`rs_spark.read_stream` (codec
     ``arrow``). ``schema``: DDL, StructType, pyarrow.Schema or ``"id:int64,name:string"``;
     None: declared by a record / bean / scalar class via ``schema_of`` is not known up front,
-    so give one. Other keyword arguments become source options.
+    so give one. ``options``: the source's options, e.g. ``{"maxRecordsPerTrigger": 1000}`` (as
+    keyword arguments: deprecated, as in :func:`rs_spark.read_stream`). ``batch_rows``: most rows
+    per Arrow batch the JVM hands over.
     """
     from .source.read_stream import read_stream
 
+    spark_opts = spark_options(options, legacy_options, "read_jvm_stream")
+    codec = str(spark_opts.pop("codec", codec))  # the old call style passed it with the options
     pa_schema = arrow_schema(schema)
     if pa_schema is None:
         raise ValueError(
@@ -107,8 +125,7 @@ def read_jvm_stream(
             "rs_spark.spark.jvm.schema_of(spark, 'com.acme.MyRecord') gives a record's or bean's"
         )
     pub = publisher(spark, jvm_publisher, pa_schema, elements="batches", batch_rows=batch_rows)
-    codec = str(options.pop("codec", "arrow"))
-    return read_stream(spark, pub, schema=pa_schema, options=options, codec=codec)
+    return read_stream(spark, pub, schema=pa_schema, options=spark_opts, codec=codec)
 
 
 def schema_of(spark: SparkSession, class_name: str, extra_jars: Iterable[str] = ()) -> Any:

@@ -47,12 +47,14 @@ def parse_int(name: str, value: Any, minimum: int) -> int:
 
 
 def parse_bool(name: str, value: Any) -> bool:
+    """Option ``name``'s ``value``: ``true`` or ``false`` in any case (a Python bool too), as Spark reads
+    its own boolean options; nothing else (``yes``, ``1``). The JVM's ``rsspark.rt.Booleans`` is the same."""
     v = str(value).strip().lower()
-    if v in ("true", "1", "yes"):
+    if v == "true":
         return True
-    if v in ("false", "0", "no"):
+    if v == "false":
         return False
-    raise OptionError(f"option {name}={value!r} is not a boolean; use true or false")
+    raise OptionError(f"option {name}='{value}' is not a boolean: use true or false")
 
 
 def parse_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:

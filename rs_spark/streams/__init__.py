@@ -12,6 +12,8 @@ position, as :class:`SequencePublisher` does) and :class:`Committable` (``on_com
 rows are safe downstream); the ``reactive`` source uses both.
 """
 
+from typing import TYPE_CHECKING
+
 from .aio import AsyncIteratorSubscriber, aiterate, from_async_iterable
 from .create import Emitter, Overflow, create
 from .demand import MAX_DEMAND, add_cap
@@ -62,3 +64,8 @@ __all__ = [
     "pipe",
     "PublisherBase",
 ]
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from .._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

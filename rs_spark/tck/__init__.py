@@ -16,6 +16,8 @@ raises :class:`TckSkipped` (a ``unittest.SkipTest``: pytest and unittest report 
 Timeouts: class attributes ``default_timeout_ms`` etc., or the RS_TCK_*_TIMEOUT_MS environment variables.
 """
 
+from typing import TYPE_CHECKING
+
 from .env import Latch, ManualSubscriber, Promise, Receptacle, TCKFailure, TestEnvironment, Timeouts
 from .processor import PROCESSOR_RULES, IdentityProcessorVerification
 from .publisher import RULES as PUBLISHER_RULES
@@ -53,3 +55,8 @@ __all__ = [
     "Receptacle",
     "run",
 ]
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from .._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

@@ -1,6 +1,7 @@
-"""One duration grammar on both sides: Python's ``rs_spark.spark.durations`` and the shim's
-``rsspark.rt.Durations`` (called in a real JVM through py4j) parse the same strings to the same
-milliseconds, and refuse the same strings with the same message."""
+"""One duration grammar and one boolean grammar on both sides: Python's ``rs_spark.spark.durations``
+and ``parse_bool`` and the shim's ``rsspark.rt.Durations`` and ``rsspark.rt.Booleans`` (called in a
+real JVM through py4j) parse the same strings to the same values, and refuse the same strings with
+the same message."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from py4j.protocol import Py4JJavaError
 
 from rs_spark.spark.durations import MINIMUMS, duration_ms
-from rs_spark.spark.options import OptionError
+from rs_spark.spark.options import OptionError, parse_bool
 from rs_spark.spark.sink.options import SinkOptions
 from rs_spark.spark.source.options import SourceOptions
 from tests.jvm.conftest import standalone_jvm
@@ -116,6 +117,11 @@ def test_windows_and_timeouts_below_their_minimum_are_refused_with_the_reason():
         SourceOptions.parse({"publisher": "m:f", "pollTimeout": "1ms"})
     with pytest.raises(OptionError, match=r"commitTimeout='0s' is below its minimum of 1s"):
         SinkOptions.parse({"subscriber": "m:f", "commitTimeout": "0s"})
+    with pytest.raises(
+        OptionError, match=r"keepSubscriberOnAbort='500ms' is below its minimum of 1s: .*true \(10min\)"
+    ):
+        SinkOptions.parse({"subscriber": "m:f", "keepSubscriberOnAbort": "500ms"})
+    assert SinkOptions.parse({"subscriber": "m:f", "keepSubscriberOnAbort": "1s"}).keep_on_abort == 1.0
     for name, (least, _, _) in MINIMUMS.items():
         assert _python(name, f"{least}ms")[0] == "ms", name
         assert _python(name, f"{least / 2}ms")[0] == "refused", name
@@ -147,3 +153,71 @@ def _map(jvm, options: dict[str, str]):
     for k, v in options.items():
         m.put(k, v)
     return m
+
+
+# -- booleans: Spark's grammar (true / false in any case), on both sides -----------------------------
+
+BOOLEANS = [
+    "true",
+    "false",
+    "TRUE",
+    "False",
+    " true ",
+    "yes",
+    "no",
+    "1",
+    "0",
+    "on",
+    "off",
+    "",
+    "t",
+    "truee",
+    "true false",
+]
+EP = "tcp://127.0.0.1:1/x"
+
+
+def _python_bool(value: str) -> tuple[str, bool | str]:
+    try:
+        return "value", parse_bool("resumable", value)
+    except OptionError as exc:
+        return "refused", str(exc)
+
+
+def _java_bool(booleans, value: str) -> tuple[str, bool | str]:
+    try:
+        return "value", bool(booleans.parse("resumable", value))
+    except Py4JJavaError as exc:
+        assert exc.java_exception.getClass().getName() == "java.lang.IllegalArgumentException"
+        return "refused", str(exc.java_exception.getMessage())
+
+
+def test_python_and_the_jvm_read_the_same_booleans(jvm):
+    for value in BOOLEANS:
+        assert _python_bool(value) == _java_bool(jvm.rsspark.rt.Booleans, value), value
+    accepted = {v for v in BOOLEANS if _python_bool(v)[0] == "value"}
+    assert accepted == {"true", "false", "TRUE", "False", " true "}
+    assert parse_bool("prefetch", True) is True and parse_bool("prefetch", False) is False
+    assert _python_bool("yes") == ("refused", "option resumable='yes' is not a boolean: use true or false")
+
+
+def test_the_boolean_options_of_both_sources_take_the_one_grammar(jvm):
+    """The option parsers themselves: `reactive`'s resumable and prefetch, `reactive-rt`'s resumable and
+    cancelOnStop, each given every string of the list."""
+    for value in BOOLEANS:
+        for name in ("resumable", "prefetch"):
+            try:
+                SourceOptions.parse({"endpoint": EP, name: value})
+                python = "accepted"
+            except OptionError as exc:
+                python = str(exc)
+            for rt_name in ("resumable", "cancelOnStop"):
+                try:
+                    jvm.rsspark.rt.RtOptions.parse(_map(jvm, {"endpoint": EP, rt_name: value}))
+                    java = "accepted"
+                except Py4JJavaError as exc:
+                    java = str(exc.java_exception.getMessage())
+                if python == "accepted":
+                    assert java == "accepted", (name, rt_name, value)
+                else:
+                    assert java == "format('reactive-rt'): " + python.replace(name, rt_name), (name, rt_name, value)

@@ -9,3 +9,10 @@ conventions, the errors and the address strings.
 It never imports :mod:`rs_spark.net.zero_loss` (an import-linter contract checks it): a stream
 that keeps its rows until acknowledged plugs into :class:`.outbound.OutboundStream` from there.
 """
+
+from typing import TYPE_CHECKING
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from ..._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

@@ -6,3 +6,10 @@ conventions of resumption and acknowledgement), :mod:`.resume_server` / :mod:`.r
 (each side of a resumable stream) and :mod:`.batch_fetch` (Arrow batches fetched by Spark
 executors by position). Built on :mod:`rs_spark.net.protocol`, never the other way round.
 """
+
+from typing import TYPE_CHECKING
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from ..._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

@@ -51,7 +51,8 @@ def write_stream(
     ``ssl``: a server ``ssl.SSLContext`` to serve it on ``tls://`` (give option ``tlsCaFile`` too).
     ``options``: the sink's options, e.g. ``{"commitTimeout": "30s"}`` (as keyword arguments:
     deprecated); with ``keepSubscriberOnAbort`` a failed query leaves the Subscriber waiting for the
-    query restarted from its checkpoint (pass it again).
+    query restarted from its checkpoint (pass it again). In local mode without option ``stagingLocation``,
+    partitions are staged in a temporary folder of ours and ``inlineMaxBytes`` defaults to ``1m``, not 64m.
     :func:`rs_spark.sink_state` finds the run's hub from any handle of the query.
     """
     from ..session import register

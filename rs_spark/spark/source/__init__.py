@@ -10,3 +10,10 @@ Arrow on executors), :mod:`.sigterm` (the reader process's shutdown).
 replay log); :mod:`.partitioned` reads several endpoints as partitions fetched by executors;
 :mod:`.batch_reader` is ``spark.read``; :mod:`.read_stream` serves Publishers of the user's process.
 """
+
+from typing import TYPE_CHECKING
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark
+    from ..._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

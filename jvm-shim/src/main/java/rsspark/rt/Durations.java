@@ -42,6 +42,8 @@ public final class Durations {
         minimum("commitTimeout", 1000.0, "1s", "a commit waits for the Subscriber's demand; shorter fails healthy commits");
         minimum("ackTimeout", 1000.0, "1s", "a task's end waits for the Subscriber; shorter fails healthy tasks");
         minimum("connectTimeout", 100.0, "100ms", "a connection takes a round trip and a handshake");
+        minimum("keepSubscriberOnAbort", 1000.0, "1s", "a restarted query needs longer than that to resume; use false, "
+                + "true (10min) or a window of at least 1s, e.g. '10min'"); // the Python sink's option: one table on both sides
     }
 
     private static void units(double ms, String... words) {

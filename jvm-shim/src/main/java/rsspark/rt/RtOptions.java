@@ -290,14 +290,14 @@ public final class RtOptions implements Serializable {
                 + min + ".." + max);
     }
 
+    /** Option {@code name} ({@code dflt} when absent), in the grammar of {@link Booleans}. */
     private static boolean bool(Map<String, String> o, String name, boolean dflt) {
         String v = o.get(name.toLowerCase(Locale.ROOT));
         if (v == null) return dflt;
-        switch (v.trim().toLowerCase(Locale.ROOT)) {
-            case "true": return true;
-            case "false": return false;
-            default:
-                throw new IllegalArgumentException("format('reactive-rt'): option " + name + "='" + v + "' must be true or false");
+        try {
+            return Booleans.parse(name, v);
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("format('reactive-rt'): " + e.getMessage(), e);
         }
     }
 

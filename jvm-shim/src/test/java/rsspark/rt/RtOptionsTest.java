@@ -102,7 +102,7 @@ class RtOptionsTest {
                 refused("endpoint", EP, "maxInFlight", "0"));
         assertEquals("format('reactive-rt'): option maxBufferedRecords='many' must be an integer in 1..2147483647",
                 refused("endpoint", EP, "maxBufferedRecords", "many"));
-        assertEquals("format('reactive-rt'): option resumable='yes' must be true or false",
+        assertEquals("format('reactive-rt'): option resumable='yes' is not a boolean: use true or false",
                 refused("endpoint", EP, "resumable", "yes"));
         assertTrue(refused("endpoint", EP, "pollTimeout", "5").contains("option pollTimeout='5': a duration needs a unit"));
         assertTrue(refused("endpoint", EP, "connectTimeout", "10ms").contains("is below its minimum of 100ms"));
