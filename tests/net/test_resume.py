@@ -513,8 +513,9 @@ def test_a_server_stopped_while_its_reader_reads_warns_that_the_kept_rows_are_lo
         server.stop()  # the reader is still connected: a running query loses these rows
     stats = server.stats()
     assert (stats.lost_records, stats.discarded_records) == (70, 0), stats
-    (warning,) = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
-    assert "70 rows it kept for its reader are lost" in warning, warning
+    warnings = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
+    assert any("70 rows it kept for its reader are lost" in w for w in warnings), warnings
+    r.s.cancel()  # the reader would try to resume for the server's window
 
 
 def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the_server_stops(serve, caplog):
