@@ -48,6 +48,15 @@ MINIMUMS: dict[str, tuple[float, str, str]] = {
     "commitTimeout": (1000.0, "1s", "a commit waits for the Subscriber's demand; shorter fails healthy commits"),
     "ackTimeout": (1000.0, "1s", "a task's end waits for the Subscriber; shorter fails healthy tasks"),
     "connectTimeout": (100.0, "100ms", "a connection takes a round trip and a handshake"),
+    "keepaliveInterval": (100.0, "100ms", "KEEPALIVE frames more often than that cost without telling more"),
+    "keepaliveTimeout": (
+        1000.0,
+        "1s",
+        "a busy but healthy peer may answer a second late; shorter takes it for lost and reconnects",
+    ),
+    "reconnectBackoff": (10.0, "10ms", "tries closer together make a busy loop against an unreachable endpoint"),
+    "reconnectBackoffMax": (10.0, "10ms", "tries closer together make a busy loop against an unreachable endpoint"),
+    "reconnectTimeout": (1000.0, "1s", "reconnecting takes a few round trips; shorter fails at the first blip"),
 }
 """Option name -> (least milliseconds, that bound as written, why): the same on the JVM."""
 

@@ -42,6 +42,13 @@ public final class Durations {
         minimum("commitTimeout", 1000.0, "1s", "a commit waits for the Subscriber's demand; shorter fails healthy commits");
         minimum("ackTimeout", 1000.0, "1s", "a task's end waits for the Subscriber; shorter fails healthy tasks");
         minimum("connectTimeout", 100.0, "100ms", "a connection takes a round trip and a handshake");
+        minimum("keepaliveInterval", 100.0, "100ms", "KEEPALIVE frames more often than that cost without telling more");
+        minimum("keepaliveTimeout", 1000.0, "1s",
+                "a busy but healthy peer may answer a second late; shorter takes it for lost and reconnects");
+        minimum("reconnectBackoff", 10.0, "10ms", "tries closer together make a busy loop against an unreachable endpoint");
+        minimum("reconnectBackoffMax", 10.0, "10ms",
+                "tries closer together make a busy loop against an unreachable endpoint");
+        minimum("reconnectTimeout", 1000.0, "1s", "reconnecting takes a few round trips; shorter fails at the first blip");
     }
 
     private static void units(double ms, String... words) {
