@@ -26,6 +26,7 @@ from .handoff import LocalHandoff
 from .intake import Intake
 from .offsets import StreamOffset
 from .options import SourceOptions
+from .outage import outage_progress
 from .replay_log import ReplayLog
 from .sigterm import SigtermStop
 from .upstream import Upstream
@@ -158,7 +159,7 @@ class Live:
         """If the stream could not be resumed (the endpoint no longer keeps it), report the loss and
         continue with a new stream at ``offset``; returns whether it did."""
         err = self.intake.failed
-        if not isinstance(err, ResumeRejected) or self.intake.received_rows:
+        if not isinstance(err, ResumeRejected) or self.intake.buffered_rows:  # rows received are planned first
             return False
         key = self.upstream.key
         report_data_loss(
@@ -344,6 +345,7 @@ class Live:
             p["committedPosition"] = max(up.acked, 0)
             p["replayedRecords"] = self.replayed
         p["rowBytesThroughReader"] = self.row_bytes
+        p.update(outage_progress(self.intake.subscription))  # while the endpoint is unreachable
         retention = getattr(self.intake.subscription, "retention", None)
         if isinstance(retention, dict) and retention:
             p["endpointRetainedRecords"] = retention.get("retainedRecords", 0)

@@ -42,10 +42,12 @@ from ...net.protocol.errors import Refused, ResumeRejected
 from ...net.zero_loss.resume import new_key
 from ...streams.types import Subscription
 from .data_loss import report_data_loss
+from .fetch import fetch_range_for
 from .intake import PublisherFailed
 from .offsets import PartitionedOffset, StreamOffset
 from .offsets import parse as parse_offset
 from .options import SourceOptions
+from .outage import outage_progress
 from .reader import default_read_limit
 from .sigterm import SigtermStop
 
@@ -68,11 +70,8 @@ class _Link:
     ) -> None:
         self.pid = pid
         self._changed = changed  # rows made available, or the stream ended: wakes the reader's wait
-        kwargs: dict[str, Any] = {"token": opts.token} if opts.token else {}
-        if opts.tls is not None:
-            kwargs["tls"] = opts.tls
-        self.publisher = connect(opts.endpoints[pid], **kwargs).resumable(
-            key, window=opts.resume_window, positions=True, new=new
+        self.publisher = connect(opts.endpoints[pid], **opts.client_options()).resumable(
+            key, window=opts.resume_window, positions=True, new=new, backoff=opts.link.backoff
         )
         self.start = position  # where this reader process took the stream up
         self.subscription: Any = None
@@ -377,15 +376,11 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         p = partition
         schema = to_arrow_schema(StructType.fromJson(json.loads(self._schema_json)), timezone="UTC")
         converter = ElementConverter(schema, self._opts.mode, self._opts.corrupt_column, add_corrupt_column=False)
-        kwargs: dict[str, Any] = {"token": self._opts.token} if self._opts.token else {}
-        if self._opts.tls is not None:
-            kwargs["tls"] = self._opts.tls
-        stream = connect(self._opts.endpoints[p.pid], **kwargs).resumable(p.key)
         got = 0
         pending: list[Any] = []
         why = ""
         try:
-            for item in stream.fetch(p.lo, p.hi):
+            for item in fetch_range_for(self._opts, p.pid, p.key, p.lo, p.hi):  # rides out outages
                 if isinstance(item, pa.RecordBatch):
                     yield from self._flush(converter, pending, p.lo + got - len(pending))
                     pending = []
@@ -438,7 +433,12 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             return None
         return {
             "partitions": {
-                pid: {"available": link.available, **link.retention(), "completed": link.completed}
+                pid: {
+                    "available": link.available,
+                    **link.retention(),
+                    "completed": link.completed,
+                    **outage_progress(link.subscription),
+                }
                 for pid, link in links.items()
             },
             "rowBytesThroughReader": sum(link.payload_bytes for link in links.values()),
