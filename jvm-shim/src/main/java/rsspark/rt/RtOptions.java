@@ -279,8 +279,8 @@ public final class RtOptions implements Serializable {
         }
     }
 
-    /** The stream reader's settings. */
-    StreamReader.Settings readerSettings() {
+    /** The stream reader's settings (public: tests/realtime compares them with the Python source's options). */
+    public StreamReader.Settings readerSettings() {
         StreamReader.Settings s = new StreamReader.Settings();
         s.maxInFlight = maxInFlight;
         s.windowSeconds = resumeWindow;
