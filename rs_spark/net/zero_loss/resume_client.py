@@ -251,7 +251,8 @@ class ResumableSubscription(InboundSubscription):
         with the last connection error)."""
         pub = self._publisher
         what = f"stream {pub.key} at position {position}"
-        outage = self._outage = Outage(self._where, f"resuming {what}", error, pub.retry_bound())
+        bounded_by = "the endpoint's window" if pub.reconnect_for is None else "reconnect_for"
+        outage = self._outage = Outage(self._where, f"resuming {what}", error, pub.retry_bound(), bounded_by=bounded_by)
         last: BaseException = error
         while not self._gone.is_set():
             if outage.over:

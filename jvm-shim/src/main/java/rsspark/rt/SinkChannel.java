@@ -208,13 +208,10 @@ final class SinkChannel {
         }
         try {
             if (failure != null) throw failure;
-            boolean emptySent = false;
             while (true) {
                 try {
-                    if (sent == 0 && !emptySent) {
-                        emptySent = true;
-                        sendEmptyEpoch();
-                    }
+                    // Once sent (or tried) the empty epoch's payload is retained: a recovery sends it again.
+                    if (sent == 0 && retained.isEmpty() && !overflowed) sendEmptyEpoch();
                     ChannelWriter w = writer();
                     w.complete();
                     checkAnswer(w.awaitAnswers(TimeUnit.MILLISECONDS.toNanos(o.ackTimeoutMs)));
