@@ -248,7 +248,8 @@ def test_a_stream_resumed_by_its_key_waits_for_an_unreachable_endpoint_and_a_new
     new = Recorder(5, refill=False)
     net.connect(link.address(server.address), token=TOKEN, **FAST).resumable().subscribe(new)
     new.wait_done(timeout=20)
-    assert isinstance(new.error, net.ConnectionLost) and "could not connect" in str(new.error), new.error
+    assert isinstance(new.error, net.ConnectionLost) and f":{link.port}" in str(new.error), new.error
+    assert new.s.outage is None  # not waited out: failed at once
     again = net.connect(link.address(server.address), token=TOKEN, **FAST).resumable(first.key)
     r2 = Recorder(20, refill=False)
     again.subscribe_at(r2, 20)

@@ -67,6 +67,7 @@ class ResumableSubscription(InboundSubscription):
         "_lingering",
         "_outage",
         "_opened",
+        "_new",
     )
 
     def __init__(
@@ -93,7 +94,8 @@ class ResumableSubscription(InboundSubscription):
         # stays open for those acknowledgements (see _stream_ended).
         self._lingering = False
         self._outage: Outage | None = None  # while the stream has no connection and tries to get one
-        self._opened = False  # a server took the stream (opened or resumed it) at least once
+        self._opened = False  # a server took the stream (answered its opening, or resumed it) at least once
+        self._new = False  # this subscription opens a new stream: until a server takes it, a drop is final
 
     # -- positions and acknowledgements -------------------------------------------------------
     @property
@@ -141,8 +143,9 @@ class ResumableSubscription(InboundSubscription):
         except MetadataError as exc:
             self._protocol_failure(f"unreadable METADATA_PUSH from the server: {exc}")
             return
-        if window is not None:
+        if window is not None:  # stated once the server opened (or resumed) the stream
             self._publisher.stated_window = window
+            self._opened = True
         if stats is None:
             return
         self._retention = stats
@@ -198,7 +201,6 @@ class ResumableSubscription(InboundSubscription):
         with self._wlock:  # a first connection that dropped before the server took the stream: grant again
             self._unsent = add_cap(self._unsent, self._inflight)
             self._inflight = 0
-        self._opened = True
         self.attach(conn, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
 
     def reattach(self, conn: Connection) -> None:
@@ -220,16 +222,26 @@ class ResumableSubscription(InboundSubscription):
             self._close_connection()
 
     def on_frame(self, f: F.Frame) -> None:
+        self._opened = True  # the server answered on the stream: it took it
         super().on_frame(f)
         if self._publisher.positions and f.type in (F.PAYLOAD, F.ERROR):  # a terminal signal: wake waiters
             self._notify_available()
 
     def on_connection_closed(self, error: BaseException) -> None:
         # A refusal (wrong token, unknown or expired stream) is final: only a dropped connection is resumed.
-        if self._done or self._cancelled or self._gone.is_set() or isinstance(error, Refused):
+        # So is the drop of a new stream's first connection before the server took the stream: nothing
+        # of it was read, and an address that answers nothing is shown, not waited out.
+        fresh = self._new and not self._opened
+        if self._done or self._cancelled or self._gone.is_set() or isinstance(error, Refused) or fresh:
             super().on_connection_closed(error)
             return
         self.lost(error)
+
+    def open_first(self, conn: Connection, meta: bytes | None) -> None:
+        """Open a new stream (SETUP was sent on ``conn``): :meth:`open_new`, its first connection final
+        until the server takes the stream."""
+        self._new = True
+        self.open_new(conn, meta)
 
     def lost(self, error: BaseException) -> None:
         """The stream has no connection (it dropped, or could not be opened): resume it in the
@@ -424,7 +436,7 @@ class ResumablePublisher(PublisherBase[Any]):
         try:
             if fresh:
                 conn = self._open_connection()
-                sub.open_new(conn, self.request_metadata(conn))
+                sub.open_first(conn, self.request_metadata(conn))
             else:
                 conn, new = self.reconnection(position, sub.on_push)
                 if new:

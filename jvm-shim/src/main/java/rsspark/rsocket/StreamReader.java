@@ -26,9 +26,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * server keeps the stream: the window it states (METADATA_PUSH {@code message/x.rs-spark.window.v1}
  * when the stream opens and after each RESUME_OK), else the one asked for, else 10 minutes, plus the
  * keepalive lifetime ({@link Settings#reconnectForMs} >= 0: that long instead). Only a refusal or that
- * bound's end fails the stream. A stream opened at position 0 that cannot be reached at all fails at
- * once (nothing was read of it yet: an address or a server that is not there is a mistake to show,
- * not an outage to wait out); one opened further on (a task continuing it) waits for its endpoint.
+ * bound's end fails the stream. A stream opened at position 0 whose first connection cannot be opened,
+ * or drops before the server took the stream, fails at once (nothing was read of it yet: an address or a
+ * server that is not there is a mistake to show, not an outage to wait out); one opened further on (a
+ * task continuing it) waits for its endpoint.
  */
 public final class StreamReader<T> implements AutoCloseable {
     /** Decodes one payload's data (hostile until validated) into an item of some rows. */
@@ -84,7 +85,8 @@ public final class StreamReader<T> implements AutoCloseable {
     private long consumed; // position after the rows of the payloads the consumer took
     private long acknowledged;
     private long statedWindowMs = -1; // the window the server stated (-1: none yet)
-    private boolean opened; // a server took the stream (opened or resumed it) at least once
+    private boolean opened; // a server took the stream (answered its opening, or resumed it) at least once
+    private boolean newStream; // opened at position 0 by open(): until a server takes it, a drop is final
     private Outage outage; // while the stream has no connection
     private long nextTry; // System.nanoTime() of the next try to resume, during an outage
 
@@ -110,12 +112,13 @@ public final class StreamReader<T> implements AutoCloseable {
         StreamReader<T> r = new StreamReader<>(endpoint, settings, decoder, mode,
                 mode == Mode.RESUMABLE ? Metadata.checkKey(key) : key, position);
         if (acknowledge > 0) r.acknowledged = acknowledge; // sent right after RESUME_OK (also after an outage)
+        r.newStream = position == 0 && acknowledge <= 0;
         try {
             r.connect(position == 0);
         } catch (RemoteException | ProtocolException | TlsRefusedException | java.io.InterruptedIOException e) {
             throw e;
         } catch (IOException e) {
-            if (mode != Mode.RESUMABLE || position == 0 && acknowledge <= 0) throw e;
+            if (mode != Mode.RESUMABLE || r.newStream) throw e;
             r.lost(e); // a stream read before, unreachable now: an outage from the start, ridden out by poll
         }
         return r;
@@ -190,7 +193,6 @@ public final class StreamReader<T> implements AutoCloseable {
         lock.lock();
         try {
             handshaking = false; // a refused SETUP arrives as ERROR and fails the stream
-            opened = true;
             received = consumed;
             granted = consumed + settings.maxInFlight;
         } finally {
@@ -581,7 +583,9 @@ public final class StreamReader<T> implements AutoCloseable {
                     changed.signalAll();
                     return;
                 }
-                if (mode == Mode.RESUMABLE && !(why instanceof RemoteException) && !(why instanceof ProtocolException)) {
+                boolean untaken = newStream && !opened; // nothing read of a new stream: shown, not waited out
+                if (mode == Mode.RESUMABLE && !untaken && !(why instanceof RemoteException)
+                        && !(why instanceof ProtocolException)) {
                     lost(why); // poll resumes at the position it consumed
                 } else {
                     state = State.FAILED;
@@ -608,6 +612,7 @@ public final class StreamReader<T> implements AutoCloseable {
                 lock.lock();
                 try {
                     statedWindowMs = ms;
+                    opened = true; // stated once the server opened (or resumed) the stream
                 } finally {
                     lock.unlock();
                 }
@@ -640,6 +645,7 @@ public final class StreamReader<T> implements AutoCloseable {
         }
         lock.lock();
         try {
+            opened = true; // the server answered on the stream: it took it
             if (state != State.OPEN) return;
             if (received + k > granted) {
                 throw new ProtocolException("the remote publisher sent more than was requested: " + (received + k)
