@@ -280,8 +280,8 @@ class DeliveryHub:
         if old is not None:
             log.warning(
                 "sink '%s': a new commit of partition %d arrived while an older one was still open; the older "
-                "one (its process is probably gone) is dropped and its rows not yet delivered will be resent by "
-                "the new one",
+                "one (its process is gone, or its connection was lost and the commit is being tried again) is "
+                "dropped and its rows not yet delivered will be resent by the new one",
                 self.name,
                 partition,
             )

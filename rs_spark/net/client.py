@@ -33,6 +33,7 @@ from .protocol.transport import dial
 from .zero_loss.resume import ResumeRequest
 
 if TYPE_CHECKING:
+    from .zero_loss.outage import Backoff
     from .zero_loss.resume_client import ResumablePublisher
 from .protocol.worker import in_background
 
@@ -123,6 +124,11 @@ class Client:
         """Arrow: the most rows per delivered batch (``batch_rows=`` of :func:`connect`)."""
         return self._opts.batch_rows
 
+    @property
+    def lifetime(self) -> float:
+        """Seconds a silent server is given before its connection is taken as lost (``lifetime=``)."""
+        return self._opts.lifetime
+
     def address_of(self, name: str | None) -> str:
         """The address of endpoint ``name`` on this client's server (without the token)."""
         return self._addr.with_name(name).format()
@@ -173,11 +179,14 @@ class Client:
         conn.start()
         return conn
 
-    def resume(self, token: bytes, position: int) -> Connection:
+    def resume(self, token: bytes, position: int, on_push: Callable[[F.Frame], None] | None = None) -> Connection:
         """A new connection continuing the stream of ``token`` from ``position``: blocks until the
-        server's RESUME_OK (up to ``connect_timeout``); raises ResumeRejected when it cannot."""
+        server's RESUME_OK (up to ``connect_timeout``); raises ResumeRejected when it cannot.
+        ``on_push``: the connection's METADATA_PUSH handler, set before any frame is read (the
+        server states the stream's window right after RESUME_OK)."""
         answered = threading.Event()  # RESUME_OK, or the connection closed (refused)
         conn = self._dial(on_closed=lambda _conn: answered.set())
+        conn.on_push = on_push
         conn.on_resumed = lambda _position: answered.set()
         conn.send(F.encode_resume(token, position))
         conn.start()
@@ -329,14 +338,17 @@ class RemotePublisher(PublisherBase[Any]):
         key: str | None = None,
         *,
         window: float | None = None,
-        reconnect_for: float = 60.0,
+        reconnect_for: float | None = None,
         positions: bool = False,
         new: bool = False,
+        backoff: Backoff | None = None,
     ) -> ResumablePublisher:
         """This publisher read as a resumable stream (:mod:`.resume_client`): the server keeps what
         it sent until acknowledged; ``key`` resumes an existing stream. With ``positions`` the
         server keeps rows without sending them, says how far they go, and ranges are fetched
-        with :meth:`ResumablePublisher.fetch` (a partition of the ``reactive`` source)."""
+        with :meth:`ResumablePublisher.fetch` (a partition of the ``reactive`` source). A dropped
+        connection is resumed for as long as the server keeps the stream (``reconnect_for``:
+        seconds instead), with ``backoff`` between tries."""
         from .zero_loss.resume_client import ResumablePublisher
 
         return ResumablePublisher(
@@ -347,6 +359,7 @@ class RemotePublisher(PublisherBase[Any]):
             reconnect_for=reconnect_for,
             positions=positions,
             new=new,
+            backoff=backoff,
         )
 
     def __reduce__(self) -> Any:

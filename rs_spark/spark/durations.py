@@ -54,6 +54,15 @@ MINIMUMS: dict[str, tuple[float, str, str]] = {
         "a restarted query needs longer than that to resume; use false, true (10min) or a window of at least 1s, "
         "e.g. '10min'",
     ),
+    "keepaliveInterval": (100.0, "100ms", "KEEPALIVE frames more often than that cost without telling more"),
+    "keepaliveTimeout": (
+        1000.0,
+        "1s",
+        "a busy but healthy peer may answer a second late; shorter takes it for lost and reconnects",
+    ),
+    "reconnectBackoff": (10.0, "10ms", "tries closer together make a busy loop against an unreachable endpoint"),
+    "reconnectBackoffMax": (10.0, "10ms", "tries closer together make a busy loop against an unreachable endpoint"),
+    "reconnectTimeout": (1000.0, "1s", "reconnecting takes a few round trips; shorter fails at the first blip"),
 }
 """Option name -> (least milliseconds, that bound as written, why): the same on the JVM."""
 

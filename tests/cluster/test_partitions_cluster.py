@@ -1,4 +1,4 @@
-"""Several publishers as partitions on a real standalone cluster (rs_spark/spark/source/partitioned.py).
+"""Several publishers as partitions on a real standalone cluster (rs_spark/spark/source/partitioned/).
 
 Four publishers, each served by rs_spark.net from a process of its own, cannot replay (each
 subscription continues after the last id emitted) and tag their rows with their partition. A

@@ -497,7 +497,7 @@ def test_a_server_stopped_after_its_reader_left_discards_the_kept_rows_at_info_l
         server.stop()
     stats = server.stats()
     assert (stats.lost_records, stats.discarded_records, stats.expired_streams) == (0, 70, 1), stats
-    assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
+    assert _warnings_about(server, caplog) == []
     (info,) = [rec.getMessage() for rec in caplog.records if "discarded" in rec.getMessage()]
     assert "had no reader" in info and "70 rows sent to it and not acknowledged" in info, info
 
@@ -513,8 +513,9 @@ def test_a_server_stopped_while_its_reader_reads_warns_that_the_kept_rows_are_lo
         server.stop()  # the reader is still connected: a running query loses these rows
     stats = server.stats()
     assert (stats.lost_records, stats.discarded_records) == (70, 0), stats
-    (warning,) = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
-    assert "70 rows it kept for its reader are lost" in warning, warning
+    warnings = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
+    assert any("70 rows it kept for its reader are lost" in w for w in warnings), warnings
+    r.s.cancel()  # the reader would try to resume for the server's window
 
 
 def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the_server_stops(serve, caplog):
@@ -531,7 +532,15 @@ def test_a_finished_stream_whose_reader_left_is_discarded_at_info_level_when_the
         server.stop()
     stats = server.stats()
     assert (stats.lost_records, stats.discarded_records) == (0, 100), stats
-    assert [rec for rec in caplog.records if rec.levelname == "WARNING"] == []
+    assert _warnings_about(server, caplog) == []
+
+
+def _warnings_about(server, caplog) -> list[str]:
+    """WARNING lines about ``server``'s streams (a reader of an earlier test, whose server stopped under
+    it, may still be trying to resume its own stream meanwhile)."""
+    port = server.address.split(":")[-1].split("/")[0]
+    said = [rec.getMessage() for rec in caplog.records if rec.levelname == "WARNING"]
+    return [m for m in said if f":{port}" in m]
 
 
 class _WireReader:

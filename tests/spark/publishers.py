@@ -326,3 +326,15 @@ def replayable(options):
 def options_as_rows(options):
     """One row per option the factory got: ``key=value`` (what a factory sees, for the tests)."""
     return rs.from_iterable([(f"{k}={v}",) for k, v in sorted(options.items())])
+
+
+class LiveCounter:
+    """A live feed of ``{"id": n}`` rows: every subscription continues one shared counter (a new
+    subscriber sees the next ids, never earlier ones), as a feed that does not replay. Served by the
+    outage tests, so the rows of a stream the endpoint dropped show as a gap in the ids."""
+
+    def __init__(self, start: int = 0) -> None:
+        self._rows = map(lambda i: {"id": i}, itertools.count(start))  # next() is atomic: C-level map over count
+
+    def subscribe(self, subscriber) -> None:
+        rs.from_iterable(self._rows).subscribe(subscriber)

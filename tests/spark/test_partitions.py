@@ -1,5 +1,5 @@
 """Several publishers as partitions, read by executors straight from their endpoints
-(rs_spark/spark/source/partitioned.py)."""
+(rs_spark/spark/source/partitioned/)."""
 
 from __future__ import annotations
 

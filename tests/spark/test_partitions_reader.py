@@ -1,5 +1,5 @@
 """The partitioned reader's demand and acknowledgements against a real endpoint, without Spark: its
-methods are called as Spark's reader process calls them (rs_spark/spark/source/partitioned.py)."""
+methods are called as Spark's reader process calls them (rs_spark/spark/source/partitioned/)."""
 
 from __future__ import annotations
 

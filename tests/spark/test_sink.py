@@ -344,15 +344,18 @@ def test_write_stream_in_local_mode_stages_on_local_disk_and_cleans_up(spark, tm
 
 
 def test_unreachable_endpoint_fails_the_commit_with_the_address(spark, tmp_path):
+    """Tried again for reconnectTimeout (an outage is ridden out: tests/spark/test_outage.py), then the
+    commit fails naming the address and the option."""
     q = (
         source(spark, count=10)
         .writeStream.format("reactive")
         .option("endpoint", "tcp://127.0.0.1:9/nobody")
+        .option("reconnectTimeout", "2s")
         .option("checkpointLocation", str(tmp_path / "ck"))
         .trigger(availableNow=True)
         .start()
     )
-    with pytest.raises(StreamingQueryException, match="127.0.0.1:9"):
+    with pytest.raises(StreamingQueryException, match=r"127\.0\.0\.1:9.*reconnectTimeout=2 s"):
         q.awaitTermination(120)
 
 

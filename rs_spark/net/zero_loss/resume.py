@@ -19,7 +19,9 @@ resumption is refused rather than misunderstood), then one ``REQUEST_STREAM`` on
 connection sends ``RESUME`` (token, position to continue from, 0) as its first frame; the server
 answers ``RESUME_OK`` (the same position) and sends the stream's rows again from there, or
 ``ERROR[REJECTED_RESUME]`` saying why (expired, unknown, rows no longer kept). A resumable
-connection carries one stream.
+connection carries one stream. Once the stream is open, and after each ``RESUME_OK``, the server
+states its window in a ``METADATA_PUSH`` (:data:`WINDOW_MIME`), so a reader whose connection drops
+knows how long resuming can still succeed.
 
 The token is ``HMAC-SHA256(endpoint token, key)``: the key (public: it appears in Spark's offsets)
 names the stream, the token proves the reader knows the endpoint's token, which RESUME frames
@@ -50,6 +52,12 @@ driver acknowledges as soon as Spark commits, while the stream's own connection 
 RETENTION_MIME = "message/x.rs-spark.retention.v1"
 """METADATA_PUSH entry from the server after an acknowledgement (and, delivering positions, when more
 rows are available): the stream's retention and its ``endPosition``, JSON."""
+WINDOW_MIME = "message/x.rs-spark.window.v1"
+"""METADATA_PUSH entry from the server when a resumable stream opens and after each RESUME_OK: the
+seconds it keeps the stream after a drop (its window: the reader's ask capped by ``Retention.window``),
+in milliseconds (8 bytes, big endian). A reader tries to resume for that long (plus its keepalive
+lifetime) and no longer. Added in 0.1.0; a reader that does not know it ignores it (pushes are
+extensible), a server that does not send it leaves the reader with the window it asked for."""
 FETCH_MIME = "message/x.rs-spark.fetch.v1"
 """REQUEST_STREAM metadata entry: fetch the kept rows ``[from, to)`` of a stream (JSON)."""
 UNKNOWN_STREAM = "does not know this stream"
@@ -160,6 +168,25 @@ def stream_of(metadata: bytes) -> str | None:
     return None
 
 
+def window_metadata(seconds: float) -> bytes:
+    """METADATA_PUSH metadata stating the window (seconds) the server keeps this stream for after a drop."""
+    return composite([(WINDOW_MIME, _U64.pack(max(0, min(2**63 - 1, int(seconds * 1000)))))])
+
+
+def window_of(metadata: bytes) -> float | None:
+    """The window (seconds) a METADATA_PUSH states (:data:`WINDOW_MIME`), None when it states none;
+    MetadataError for a malformed entry."""
+    for mime, payload in parse_composite(metadata):
+        if mime == WINDOW_MIME:
+            if len(payload) != 8:
+                raise MetadataError(f"{WINDOW_MIME} entry is {len(payload)} bytes; a window is 8")
+            ms = _U64.unpack(payload)[0]
+            if ms >= 2**63:
+                raise MetadataError(f"{WINDOW_MIME} window has its reserved top bit set")
+            return ms / 1000.0
+    return None
+
+
 def retention_metadata(stats: dict[str, Any]) -> bytes:
     return composite([(RETENTION_MIME, json.dumps(stats, separators=(",", ":")).encode())])
 
@@ -198,6 +225,7 @@ __all__ = [
     "COMMIT_MIME",
     "RETENTION_MIME",
     "STREAM_MIME",
+    "WINDOW_MIME",
     "STREAM_ID",
     "UNKNOWN_STREAM",
     "ResumeRejected",
@@ -210,5 +238,7 @@ __all__ = [
     "commit_metadata",
     "stream_of",
     "retention_metadata",
+    "window_metadata",
+    "window_of",
     "parse_push",
 ]

@@ -15,6 +15,7 @@ cancelled or detached), so acknowledgements that follow the end still reach the 
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,9 +29,10 @@ from ..protocol import frames as F
 from ..protocol.bridge import InboundSubscription
 from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection
-from ..protocol.errors import ConnectionLost, NetError, Refused, RemoteError, ResumeRejected
+from ..protocol.errors import NetError, Refused, RemoteError, ResumeRejected
 from ..protocol.metadata import MetadataError, request_metadata
 from ..protocol.worker import in_background
+from .outage import Backoff, Outage, OutageReport, retry_bound
 from .resume import (
     STREAM_ID,
     UNKNOWN_STREAM,
@@ -41,9 +43,13 @@ from .resume import (
     new_key,
     parse_push,
     resume_token,
+    window_of,
 )
 
-_BACKOFF = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
+
+class WindowEnded(ResumeRejected):
+    """A dropped stream could not be resumed before the endpoint's window ended: the endpoint no
+    longer keeps it (its rows after the last acknowledgement are lost to this reader)."""
 
 
 class ResumableSubscription(InboundSubscription):
@@ -59,6 +65,9 @@ class ResumableSubscription(InboundSubscription):
         "_available",
         "_listeners",
         "_lingering",
+        "_outage",
+        "_opened",
+        "_new",
     )
 
     def __init__(
@@ -84,6 +93,9 @@ class ResumableSubscription(InboundSubscription):
         # The server ended the stream and rows received are not yet acknowledged: the connection
         # stays open for those acknowledgements (see _stream_ended).
         self._lingering = False
+        self._outage: Outage | None = None  # while the stream has no connection and tries to get one
+        self._opened = False  # a server took the stream (answered its opening, or resumed it) at least once
+        self._new = False  # this subscription opens a new stream: until a server takes it, a drop is final
 
     # -- positions and acknowledgements -------------------------------------------------------
     @property
@@ -95,6 +107,12 @@ class ResumableSubscription(InboundSubscription):
     def retention(self) -> dict[str, int]:
         """What the server last said it keeps for this stream (rows, bytes, acknowledged position)."""
         return dict(self._retention)  # a dict: the server's message as sent (its camelCase JSON keys)
+
+    @property
+    def outage(self) -> OutageReport | None:
+        """The outage under way (the stream lost its connection and tries to resume), None while connected."""
+        o = self._outage
+        return None if o is None else o.report()
 
     def on_commit(self, position: int) -> None:
         """Every row before ``position`` is durable downstream: the server may forget them.
@@ -115,14 +133,19 @@ class ResumableSubscription(InboundSubscription):
         if last:  # the last row received is acknowledged: the server ends the stream (queued frames still go)
             self._close_connection()
 
-    def _on_push(self, f: F.Frame) -> None:
+    def on_push(self, f: F.Frame) -> None:
         if f.metadata is None:
             return
         try:
-            _, stats = parse_push(bytes(f.metadata))
+            raw = bytes(f.metadata)
+            _, stats = parse_push(raw)
+            window = window_of(raw)
         except MetadataError as exc:
             self._protocol_failure(f"unreadable METADATA_PUSH from the server: {exc}")
             return
+        if window is not None:  # stated once the server opened (or resumed) the stream
+            self._publisher.stated_window = window
+            self._opened = True
         if stats is None:
             return
         self._retention = stats
@@ -174,7 +197,10 @@ class ResumableSubscription(InboundSubscription):
         sid = conn.add_stream(self)
         if sid != STREAM_ID:
             raise NetError(f"{self._where}: a resumable stream must be its connection's first", self._address)
-        conn.on_push = self._on_push
+        conn.on_push = self.on_push
+        with self._wlock:  # a first connection that dropped before the server took the stream: grant again
+            self._unsent = add_cap(self._unsent, self._inflight)
+            self._inflight = 0
         self.attach(conn, sid, opener=lambda n: conn.send(F.encode_request(F.REQUEST_STREAM, sid, n, metadata=meta)))
 
     def reattach(self, conn: Connection) -> None:
@@ -185,7 +211,8 @@ class ResumableSubscription(InboundSubscription):
             self._unsent = add_cap(self._unsent, self._inflight)  # the server forgot them
             self._inflight = 0
             acked = self._acked
-        conn.on_push = self._on_push
+        self._opened = True
+        conn.on_push = self.on_push
         conn.add_stream(self, STREAM_ID)
         with self._wlock:
             self._top_up_locked()
@@ -195,15 +222,30 @@ class ResumableSubscription(InboundSubscription):
             self._close_connection()
 
     def on_frame(self, f: F.Frame) -> None:
+        self._opened = True  # the server answered on the stream: it took it
         super().on_frame(f)
         if self._publisher.positions and f.type in (F.PAYLOAD, F.ERROR):  # a terminal signal: wake waiters
             self._notify_available()
 
     def on_connection_closed(self, error: BaseException) -> None:
         # A refusal (wrong token, unknown or expired stream) is final: only a dropped connection is resumed.
-        if self._done or self._cancelled or self._gone.is_set() or isinstance(error, Refused):
+        # So is the drop of a new stream's first connection before the server took the stream: nothing
+        # of it was read, and an address that answers nothing is shown, not waited out.
+        fresh = self._new and not self._opened
+        if self._done or self._cancelled or self._gone.is_set() or isinstance(error, Refused) or fresh:
             super().on_connection_closed(error)
             return
+        self.lost(error)
+
+    def open_first(self, conn: Connection, meta: bytes | None) -> None:
+        """Open a new stream (SETUP was sent on ``conn``): :meth:`open_new`, its first connection final
+        until the server takes the stream."""
+        self._new = True
+        self.open_new(conn, meta)
+
+    def lost(self, error: BaseException) -> None:
+        """The stream has no connection (it dropped, or could not be opened): resume it in the
+        background, for as long as the endpoint keeps it (:meth:`_reconnect`)."""
         with self._wlock:
             # From here frames still read off the old connection are dropped (see _deliver), so
             # the position resumed at is exactly what was taken: nothing twice, nothing skipped.
@@ -215,30 +257,58 @@ class ResumableSubscription(InboundSubscription):
             in_background(lambda: self._reconnect(error, position), f"rs-net-resume {self._where}")
 
     def _reconnect(self, error: BaseException, position: int) -> None:
-        """Resume on a new connection at ``position``, with backoff, for up to the publisher's
-        ``reconnect_for`` seconds; a refusal ends the stream with its reason."""
-        deadline = time.monotonic() + self._publisher.reconnect_for
-        attempt = 0
+        """Resume on a new connection at ``position``: tries spaced by the publisher's backoff, for as
+        long as the endpoint keeps the stream (:func:`.outage.retry_bound`). A refusal ends the stream
+        with its reason; the window's end with :class:`WindowEnded` (a stream no server ever took:
+        with the last connection error)."""
+        pub = self._publisher
+        what = f"stream {pub.key} at position {position}"
+        bounded_by = "the endpoint's window" if pub.reconnect_for is None else "reconnect_for"
+        outage = self._outage = Outage(self._where, f"resuming {what}", error, pub.retry_bound(), bounded_by=bounded_by)
         last: BaseException = error
-        while not self._gone.is_set() and time.monotonic() < deadline:
+        while not self._gone.is_set():
+            if outage.over:
+                last = self._gave_up(outage, what, last)
+                break
             try:
-                conn = self._publisher.resume_connection(position)
-            except ResumeRejected as exc:
+                conn, fresh = pub.reconnection(position, self.on_push)
+            except Refused as exc:  # final: the stream is gone (or expired), or the token is wrong
                 last = exc
+                outage.ended(f"gave up: the endpoint refused to resume {what} ({exc})")
                 break
             except NetError as exc:
                 last = exc
-                self._gone.wait(_BACKOFF[min(attempt, len(_BACKOFF) - 1)])
-                attempt += 1
+                outage.failed(exc)
+                self._gone.wait(outage.pause(pub.backoff, random.random()))
                 continue
             with self._wlock:
                 self._reconnecting = False
-            self.reattach(conn)
+            self._outage = None
+            outage.ended(f"resumed {what}")
+            if fresh:
+                self.open_new(conn, pub.request_metadata(conn))
+            else:
+                self.reattach(conn)
             return
+        self._outage = None
         with self._wlock:
             self._reconnecting = False
         if not self._gone.is_set():
             super().on_connection_closed(last)
+
+    def _gave_up(self, outage: Outage, what: str, last: BaseException) -> BaseException:
+        """The error the stream ends with when the bound passed without a connection."""
+        bound = outage.bound
+        if not self._opened:  # no server ever took the stream: nothing was kept for it, nothing is lost
+            outage.ended(f"gave up opening {what}")
+            return last
+        outage.ended(f"gave up resuming {what}: the endpoint's window ended")
+        return WindowEnded(
+            f"{self._where} could not resume {what} within {bound:.0f} s (the endpoint's window and the keepalive "
+            f"lifetime): the endpoint no longer keeps it; the last try failed with {type(last).__name__}: {last}",
+            self._address,
+            self._where,
+        )
 
     def detach(self) -> None:
         """End this subscription without cancelling the stream: the server keeps it (and what it
@@ -249,10 +319,13 @@ class ResumableSubscription(InboundSubscription):
         self.cancel()
 
     def cancel(self) -> None:
-        """Cancel the stream; after its end, stop waiting for acknowledgements: close the connection now."""
+        """Cancel the stream (a resume under way stops); after its end, stop waiting for
+        acknowledgements: close the connection now."""
         super().cancel()
         if self._done:
             self._close_connection()
+        elif self._cancelled:
+            self._gone.set()
 
     def _stream_ended(self) -> None:
         """The stream ended here: close its connection, unless the server ended it (complete or
@@ -290,8 +363,12 @@ class ResumablePublisher(PublisherBase[Any]):
     new stream under that key, one made durable before the stream existed) (a row the server
     still keeps: at or after the last acknowledged one). One subscriber holds the stream at a
     time. ``window``: seconds the server should keep the stream after a drop (capped by its own
-    ``Retention.window``). ``reconnect_for``: seconds a subscription tries to resume by itself
-    after its connection drops before it ends with the error.
+    ``Retention.window``). A subscription whose connection drops (or, resuming a stream by its key,
+    cannot be opened) tries to resume by itself, spaced by ``backoff``, for as long as the server
+    keeps the stream: the window it states (else ``window``, else 10 minutes) plus the keepalive
+    lifetime; ``reconnect_for``: that many seconds instead. Only a refusal or that bound's end ends
+    it with the error. A new stream whose first connection cannot be opened fails at once (nothing
+    of it was read: a wrong address is shown, not waited out).
     """
 
     def __init__(
@@ -301,9 +378,10 @@ class ResumablePublisher(PublisherBase[Any]):
         key: str | None = None,
         *,
         window: float | None = None,
-        reconnect_for: float = 60.0,
+        reconnect_for: float | None = None,
         positions: bool = False,
         new: bool = False,
+        backoff: Backoff | None = None,
     ) -> None:
         self._client = client
         self.positions = positions
@@ -313,6 +391,8 @@ class ResumablePublisher(PublisherBase[Any]):
         self._token = resume_token(client.token, self.key)
         self.window = window
         self.reconnect_for = reconnect_for
+        self.backoff = backoff or Backoff()
+        self.stated_window: float | None = None  # what the server said it keeps the stream for
         self._lock = threading.Lock()
 
     @property
@@ -324,6 +404,12 @@ class ResumablePublisher(PublisherBase[Any]):
     def batch_rows(self) -> int:
         """Arrow: the most rows per delivered batch (``batch_rows=`` of :func:`~rs_spark.net.connect`)."""
         return int(self._client.batch_rows)
+
+    def retry_bound(self) -> float:
+        """Seconds a subscription tries to resume after a drop (see the class)."""
+        if self.reconnect_for is not None:
+            return float(self.reconnect_for)
+        return retry_bound(self.stated_window, self.window, float(self._client.lifetime))
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         """``subscribe_at(subscriber, 0)``: a new stream from its first row, or a kept stream from position 0."""
@@ -348,36 +434,51 @@ class ResumablePublisher(PublisherBase[Any]):
         if sub.is_cancelled:
             return
         try:
-            if fresh or not self._resumed(sub, position):
-                request = ResumeRequest(self.window, "positions" if self.positions else "rows")
-                conn = self._client.open_resumable(self._token, request)
-                sub.open_new(conn, request_metadata(conn.metadata_mime, self._name))
-        except NetError as exc:
+            if fresh:
+                conn = self._open_connection()
+                sub.open_first(conn, self.request_metadata(conn))
+            else:
+                conn, new = self.reconnection(position, sub.on_push)
+                if new:
+                    sub.open_new(conn, self.request_metadata(conn))
+                else:
+                    sub.reattach(conn)
+        except Refused as exc:
             sub.fail(exc)
+        except NetError as exc:
+            if fresh:  # nothing of a new stream was read: a wrong address or a server not there is shown at once
+                sub.fail(exc)
+            else:  # a stream read before (its key resumed), unreachable now: an outage from the start
+                sub.lost(exc)
 
-    def _resumed(self, sub: ResumableSubscription, position: int) -> bool:
-        """Resume the stream at ``position``; False when the server does not know it and nothing of it
-        was received yet (position 0): its key was made durable before the stream was opened, so it
-        is opened now, under that key."""
+    def _open_connection(self) -> Connection:
+        request = ResumeRequest(self.window, "positions" if self.positions else "rows")
+        return self._client.open_resumable(self._token, request)
+
+    def request_metadata(self, conn: Connection) -> bytes | None:
+        """The REQUEST_STREAM metadata that opens this stream on ``conn`` (its route)."""
+        return request_metadata(conn.metadata_mime, self._name)
+
+    def reconnection(self, position: int, on_push: Callable[[F.Frame], None]) -> tuple[Connection, bool]:
+        """A connection continuing the stream at ``position``, and whether the stream must be opened
+        on it (True: the server does not know the stream and nothing of it was received, position 0:
+        its key was made durable before it was opened, so it is opened now, under that key)."""
         try:
-            sub.reattach(self.resume_connection(position))
-            return True
+            return self.resume_connection(position, on_push), False
         except ResumeRejected as exc:
             if position == 0 and UNKNOWN_STREAM in str(exc):
-                return False
+                return self._open_connection(), True
             raise
 
-    def resume_connection(self, position: int) -> Connection:
+    def resume_connection(self, position: int, on_push: Callable[[F.Frame], None] | None = None) -> Connection:
         """A new connection continuing the stream at ``position`` (RESUME, RESUME_OK)."""
         try:
-            return self._client.resume(self._token, position)
+            return self._client.resume(self._token, position, on_push)
         except ResumeRejected as exc:
             raise ResumeRejected(
                 f"{self.address} cannot resume stream {self.key} at position {position}: {exc}",
                 self.address,
             ) from exc
-        except ConnectionLost:
-            raise
 
     def fetch(self, lo: int, hi: int, prefetch: int = 4) -> Iterator[Any]:
         """The kept rows ``[lo, hi)`` of this stream, fetched on a connection of their own (what a
@@ -402,4 +503,4 @@ def fetch_range(client: Any, name: str | None, key: str, lo: int, hi: int, prefe
         client.close()
 
 
-__all__ = ["ResumablePublisher", "ResumableSubscription"]
+__all__ = ["ResumablePublisher", "ResumableSubscription", "WindowEnded"]

@@ -5,8 +5,9 @@ for resumption (:mod:`.resume` describes the conventions), opens that connection
 as a :class:`~.kept_stream.KeptStream`, and keeps it in :class:`~.sessions.Sessions`
 by its token. It answers RESUME (re-attaches the stream to the new connection and sends its rows
 again from the position asked for) and the reader's acknowledgements (METADATA_PUSH). A stream
-whose connection dropped waits ``Retention.window`` seconds; then its publisher is cancelled and
-its kept rows are counted as lost.
+whose connection dropped waits ``Retention.window`` seconds (or the shorter window its reader asked
+for; the reader is told it, :data:`.resume.WINDOW_MIME`); then its publisher is cancelled and its
+kept rows are counted as lost.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from ..protocol.connection import Connection, Rejected
 from ..protocol.errors import ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
 from .kept_stream import Delivery, KeptStream, KeptStreamStats
-from .resume import STREAM_ID, UNKNOWN_STREAM, ResumeRequest, parse_push, resume_token, retention_metadata, stream_of
+from .resume import (
+    STREAM_ID,
+    UNKNOWN_STREAM,
+    ResumeRequest,
+    parse_push,
+    resume_token,
+    retention_metadata,
+    stream_of,
+    window_metadata,
+)
 from .retention import ResumeError, Retention
 from .sessions import Session, Sessions
 from .spill import Spill, SpilledStream, SpillError
@@ -221,6 +231,7 @@ class ResumeService:
             self.sessions.add(session)
         except ResumeRejected as exc:
             raise Rejected(F.REJECTED, str(exc)) from None
+        conn.send(F.encode_metadata_push(window_metadata(session.window)))  # how long resuming can succeed
         return out
 
     def _ended(self, session: Session) -> Callable[[BaseException | None], None]:
@@ -258,6 +269,7 @@ class ResumeService:
             raise Rejected(F.REJECTED_RESUME, f"{self.where}: '{session.endpoint}': {exc}") from None
         self.sessions.attached(session)
         conn.send(F.encode_resume_ok(f.position))
+        conn.send(F.encode_metadata_push(window_metadata(session.window)))
 
     # -- fetches -----------------------------------------------------------------------------
     def read_range(self, token: bytes, endpoint: str, data_mime: str, lo: int, hi: int) -> list[Any]:

@@ -10,10 +10,14 @@ from ...delivery import ELEMENTS
 from ...net.protocol.address import redact
 from ...net.protocol.tls_files import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
+from ..link_options import EndpointLink
 from ..options import OptionError, check_known, factory_options, lookup, parse_int, parse_tls, redacted_repr
 
 SUBSCRIBER_PREFIX = "subscriber."
 """Options starting with this prefix go to the user's subscriber factory unchecked."""
+
+RECONNECT_TIMEOUT = 600.0
+"""Option reconnectTimeout's default: seconds a commit keeps trying an unreachable hub (10 minutes)."""
 
 SINK_OPTIONS: dict[str, str] = {
     "endpoint": "address of a served Subscriber (rs_spark.serve_sink / rs_spark.write_stream), with ?token=",
@@ -26,6 +30,16 @@ SINK_OPTIONS: dict[str, str] = {
     "rs_spark.write_stream in local mode without stagingLocation sets 1m and stages the rest on local disk",
     "stagingLocation": "pyarrow filesystem URI where bigger partitions are staged (local, s3://, hdfs://, ...)",
     "commitTimeout": "longest a commit waits for the Subscriber's demand before failing (default: no limit)",
+    "reconnectTimeout": "how long a micro-batch's commit keeps trying to reach an unreachable hub (connection "
+    "refused, reset, or silent past keepaliveTimeout) before the query fails; a retried commit delivers no row twice "
+    "(the hub's ledger) (default 10min)",
+    "keepaliveInterval": "how often the commit's connection to the hub sends KEEPALIVE (default 2s)",
+    "keepaliveTimeout": "how long a silent connection to the hub lives before it is taken as lost and the commit "
+    "is tried again (default 10s)",
+    "reconnectBackoff": "the first pause between tries to reach the hub, doubled each try, with jitter (as Kafka's "
+    "reconnect.backoff.ms) (default 100ms)",
+    "reconnectBackoffMax": "the longest pause between tries to reach the hub (as Kafka's reconnect.backoff.max.ms) "
+    "(default 10s)",
     "keepSubscriberOnAbort": "false (default: a failed micro-batch ends the Subscriber with on_error) or a window "
     "(e.g. 10min; true: 10min) the Subscriber is kept for the query restarted from its checkpoint",
     "checkpointLocation": "Spark's own option (passed through)",
@@ -61,6 +75,9 @@ class SinkOptions:
     """The options for the ``subscriber`` factory: ``subscriber.*``, prefix stripped."""
     tls: TlsFiles | None = None
     """Options tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname: how a tls:// endpoint is trusted."""
+    reconnect_timeout: float = RECONNECT_TIMEOUT
+    link: EndpointLink = dataclasses.field(default_factory=lambda: EndpointLink())
+    """Options keepaliveInterval, keepaliveTimeout, reconnectBackoff, reconnectBackoffMax."""
 
     def __repr__(self) -> str:  # the token, and any address holding one, redacted
         return redacted_repr(self)
@@ -102,7 +119,18 @@ class SinkOptions:
             keep_on_abort=keep_window(o.get("keepsubscriberonabort")),
             factory=factory_options(options, SUBSCRIBER_PREFIX),
             tls=parse_tls(o, [str(endpoint)] if endpoint else [], None if endpoint else "subscriber"),
+            reconnect_timeout=parse_duration("reconnectTimeout", o["reconnecttimeout"])
+            if o.get("reconnecttimeout")
+            else RECONNECT_TIMEOUT,
+            link=EndpointLink.parse(o),
         )
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``rs_spark.net.connect*`` for the hub's endpoint."""
+        kwargs: dict[str, Any] = {"token": self.token} if self.token else {}
+        if self.tls is not None:
+            kwargs["tls"] = self.tls
+        return {**kwargs, **self.link.client_options()}
 
 
 KEEP_DEFAULT = 600.0

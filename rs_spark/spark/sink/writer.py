@@ -24,6 +24,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from ...delivery import SinkError, send_control
 from ...delivery.wire import tag_batch
 from ...net.protocol.address import parse, redact
+from .commit_retry import HubUnreachable, send_riding_outages, unreachable
 from .options import SinkOptions
 from .staging import StagedPartition, read_staged, remove_staged, stage
 from .task_delivery import deliver_in_task
@@ -38,7 +39,8 @@ def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
     if total == 0:
         return
     where = f"micro-batch {batch_id} ({total} rows) to {redact(opts.endpoint) if opts.endpoint else '?'}"
-    acks = _send(_tagged(parts, batch_id, total, opts), where, opts)
+    # Each try sends the whole micro-batch again (read anew from its staging): the hub skips what it delivered.
+    acks = send_riding_outages(lambda: _send(_tagged(parts, batch_id, total, opts), where, opts), where, opts)
     _check_ack(acks, where)
 
 
@@ -58,12 +60,9 @@ def _send(batches: Iterator[pa.RecordBatch], where: str, opts: SinkOptions) -> l
     from ...net.protocol.errors import NetError, RemoteError
     from ...streams import from_iterable, to_list
 
-    kwargs: dict[str, Any] = {"token": opts.token} if opts.token else {}
-    if opts.tls is not None:
-        kwargs["tls"] = opts.tls
     proc = None
     try:
-        proc = connect_processor(opts.endpoint or "", codec="arrow", **kwargs)
+        proc = connect_processor(opts.endpoint or "", codec="arrow", **opts.client_options())
         from_iterable(batches).subscribe(proc)
         return to_list(proc, timeout=opts.commit_timeout)
     except TimeoutError as exc:
@@ -74,6 +73,8 @@ def _send(batches: Iterator[pa.RecordBatch], where: str, opts: SinkOptions) -> l
     except RemoteError as exc:
         raise SinkError(f"delivering {where}: {exc.type_name}: {exc.remote_message}") from exc
     except NetError as exc:
+        if unreachable(exc):  # tried again by send_riding_outages
+            raise HubUnreachable(str(exc)) from exc
         raise SinkError(
             f"delivering {where}: {exc}; is the process serving the Subscriber running? Restart the "
             "query from its checkpoint once it is: no row is delivered twice"
@@ -93,7 +94,11 @@ def _check_ack(acks: list[pa.RecordBatch], where: str) -> None:
             f"delivering {where}: the hub reports {ack['status']} ({ack['delivered']} of {ack['rows']} rows delivered)"
         )
     if ack["status"] == "duplicate":
-        log.info("sink: %s was delivered before (restart from checkpoint); not delivered again", where)
+        log.info(
+            "sink: %s was delivered before (a restart from checkpoint, or a try whose answer was lost); "
+            "not delivered again",
+            where,
+        )
 
 
 class _WriterBase:

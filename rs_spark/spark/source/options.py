@@ -10,6 +10,7 @@ from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 from ...net.protocol.address import redact
 from ...net.protocol.tls_files import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
+from ..link_options import EndpointLink
 from ..options import (
     PASS_THROUGH_PREFIX,
     OptionError,
@@ -40,6 +41,13 @@ SOURCE_OPTIONS: dict[str, str] = {
     "Spark commits and a restarted query continues without loss (default true)",
     "resumeWindow": "with endpoint: how long the serving side keeps the stream for a restarted query after the "
     "connection drops, at most the endpoint's Retention.window (default: the endpoint's window, 10 minutes)",
+    "keepaliveInterval": "with endpoint: how often the reader's connection sends KEEPALIVE (default 2s)",
+    "keepaliveTimeout": "with endpoint: how long a silent connection lives before it is taken as lost and resumed "
+    "(default 10s)",
+    "reconnectBackoff": "with endpoint: the first pause between tries to resume a lost connection, doubled each "
+    "try, with jitter (as Kafka's reconnect.backoff.ms) (default 100ms)",
+    "reconnectBackoffMax": "with endpoint: the longest pause between tries to resume (as Kafka's "
+    "reconnect.backoff.max.ms); tries go on for as long as the endpoint keeps the stream (default 10s)",
     "schema": "DDL schema when none is given with .schema() and the publisher declares none",
     "maxRecordsPerTrigger": "at most this many records per micro-batch (ReadMaxRows)",
     "minRecordsPerTrigger": "wait for at least this many records per micro-batch (ReadMinRows)",
@@ -94,6 +102,8 @@ class SourceOptions:
     """The options for the ``publisher`` / ``jvmPublisher`` factory: ``publisher.*``, prefix stripped."""
     tls: TlsFiles | None = None
     """Options tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname: how a tls:// endpoint is trusted."""
+    link: EndpointLink = dataclasses.field(default_factory=lambda: EndpointLink())
+    """Options keepaliveInterval, keepaliveTimeout, reconnectBackoff, reconnectBackoffMax."""
 
     def __repr__(self) -> str:  # the token, and any address holding one, redacted
         return redacted_repr(self)
@@ -141,7 +151,15 @@ class SourceOptions:
             resume_window=parse_duration("resumeWindow", o["resumewindow"]) if o.get("resumewindow") else None,
             factory=factory_options(options, PASS_THROUGH_PREFIX),
             tls=parse_tls(o, endpoints.values(), None if endpoint else "publisher" if publisher else "jvmPublisher"),
+            link=EndpointLink.parse(o),
         )
+
+    def client_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``rs_spark.net.connect`` for this query's endpoints."""
+        kwargs: dict[str, Any] = {"token": self.token} if self.token else {}
+        if self.tls is not None:
+            kwargs["tls"] = self.tls
+        return {**kwargs, **self.link.client_options()}
 
 
 def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | None]:

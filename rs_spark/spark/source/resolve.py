@@ -55,9 +55,7 @@ def make_publisher(opts: SourceOptions, schema: Any = None) -> Any:
         raise OptionError(
             f"option endpoint={redact(repr(opts.endpoint))} needs rs_spark.net, which failed to import: {exc}"
         ) from exc
-    kwargs: dict[str, Any] = {"token": opts.token} if opts.token else {}
-    if opts.tls is not None:
-        kwargs["tls"] = opts.tls
+    kwargs = opts.client_options()
     if len(opts.endpoints) != 1:
         raise OptionError(
             f"option endpoint names {len(opts.endpoints)} partitions ({', '.join(opts.endpoints)}); several endpoints "

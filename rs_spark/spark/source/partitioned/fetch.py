@@ -1,4 +1,12 @@
-"""The executor's side of the partitioned reader: a planned position range fetched from its endpoint."""
+"""The executor's side of the partitioned reader: a planned position range fetched from its endpoint.
+
+A connection that cannot be opened, is reset or goes silent is tried again from the first row not
+yet read (capped backoff with jitter, options ``reconnectBackoff`` / ``reconnectBackoffMax``) for as
+long as the endpoint keeps the stream: the query's ``resumeWindow`` (else the default
+``Retention.window``, 10 minutes) plus ``keepaliveTimeout``. The task waits meanwhile instead of
+failing at the first refused connection; a refusal (the endpoint no longer keeps the range) ends it
+at once and is reported (``failOnDataLoss``).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +16,14 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
+from ....net import connect
 from ....net.protocol.address import redact
 from ....net.protocol.errors import Refused
+from ....net.zero_loss.fetch_retry import fetch_riding_outages
+from ....net.zero_loss.outage import retry_bound
 from ..data_loss import report_data_loss
 from ..executor_rows import converted, converter_for
 from ..options import SourceOptions
-from .link import endpoint_client
 
 
 class EndpointRange(InputPartition):
@@ -44,11 +54,18 @@ class _Counted:
 def read_range(opts: SourceOptions, schema_json: str, p: EndpointRange) -> Iterator[pa.RecordBatch]:
     """The rows of ``p``, converted and validated here; rows the endpoint no longer keeps are
     reported (failOnDataLoss decides)."""
-    stream = endpoint_client(opts, p.pid).resumable(p.key)
-    fetched = _Counted(stream.fetch(p.lo, p.hi))
+    fetched = _Counted(fetch_range_for(opts, p.pid, p.key, p.lo, p.hi))
     yield from converted(converter_for(opts, schema_json), fetched, p.lo)
     if fetched.rows < p.hi - p.lo:
         _lost(opts, p, p.lo + fetched.rows, fetched.why)
+
+
+def fetch_range_for(opts: SourceOptions, pid: str, key: str, lo: int, hi: int) -> Iterator[Any]:
+    """Rows ``[lo, hi)`` of partition ``pid``'s stream ``key``, fetched from its endpoint, riding out
+    outages (see the module)."""
+    stream = connect(opts.endpoints[pid], **opts.client_options()).resumable(key)
+    bound = retry_bound(None, opts.resume_window, opts.link.lifetime)
+    return fetch_riding_outages(stream, lo, hi, bound=bound, backoff=opts.link.backoff)
 
 
 def _lost(opts: SourceOptions, p: EndpointRange, at: int, why: str) -> None:
@@ -64,4 +81,4 @@ def _lost(opts: SourceOptions, p: EndpointRange, at: int, why: str) -> None:
     )
 
 
-__all__ = ["EndpointRange", "read_range"]
+__all__ = ["EndpointRange", "fetch_range_for", "read_range"]

@@ -18,14 +18,6 @@ from ..options import SourceOptions
 from ..planner import Part, Stream
 
 
-def endpoint_client(opts: SourceOptions, pid: str) -> Any:
-    """A client of partition ``pid``'s endpoint, with the source's token and TLS files."""
-    kwargs: dict[str, Any] = {"token": opts.token} if opts.token else {}
-    if opts.tls is not None:
-        kwargs["tls"] = opts.tls
-    return connect(opts.endpoints[pid], **kwargs)
-
-
 class PartitionLink:
     """One partition's positions-only stream, opened at ``position`` of stream ``key``
     (``new``: this process named the key, the endpoint has not seen it)."""
@@ -35,7 +27,9 @@ class PartitionLink:
     ) -> None:
         self.pid = pid
         self._changed = changed  # rows made available, or the stream ended: wakes the reader's wait
-        self.publisher = endpoint_client(opts, pid).resumable(key, window=opts.resume_window, positions=True, new=new)
+        self.publisher = connect(opts.endpoints[pid], **opts.client_options()).resumable(
+            key, window=opts.resume_window, positions=True, new=new, backoff=opts.link.backoff
+        )
         self.start = position  # where this reader process took the stream up
         self.subscription: Any = None
         self.error: BaseException | None = None
@@ -136,4 +130,4 @@ class PartitionLink:
             s.detach()
 
 
-__all__ = ["PartitionLink", "endpoint_client"]
+__all__ = ["PartitionLink"]

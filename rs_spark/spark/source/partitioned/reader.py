@@ -36,6 +36,7 @@ from ..errors import PublisherFailed
 from ..offsets import PartitionedOffset, StreamOffset
 from ..offsets import parse as parse_offset
 from ..options import SourceOptions
+from ..outage import outage_progress
 from ..planner import Action, Ask, Decision, Part, Trigger, View, ask, available_now_target, decide, target_reason
 from ..read_limits import default_read_limit, limits_of
 from ..sigterm import SigtermStop
@@ -327,7 +328,12 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             return None
         report: dict[str, Any] = {
             "partitions": {
-                pid: {"available": link.available, **link.retention(), "completed": link.completed}
+                pid: {
+                    "available": link.available,
+                    **link.retention(),
+                    "completed": link.completed,
+                    **outage_progress(link.subscription),
+                }
                 for pid, link in links.items()
             },
             "rowBytesThroughReader": sum(link.payload_bytes for link in links.values()),

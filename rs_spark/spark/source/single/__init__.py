@@ -6,3 +6,10 @@ process's state), :mod:`.intake` (its Subscriber; :mod:`.chunks`, the elements i
 micro-batches kept replayable; :mod:`.replay_log`, :mod:`.handoff`), :mod:`.partitions` (where a
 micro-batch's rows are for executors), :mod:`.bind_address` (where its batch server listens).
 """
+
+from typing import TYPE_CHECKING
+
+if not TYPE_CHECKING:  # a public submodule is imported when first named
+    from ...._submodules import lazy_submodules as _lazy_submodules
+
+    __getattr__, __dir__ = _lazy_submodules(__name__, __path__)

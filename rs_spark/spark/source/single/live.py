@@ -25,6 +25,7 @@ from ..data_loss import report_data_loss
 from ..errors import PublisherFailed
 from ..offsets import StreamOffset
 from ..options import SourceOptions
+from ..outage import outage_progress
 from ..planner import Ask, Part, Stream
 from ..sigterm import SigtermStop
 from .chunks import convert_taken
@@ -200,8 +201,8 @@ class Live:
     def _stream(self) -> Stream:
         intake = self.intake
         err = intake.failed
-        if isinstance(err, ResumeRejected) and not intake.received_rows:
-            return Stream.GONE
+        if isinstance(err, ResumeRejected):  # its window ended: a new stream, once what came is planned
+            return Stream.FAILED if intake.buffered_rows else Stream.GONE
         if err is not None or intake.violated:
             return Stream.FAILED
         if intake.completed:
@@ -362,6 +363,7 @@ class Live:
             p["committedPosition"] = max(up.acked, 0)
             p["replayedRecords"] = self.replayed
         p["rowBytesThroughReader"] = self.planned.row_bytes
+        p.update(outage_progress(self.intake.subscription))  # while the endpoint is unreachable
         retention = getattr(self.intake.subscription, "retention", None)
         if isinstance(retention, dict) and retention:
             p["endpointRetainedRecords"] = retention.get("retainedRecords", 0)

@@ -55,7 +55,9 @@ class Upstream:
         if self._publisher is None:
             pub = make_publisher(self._opts, self._schema)
             if self._opts.endpoint and self._opts.resumable:
-                pub = pub.resumable(self.key, window=self._opts.resume_window, new=self._new_key)
+                pub = pub.resumable(
+                    self.key, window=self._opts.resume_window, new=self._new_key, backoff=self._opts.link.backoff
+                )
                 self.key = pub.key
             self._publisher = pub
         return self._publisher

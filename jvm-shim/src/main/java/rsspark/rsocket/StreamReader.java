@@ -20,8 +20,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * for, or, at position 0 of a stream the server does not know yet, SETUP with the resume flag and
  * REQUEST_STREAM. {@link #acknowledge} tells the server that rows before a position are durable;
  * {@link #detach} closes without CANCEL (the server keeps the stream for its window), {@link #cancel}
- * cancels it. A dropped connection is resumed by the next {@link #poll}, for up to
- * {@link Settings#reconnectForMs}.
+ * cancels it. A dropped connection (or one that cannot be opened) is an {@link Outage}: each
+ * {@link #poll} tries to resume when the backoff says so ({@link Settings#backoffFirstMs},
+ * {@link Settings#backoffMaxMs}, with jitter) and otherwise returns nothing, for as long as the
+ * server keeps the stream: the window it states (METADATA_PUSH {@code message/x.rs-spark.window.v1}
+ * when the stream opens and after each RESUME_OK), else the one asked for, else 10 minutes, plus the
+ * keepalive lifetime ({@link Settings#reconnectForMs} >= 0: that long instead). Only a refusal or that
+ * bound's end fails the stream. A stream opened at position 0 whose first connection cannot be opened,
+ * or drops before the server took the stream, fails at once (nothing was read of it yet: an address or a
+ * server that is not there is a mistake to show, not an outage to wait out); one opened further on (a
+ * task continuing it) waits for its endpoint.
  */
 public final class StreamReader<T> implements AutoCloseable {
     /** Decodes one payload's data (hostile until validated) into an item of some rows. */
@@ -46,13 +54,18 @@ public final class StreamReader<T> implements AutoCloseable {
         public int maxInFlight = 1024;
         /** Seconds the server should keep the stream after a drop; <= 0: the server's own window. */
         public double windowSeconds = 0;
-        public long reconnectForMs = 30_000;
+        /** -1 (default): try to resume for as long as the server keeps the stream; 0: never; > 0: that long (ms). */
+        public long reconnectForMs = -1;
+        /** The first pause between tries to resume, doubled each try (with jitter) up to {@link #backoffMaxMs}. */
+        public long backoffFirstMs = 100;
+        public long backoffMaxMs = 10_000;
     }
 
     private enum State { OPEN, COMPLETE, FAILED, CLOSED }
 
     private static final int STREAM_ID = 1;
-    private static final long[] BACKOFF_MS = {50, 100, 200, 500, 1000, 2000};
+    /** Composite metadata entry of the server's METADATA_PUSH: the window it keeps the stream for, ms (8 bytes). */
+    public static final String WINDOW_MIME = "message/x.rs-spark.window.v1";
 
     private final Endpoint endpoint;
     private final Settings settings;
@@ -71,6 +84,11 @@ public final class StreamReader<T> implements AutoCloseable {
     private long granted; // position up to which credits were granted
     private long consumed; // position after the rows of the payloads the consumer took
     private long acknowledged;
+    private long statedWindowMs = -1; // the window the server stated (-1: none yet)
+    private boolean opened; // a server took the stream (answered its opening, or resumed it) at least once
+    private boolean newStream; // opened at position 0 by open(): until a server takes it, a drop is final
+    private Outage outage; // while the stream has no connection
+    private long nextTry; // System.nanoTime() of the next try to resume, during an outage
 
     private StreamReader(Endpoint endpoint, Settings settings, PayloadDecoder<T> decoder, Mode mode, String key,
             long position) {
@@ -93,8 +111,16 @@ public final class StreamReader<T> implements AutoCloseable {
             String key, long position, long acknowledge) throws IOException {
         StreamReader<T> r = new StreamReader<>(endpoint, settings, decoder, mode,
                 mode == Mode.RESUMABLE ? Metadata.checkKey(key) : key, position);
-        r.connect(position == 0);
-        if (acknowledge > 0) r.acknowledge(acknowledge);
+        if (acknowledge > 0) r.acknowledged = acknowledge; // sent right after RESUME_OK (also after an outage)
+        r.newStream = position == 0 && acknowledge <= 0;
+        try {
+            r.connect(position == 0);
+        } catch (RemoteException | ProtocolException | TlsRefusedException | java.io.InterruptedIOException e) {
+            throw e;
+        } catch (IOException e) {
+            if (mode != Mode.RESUMABLE || r.newStream) throw e;
+            r.lost(e); // a stream read before, unreachable now: an outage from the start, ridden out by poll
+        }
         return r;
     }
 
@@ -225,6 +251,7 @@ public final class StreamReader<T> implements AutoCloseable {
                         + settings.connection.connectTimeoutMs + " ms");
             }
             handshaking = false;
+            opened = true;
             // Demand restarts at resumption: the credits of the old connection are forgotten.
             received = consumed;
             granted = consumed + settings.maxInFlight;
@@ -282,18 +309,19 @@ public final class StreamReader<T> implements AutoCloseable {
                 if (item != null) break;
                 if (state == State.FAILED) throw failure;
                 if (state != State.OPEN) return null;
-                if (broken) {
+                long now = System.nanoTime();
+                if (broken && now - nextTry >= 0) {
                     lock.unlock();
                     try {
-                        reconnect();
+                        tryToResume();
                     } finally {
                         lock.lock();
                     }
                     continue;
                 }
-                long left = deadline - System.nanoTime();
+                long left = deadline - now;
                 if (left <= 0) return null;
-                changed.awaitNanos(left);
+                changed.awaitNanos(broken ? Math.min(left, nextTry - now) : left);
             }
             consumed += decoder.rows(item);
             long window = settings.maxInFlight;
@@ -308,7 +336,7 @@ public final class StreamReader<T> implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        if (topUp > 0) c.send(Frames.requestN(STREAM_ID, topUp));
+        if (topUp > 0) sendOrLose(c, Frames.requestN(STREAM_ID, topUp)); // credits again after a resume
         return item;
     }
 
@@ -343,35 +371,122 @@ public final class StreamReader<T> implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-        if (c != null) c.send(Frames.metadataPush(Metadata.commit(position))); // else sent after resuming
+        if (c != null) sendOrLose(c, Frames.metadataPush(Metadata.commit(position))); // else sent after resuming
     }
 
-    private void reconnect() throws IOException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(settings.reconnectForMs);
-        IOException last = null;
-        for (int attempt = 0; System.nanoTime() < deadline; attempt++) {
+    /**
+     * Send on {@code c}; a resumable stream whose connection fails under the write is resumed (the frame is
+     * not lost: credits are granted again and the last acknowledgement sent again after RESUME_OK).
+     */
+    private void sendOrLose(Connection c, byte[] frame) throws IOException {
+        try {
+            c.send(frame);
+        } catch (IOException e) {
+            if (mode != Mode.RESUMABLE || e instanceof java.io.InterruptedIOException || e instanceof RemoteException
+                    || e instanceof ProtocolException) throw e;
+            lock.lock();
             try {
-                resume();
-                return;
-            } catch (RemoteException e) {
-                fail(e);
-                throw e;
-            } catch (java.io.InterruptedIOException e) {
-                throw e;
-            } catch (IOException e) {
-                last = e;
-                try {
-                    Thread.sleep(BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]);
-                } catch (InterruptedException ie) {
-                    Thread.currentThread().interrupt();
-                    throw new java.io.InterruptedIOException("interrupted while reconnecting to " + where());
-                }
+                if (c != conn || state != State.OPEN) return;
+            } finally {
+                lock.unlock();
             }
+            lost(e);
         }
-        IOException why = new ConnectionLostException(where() + ": the connection dropped and could not be resumed within "
-                + settings.reconnectForMs + " ms" + (last == null ? "" : ": " + last.getMessage()), last);
-        fail(why);
-        throw why;
+    }
+
+    /** The outage under way, if any (for tests and logs). */
+    public Outage outage() {
+        lock.lock();
+        try {
+            return outage;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The window (ms) the server said it keeps the stream for after a drop; -1 before it said. */
+    public long statedWindowMs() {
+        lock.lock();
+        try {
+            return statedWindowMs;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The stream has no connection: an outage starts (under the lock or not; {@code why}: the cause). */
+    private void lost(IOException why) {
+        lock.lock();
+        try {
+            broken = true;
+            if (outage == null) {
+                long bound = settings.reconnectForMs >= 0 ? settings.reconnectForMs
+                        : Outage.boundMs(statedWindowMs, settings.windowSeconds, settings.connection.lifetimeMs);
+                outage = new Outage(where(), "resuming it at position " + consumed, why, bound,
+                        settings.reconnectForMs >= 0 ? "reconnectForMs" : "the endpoint's window");
+                nextTry = System.nanoTime();
+            }
+            changed.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** One try to resume (poll's thread, without the lock): a refusal fails the stream, so does the bound's end. */
+    private void tryToResume() throws IOException {
+        Outage o;
+        boolean fresh;
+        lock.lock();
+        try {
+            o = outage;
+            fresh = consumed == 0;
+        } finally {
+            lock.unlock();
+        }
+        try {
+            connect(fresh);
+        } catch (RemoteException | ProtocolException | TlsRefusedException e) {
+            o.ended("gave up: the server refused to resume the stream");
+            fail(e);
+            throw e;
+        } catch (java.io.InterruptedIOException e) {
+            throw e;
+        } catch (IOException e) {
+            o.failed(e);
+            IOException gaveUp = null;
+            lock.lock();
+            try {
+                broken = true;
+                if (o.over()) gaveUp = windowEnded(o, e);
+                else nextTry = System.nanoTime() + o.pauseNanos(settings.backoffFirstMs, settings.backoffMaxMs);
+            } finally {
+                lock.unlock();
+            }
+            if (gaveUp != null) {
+                o.ended("gave up resuming the stream");
+                fail(gaveUp);
+                throw gaveUp;
+            }
+            return;
+        }
+        lock.lock();
+        try {
+            outage = null;
+        } finally {
+            lock.unlock();
+        }
+        o.ended("resumed the stream at position " + taken());
+    }
+
+    private IOException windowEnded(Outage o, IOException last) {
+        if (!opened) {
+            return new ConnectionLostException(where() + ": could not be opened within " + o.boundMs() / 1000 + " s: "
+                    + last.getMessage(), last);
+        }
+        return new ConnectionLostException(where() + " could not be resumed at position " + consumed + " within "
+                + o.boundMs() / 1000 + " s (the endpoint's window and the keepalive lifetime): the endpoint no longer "
+                + "keeps the stream, so the rows from there are lost; start the query from a new checkpointLocation "
+                + "to read the stream afresh. The last try failed with: " + last.getMessage(), last);
     }
 
     // -- ending ---------------------------------------------------------------------------------
@@ -444,7 +559,11 @@ public final class StreamReader<T> implements AutoCloseable {
                 }
                 return;
             }
-            if (f.streamId() != STREAM_ID) return; // METADATA_PUSH (retention stats) and other streams: not ours
+            if (f.type() == Frames.METADATA_PUSH && f.streamId() == 0) {
+                onPush(f);
+                return;
+            }
+            if (f.streamId() != STREAM_ID) return; // other streams: not ours
             try {
                 if (f.type() == Frames.PAYLOAD) onPayload(f);
                 else if (f.type() == Frames.ERROR) onError(f);
@@ -464,8 +583,10 @@ public final class StreamReader<T> implements AutoCloseable {
                     changed.signalAll();
                     return;
                 }
-                if (mode == Mode.RESUMABLE && !(why instanceof RemoteException) && !(why instanceof ProtocolException)) {
-                    broken = true; // the consumer resumes at the position it consumed
+                boolean untaken = newStream && !opened; // nothing read of a new stream: shown, not waited out
+                if (mode == Mode.RESUMABLE && !untaken && !(why instanceof RemoteException)
+                        && !(why instanceof ProtocolException)) {
+                    lost(why); // poll resumes at the position it consumed
                 } else {
                     state = State.FAILED;
                     failure = new IOException(where() + " ended after " + received + " rows: " + why.getMessage(), why);
@@ -474,6 +595,32 @@ public final class StreamReader<T> implements AutoCloseable {
             } finally {
                 lock.unlock();
             }
+        }
+    }
+
+    /** The server's METADATA_PUSH: the window entry is read (and checked); retention counts are not needed here. */
+    private void onPush(Frame f) {
+        if (f.metadata() == null) return;
+        try {
+            for (Metadata.Entry e : Metadata.parseComposite(f.metadata())) {
+                if (!e.mime().equals(WINDOW_MIME)) continue;
+                if (e.payload().length != 8) {
+                    throw new ProtocolException(WINDOW_MIME + " entry is " + e.payload().length + " bytes; a window is 8");
+                }
+                long ms = java.nio.ByteBuffer.wrap(e.payload()).getLong();
+                if (ms < 0) throw new ProtocolException(WINDOW_MIME + " window has its reserved top bit set");
+                lock.lock();
+                try {
+                    statedWindowMs = ms;
+                    opened = true; // stated once the server opened (or resumed) the stream
+                } finally {
+                    lock.unlock();
+                }
+            }
+        } catch (ProtocolException e) {
+            fail(new ProtocolException(where() + ": unreadable METADATA_PUSH from the server: " + e.getMessage(), e));
+            Connection c = currentConnection();
+            if (c != null) c.closeAfter(Frames.cancel(STREAM_ID));
         }
     }
 
@@ -498,6 +645,7 @@ public final class StreamReader<T> implements AutoCloseable {
         }
         lock.lock();
         try {
+            opened = true; // the server answered on the stream: it took it
             if (state != State.OPEN) return;
             if (received + k > granted) {
                 throw new ProtocolException("the remote publisher sent more than was requested: " + (received + k)

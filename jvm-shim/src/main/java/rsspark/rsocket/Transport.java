@@ -112,7 +112,11 @@ final class Transport {
                         + o.connectTimeoutMs + " ms: is it serving TLS (a tcp:// server never answers a TLS client), "
                         + "and not overloaded?", ex);
             }
-            throw new ConnectionLostException("TLS with " + e.base() + " failed: " + tlsHint(e, t, host, ex), ex);
+            String why = "TLS with " + e.base() + " failed: " + tlsHint(e, t, host, ex);
+            boolean network = ex.getCause() instanceof java.io.EOFException || ex.getCause() instanceof java.net.SocketException
+                    || ex instanceof java.net.SocketException || ex instanceof java.io.EOFException;
+            if (ex instanceof javax.net.ssl.SSLException && !network) throw new TlsRefusedException(why, ex); // final
+            throw new ConnectionLostException(why, ex);
         }
         return new Transport(s.getInputStream(), s.getOutputStream(), new Ends() {
             @Override

@@ -44,6 +44,13 @@ public final class Durations {
         minimum("connectTimeout", 100.0, "100ms", "a connection takes a round trip and a handshake");
         minimum("keepSubscriberOnAbort", 1000.0, "1s", "a restarted query needs longer than that to resume; use false, "
                 + "true (10min) or a window of at least 1s, e.g. '10min'"); // the Python sink's option: one table on both sides
+        minimum("keepaliveInterval", 100.0, "100ms", "KEEPALIVE frames more often than that cost without telling more");
+        minimum("keepaliveTimeout", 1000.0, "1s",
+                "a busy but healthy peer may answer a second late; shorter takes it for lost and reconnects");
+        minimum("reconnectBackoff", 10.0, "10ms", "tries closer together make a busy loop against an unreachable endpoint");
+        minimum("reconnectBackoffMax", 10.0, "10ms",
+                "tries closer together make a busy loop against an unreachable endpoint");
+        minimum("reconnectTimeout", 1000.0, "1s", "reconnecting takes a few round trips; shorter fails at the first blip");
     }
 
     private static void units(double ms, String... words) {

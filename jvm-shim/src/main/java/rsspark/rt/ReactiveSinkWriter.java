@@ -52,7 +52,8 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
     /**
      * A writer for {@code df.writeStream.foreach(...)}: {@code endpoint} from {@code serve_sink} /
      * the hub, {@code schemaJson} the DataFrame's schema ({@code df.schema.json()}), {@code options}
-     * (case-insensitive): maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout, and for a
+     * (case-insensitive): maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout, keepaliveInterval,
+     * keepaliveTimeout, reconnectBackoff, reconnectBackoffMax, reconnectTimeout, maxRetainedRows, and for a
      * tls:// endpoint tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname.
      */
     public static ReactiveSinkWriter create(String endpoint, String schemaJson, Map<String, String> options) {
@@ -112,19 +113,28 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
         int maxQueuedRows = 10_000;
         long ackTimeoutMs = 600_000;
         int connectTimeoutMs = 10_000;
+        int keepaliveMs = 2_000;
+        int keepaliveTimeoutMs = 10_000;
+        long backoffFirstMs = 100;
+        long backoffMaxMs = 10_000;
+        long reconnectTimeoutMs = 600_000;
+        int maxRetainedRows = 100_000;
         TlsSettings tls = new TlsSettings(null, null, null, null);
 
         static SinkOptions parse(Map<String, String> given) {
             Map<String, String> o = new TreeMap<>();
             if (given != null) for (Map.Entry<String, String> e : given.entrySet()) o.put(e.getKey().toLowerCase(Locale.ROOT), e.getValue());
             SinkOptions s = new SinkOptions();
-            java.util.Set<String> known = new java.util.HashSet<>(
-                    java.util.List.of("maxrowsperpayload", "maxqueuedrows", "acktimeout", "connecttimeout"));
+            java.util.Set<String> known = new java.util.HashSet<>(java.util.List.of("maxrowsperpayload", "maxqueuedrows",
+                    "acktimeout", "connecttimeout", "keepaliveinterval", "keepalivetimeout", "reconnectbackoff",
+                    "reconnectbackoffmax", "reconnecttimeout", "maxretainedrows"));
             for (String n : TlsSettings.OPTIONS.keySet()) known.add(n.toLowerCase(Locale.ROOT));
             for (String k : o.keySet()) {
                 if (!known.contains(k)) {
                     throw new IllegalArgumentException("the real-time reactive sink has no option '" + k
                             + "'; its options: maxRowsPerPayload, maxQueuedRows, ackTimeout, connectTimeout, "
+                            + "keepaliveInterval, keepaliveTimeout, reconnectBackoff, reconnectBackoffMax, "
+                            + "reconnectTimeout, maxRetainedRows, "
                             + String.join(", ", TlsSettings.OPTIONS.keySet()));
                 }
             }
@@ -132,6 +142,14 @@ public final class ReactiveSinkWriter extends ForeachWriter<Row> {
             s.maxQueuedRows = (int) intOption(o, "maxQueuedRows", s.maxQueuedRows);
             s.ackTimeoutMs = durationMs(o, "ackTimeout", s.ackTimeoutMs);
             s.connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", s.connectTimeoutMs));
+            s.keepaliveMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "keepaliveInterval", s.keepaliveMs));
+            s.keepaliveTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "keepaliveTimeout", s.keepaliveTimeoutMs));
+            s.backoffFirstMs = durationMs(o, "reconnectBackoff", s.backoffFirstMs);
+            s.backoffMaxMs = durationMs(o, "reconnectBackoffMax", s.backoffMaxMs);
+            s.reconnectTimeoutMs = durationMs(o, "reconnectTimeout", s.reconnectTimeoutMs);
+            s.maxRetainedRows = (int) intOption(o, "maxRetainedRows", s.maxRetainedRows);
+            RtOptions.checkLink(o, s.keepaliveMs, s.keepaliveTimeoutMs, s.backoffFirstMs, s.backoffMaxMs,
+                    "the real-time reactive sink");
             try {
                 s.tls = TlsSettings.from(o);
             } catch (IllegalArgumentException e) {

@@ -48,6 +48,13 @@ public final class RtOptions implements Serializable {
         known("cancelOnStop", "true (default): stopping the query cancels the publisher; false: the stream waits "
                 + "for a restarted query for resumeWindow");
         known("connectTimeout", "how long opening or resuming the stream may take (default 10s)");
+        known("keepaliveInterval", "how often a task's connection sends KEEPALIVE (default 2s)");
+        known("keepaliveTimeout", "how long a silent connection lives before it is taken as lost and resumed "
+                + "(default 10s)");
+        known("reconnectBackoff", "the first pause between tries to resume a lost connection, doubled each try, "
+                + "with jitter (as Kafka's reconnect.backoff.ms) (default 100ms)");
+        known("reconnectBackoffMax", "the longest pause between tries to resume (as Kafka's reconnect.backoff.max.ms); "
+                + "tries go on for as long as the endpoint keeps the stream (default 10s)");
         known("path", "ignored (Spark passes it for .load(path))");
     }
 
@@ -69,6 +76,10 @@ public final class RtOptions implements Serializable {
     final double resumeWindow;
     final boolean cancelOnStop;
     final int connectTimeoutMs;
+    final int keepaliveMs;
+    final int keepaliveTimeoutMs;
+    final long backoffFirstMs;
+    final long backoffMaxMs;
     /** How a tls:// endpoint is trusted: options tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname. */
     final TlsSettings tls;
     /**
@@ -93,7 +104,26 @@ public final class RtOptions implements Serializable {
         cancelOnStop = bool(o, "cancelOnStop", true);
         resumeWindow = durationMs(o, "resumeWindow", 0) / 1000.0;
         connectTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "connectTimeout", 10_000));
+        keepaliveMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "keepaliveInterval", 2_000));
+        keepaliveTimeoutMs = (int) Math.min(Integer.MAX_VALUE, durationMs(o, "keepaliveTimeout", 10_000));
+        backoffFirstMs = durationMs(o, "reconnectBackoff", 100);
+        backoffMaxMs = durationMs(o, "reconnectBackoffMax", 10_000);
+        checkLink(o, keepaliveMs, keepaliveTimeoutMs, backoffFirstMs, backoffMaxMs, "format('reactive-rt')");
         tls = tlsSettings(o);
+    }
+
+    /** The same checks as Python's {@code rs_spark.spark.link_options.EndpointLink.parse}. */
+    static void checkLink(Map<String, String> o, long keepaliveMs, long timeoutMs, long firstMs, long maxMs, String who) {
+        if (timeoutMs <= keepaliveMs) {
+            throw new IllegalArgumentException(who + ": option keepaliveTimeout='" + o.getOrDefault("keepalivetimeout", "10s")
+                    + "' must be longer than keepaliveInterval='" + o.getOrDefault("keepaliveinterval", "2s") + "': a "
+                    + "connection is lost after that long without a frame, and KEEPALIVE frames come every keepaliveInterval");
+        }
+        if (firstMs > maxMs) {
+            throw new IllegalArgumentException(who + ": option reconnectBackoff='" + o.getOrDefault("reconnectbackoff", "100ms")
+                    + "' is longer than reconnectBackoffMax='" + o.getOrDefault("reconnectbackoffmax", "10s")
+                    + "'; the first pause cannot exceed the longest");
+        }
     }
 
     private static TlsSettings tlsSettings(Map<String, String> o) {
@@ -249,13 +279,17 @@ public final class RtOptions implements Serializable {
         }
     }
 
-    /** The stream reader's settings. */
-    StreamReader.Settings readerSettings() {
+    /** The stream reader's settings (public: tests/realtime compares them with the Python source's options). */
+    public StreamReader.Settings readerSettings() {
         StreamReader.Settings s = new StreamReader.Settings();
         s.maxInFlight = maxInFlight;
         s.windowSeconds = resumeWindow;
+        s.backoffFirstMs = backoffFirstMs;
+        s.backoffMaxMs = backoffMaxMs;
         Connection.Options c = new Connection.Options();
         c.connectTimeoutMs = connectTimeoutMs;
+        c.keepaliveMs = keepaliveMs;
+        c.lifetimeMs = keepaliveTimeoutMs;
         c.tls = tls;
         s.connection = c;
         return s;

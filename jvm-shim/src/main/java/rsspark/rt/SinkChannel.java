@@ -25,8 +25,12 @@ import org.apache.spark.sql.util.ArrowUtils;
 import rsspark.rsocket.ArrowPayloads;
 import rsspark.rsocket.ChannelWriter;
 import rsspark.rsocket.Connection;
+import rsspark.rsocket.ConnectionLostException;
 import rsspark.rsocket.Endpoint;
+import rsspark.rsocket.Outage;
 import rsspark.rsocket.ProtocolException;
+import rsspark.rsocket.RemoteException;
+import rsspark.rsocket.TlsRefusedException;
 
 /**
  * One task's channel into the delivery hub. The task thread queues rows ({@link #add}, blocking
@@ -36,6 +40,13 @@ import rsspark.rsocket.ProtocolException;
  * {@code reactive-rt} source reads in the same task, the sender is woken at the end of each of the
  * source's chunks instead of at every row ({@link TaskChunks}): a chunk's rows leave as one payload,
  * unless that would hold a row longer than {@link TaskChunks#MAX_HOLD_NANOS}.
+ *
+ * <p>A lost connection to the hub (refused, reset, or silent past {@code keepaliveTimeout}) does not
+ * fail the task: the channel keeps every payload of the epoch it sent (up to {@code maxRetainedRows}
+ * rows), opens a new channel and sends them again, spaced by {@code reconnectBackoff} /
+ * {@code reconnectBackoffMax}, for up to {@code reconnectTimeout}. The hub's ledger skips the rows it
+ * delivered already: nothing reaches the Subscriber twice. An answer of the hub (a refusal, the
+ * Subscriber's failure) is final, as before.
  */
 final class SinkChannel {
     // The hub's tags (rs_spark/delivery/wire.py).
@@ -45,7 +56,13 @@ final class SinkChannel {
     static final String META_OPEN = "rs_spark.open_ended";
     static final String META_PARTITION = "rs_spark.partition";
 
-    private final ChannelWriter writer;
+    private ChannelWriter writer; // replaced when a lost connection is recovered (under lock)
+    private final Endpoint endpoint;
+    private final Connection.Options connection;
+    private final ArrayDeque<byte[]> retained = new ArrayDeque<>(); // payloads of the epoch sent so far
+    private final ArrayDeque<Integer> retainedRowCounts = new ArrayDeque<>();
+    private long retainedRows;
+    private boolean overflowed; // more than maxRetainedRows sent: a lost connection cannot be recovered
     private final ReactiveSinkWriter.SinkOptions o;
     private final long epoch;
     private final long partition;
@@ -66,9 +83,11 @@ final class SinkChannel {
     private long heldSince; // System.nanoTime() when the oldest queued row was queued (under lock)
     private final Runnable flusher = this::flush;
 
-    private SinkChannel(ChannelWriter writer, StructType schema, ReactiveSinkWriter.SinkOptions o, long partition,
-            long epoch, long task, long maxHoldNanos) {
+    private SinkChannel(ChannelWriter writer, Endpoint endpoint, Connection.Options connection, StructType schema,
+            ReactiveSinkWriter.SinkOptions o, long partition, long epoch, long task, long maxHoldNanos) {
         this.writer = writer;
+        this.endpoint = endpoint;
+        this.connection = connection;
         this.task = task;
         this.maxHoldNanos = maxHoldNanos;
         this.o = o;
@@ -95,12 +114,40 @@ final class SinkChannel {
             long epoch, long task, long maxHoldNanos) throws IOException {
         Connection.Options c = new Connection.Options();
         c.connectTimeoutMs = o.connectTimeoutMs;
+        c.keepaliveMs = o.keepaliveMs;
+        c.lifetimeMs = o.keepaliveTimeoutMs;
         c.tls = o.tls;
-        ChannelWriter w = ChannelWriter.open(endpoint, c, 16);
-        SinkChannel ch = new SinkChannel(w, schema, o, partition, epoch, task, maxHoldNanos);
+        ChannelWriter w;
+        try {
+            w = ChannelWriter.open(endpoint, c, 16);
+        } catch (IOException e) {
+            if (!lost(e)) throw e;
+            w = null; // unreachable now: the first send recovers (an outage from the start)
+        }
+        SinkChannel ch = new SinkChannel(w, endpoint, c, schema, o, partition, epoch, task, maxHoldNanos);
         ch.sender.start();
         TaskChunks.sinkOpened(task, ch.flusher);
         return ch;
+    }
+
+    private String where() {
+        return "remote subscriber " + endpoint;
+    }
+
+    private ChannelWriter writer() throws IOException {
+        lock.lock();
+        try {
+            if (writer == null) throw new ConnectionLostException(where() + ": not connected");
+            return writer;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Whether {@code e} says the connection to the hub was lost (tried again), not what the hub answered. */
+    static boolean lost(IOException e) {
+        return !(e instanceof RemoteException || e instanceof ProtocolException || e instanceof TlsRefusedException
+                || e instanceof java.io.InterruptedIOException);
     }
 
     /** Queue one row; blocks while {@code maxQueuedRows} rows wait; throws once the channel failed. */
@@ -126,7 +173,7 @@ final class SinkChannel {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new java.io.InterruptedIOException("interrupted while the Subscriber of " + writer.where() + " was busy");
+            throw new java.io.InterruptedIOException("interrupted while the Subscriber of " + where() + " was busy");
         } finally {
             lock.unlock();
         }
@@ -157,15 +204,26 @@ final class SinkChannel {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             abort("interrupted");
-            throw new java.io.InterruptedIOException("interrupted while sending the last rows to " + writer.where());
+            throw new java.io.InterruptedIOException("interrupted while sending the last rows to " + where());
         }
         try {
             if (failure != null) throw failure;
-            if (sent == 0) sendEmptyEpoch();
-            writer.complete();
-            checkAnswer(writer.awaitAnswers(TimeUnit.MILLISECONDS.toNanos(o.ackTimeoutMs)));
+            while (true) {
+                try {
+                    // Once sent (or tried) the empty epoch's payload is retained: a recovery sends it again.
+                    if (sent == 0 && retained.isEmpty() && !overflowed) sendEmptyEpoch();
+                    ChannelWriter w = writer();
+                    w.complete();
+                    checkAnswer(w.awaitAnswers(TimeUnit.MILLISECONDS.toNanos(o.ackTimeoutMs)));
+                    return;
+                } catch (IOException e) {
+                    if (!lost(e)) throw e;
+                    recover(e);
+                }
+            }
         } finally {
-            writer.close();
+            ChannelWriter w = writer;
+            if (w != null) w.close();
             root.close();
         }
     }
@@ -180,7 +238,14 @@ final class SinkChannel {
         } finally {
             lock.unlock();
         }
-        writer.fail(why);
+        ChannelWriter w;
+        lock.lock();
+        try {
+            w = writer;
+        } finally {
+            lock.unlock();
+        }
+        if (w != null) w.fail(why);
         try {
             sender.join(TimeUnit.SECONDS.toMillis(10));
         } catch (InterruptedException e) {
@@ -192,14 +257,19 @@ final class SinkChannel {
     private void sendLoop() {
         try {
             while (true) {
-                List<InternalRow> rows = nextRows();
-                if (rows == null) return;
-                send(rows);
+                try {
+                    List<InternalRow> rows = nextRows();
+                    if (rows == null) return;
+                    send(rows);
+                } catch (IOException e) {
+                    if (!lost(e) || isStopped()) throw e;
+                    recover(e); // the rows of a send that failed were retained: sent again
+                }
             }
         } catch (IOException e) {
             fail(e);
         } catch (RuntimeException e) {
-            fail(new IOException("encoding rows for " + writer.where() + " failed: " + e, e));
+            fail(new IOException("encoding rows for " + where() + " failed: " + e, e));
         }
     }
 
@@ -215,7 +285,8 @@ final class SinkChannel {
             lock.unlock();
         }
         long credit;
-        while ((credit = writer.awaitCredit(TimeUnit.MILLISECONDS.toNanos(200))) == 0) {
+        ChannelWriter w = writer();
+        while ((credit = w.awaitCredit(TimeUnit.MILLISECONDS.toNanos(200))) == 0) {
             if (isStopped()) return null;
         }
         if (credit < 0) { // the hub delivered this epoch before (an older attempt's): nothing to send
@@ -267,9 +338,10 @@ final class SinkChannel {
     private void sendEmptyEpoch() throws IOException {
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(o.ackTimeoutMs);
         long credit;
-        while ((credit = writer.awaitCredit(TimeUnit.MILLISECONDS.toNanos(200))) == 0) {
+        ChannelWriter w = writer();
+        while ((credit = w.awaitCredit(TimeUnit.MILLISECONDS.toNanos(200))) == 0) {
             if (System.nanoTime() > deadline) {
-                throw new IOException(writer.where() + " asked for nothing within ackTimeout=" + o.ackTimeoutMs
+                throw new IOException(where() + " asked for nothing within ackTimeout=" + o.ackTimeoutMs
                         + " ms for the end of epoch " + epoch + "; the Subscriber requests too slowly, or raise ackTimeout");
             }
         }
@@ -293,8 +365,85 @@ final class SinkChannel {
         List<FieldVector> vectors = root.getFieldVectors();
         VectorSchemaRoot tagged = new VectorSchemaRoot(new Schema(schema.getFields(), meta), vectors, rows.size());
         byte[] payload = ArrowPayloads.encode(tagged); // shares root's vectors: not closed here
-        writer.send(payload, rows.size());
+        retain(payload, rows.size()); // first: a send that fails is sent again by recover
         sent += rows.size();
+        writer().send(payload, rows.size());
+    }
+
+    /** Keep a payload sent in this epoch, for a new channel after a lost one (up to maxRetainedRows rows). */
+    private void retain(byte[] payload, int rows) {
+        if (overflowed) return;
+        if (retainedRows + rows > o.maxRetainedRows) {
+            overflowed = true;
+            retained.clear();
+            retainedRowCounts.clear();
+            return;
+        }
+        retained.addLast(payload);
+        retainedRowCounts.addLast(rows);
+        retainedRows += rows;
+    }
+
+    /**
+     * The connection to the hub was lost ({@code why}): open a new channel and send again every payload of
+     * the epoch (the hub skips the rows it delivered), spaced by the backoff, for up to reconnectTimeout;
+     * throws when it cannot (the task fails, as before, and Spark runs the epoch again).
+     */
+    private void recover(IOException why) throws IOException {
+        if (overflowed) {
+            throw new IOException(where() + ": the connection was lost after more than maxRetainedRows="
+                    + o.maxRetainedRows + " rows of epoch " + epoch + " were sent, which cannot be sent again; the epoch "
+                    + "fails and Spark runs it again (raise maxRetainedRows to ride out such outages): " + why.getMessage(),
+                    why);
+        }
+        Outage outage = new Outage(where(), "sending the " + retainedRows + " rows of epoch " + epoch + " sent so far again",
+                why, o.reconnectTimeoutMs, "option reconnectTimeout");
+        while (true) {
+            if (isStopped()) throw why;
+            try {
+                resend();
+                outage.ended("sent epoch " + epoch + "'s rows again on a new channel");
+                return;
+            } catch (IOException e) {
+                if (!lost(e)) throw e;
+                outage.failed(e);
+                if (outage.over()) {
+                    outage.ended("gave up");
+                    throw new IOException(where() + " was unreachable for reconnectTimeout=" + o.reconnectTimeoutMs
+                            + " ms while writing epoch " + epoch + "; the epoch fails: " + e.getMessage(), e);
+                }
+                try {
+                    TimeUnit.NANOSECONDS.sleep(outage.pauseNanos(o.backoffFirstMs, o.backoffMaxMs));
+                } catch (InterruptedException ie) {
+                    Thread.currentThread().interrupt();
+                    throw new java.io.InterruptedIOException("interrupted while reconnecting to " + where());
+                }
+            }
+        }
+    }
+
+    /** One try: a new channel, then every retained payload within its credits. */
+    private void resend() throws IOException {
+        ChannelWriter w = ChannelWriter.open(endpoint, connection, 16);
+        ChannelWriter old;
+        lock.lock();
+        try {
+            old = writer;
+            writer = w;
+        } finally {
+            lock.unlock();
+        }
+        if (old != null) old.close();
+        java.util.Iterator<Integer> counts = retainedRowCounts.iterator();
+        for (byte[] payload : retained) {
+            int rows = counts.next();
+            long credit;
+            while ((credit = w.awaitCredit(TimeUnit.MILLISECONDS.toNanos(200))) >= 0 && credit < Math.max(1, rows)) {
+                if (isStopped()) throw new ConnectionLostException(where() + ": stopped while sending again");
+            }
+            if (credit < 0) return; // the hub took the epoch already (an older attempt's): nothing more to send
+            w.send(payload, rows);
+        }
     }
 
     private void fail(IOException e) {
@@ -311,19 +460,19 @@ final class SinkChannel {
     /** The hub's answer: status, batch_id, rows, delivered (rs_spark/delivery/wire.py ACK_SCHEMA). */
     private void checkAnswer(List<byte[]> answers) throws IOException {
         if (answers.size() != 1) {
-            throw new ProtocolException(writer.where() + " answered " + answers.size() + " times, not once");
+            throw new ProtocolException(where() + " answered " + answers.size() + " times, not once");
         }
         byte[] a = answers.get(0);
-        try (VectorSchemaRoot r = ArrowPayloads.decode(a, 0, a.length, Feeds.allocator(), writer.where())) {
+        try (VectorSchemaRoot r = ArrowPayloads.decode(a, 0, a.length, Feeds.allocator(), where())) {
             if (r.getRowCount() != 1 || !(r.getVector("status") instanceof VarCharVector)
                     || !(r.getVector("delivered") instanceof BigIntVector)) {
-                throw new ProtocolException(writer.where() + " answered with " + r.getSchema() + ", not the hub's acknowledgement");
+                throw new ProtocolException(where() + " answered with " + r.getSchema() + ", not the hub's acknowledgement");
             }
             String status = new String(((VarCharVector) r.getVector("status")).get(0), java.nio.charset.StandardCharsets.UTF_8);
             long delivered = ((BigIntVector) r.getVector("delivered")).get(0);
             if (status.equals("duplicate")) return; // an older epoch the hub had delivered: nothing was lost
             if (!status.equals("delivered") || delivered < sent) {
-                throw new IOException(writer.where() + " took " + delivered + " of the " + sent + " rows of epoch " + epoch
+                throw new IOException(where() + " took " + delivered + " of the " + sent + " rows of epoch " + epoch
                         + " (" + status + "); the epoch fails and Spark runs it again");
             }
         }

@@ -66,6 +66,75 @@ class SinkChannelTest {
         }
     }
 
+    static ReactiveSinkWriter.SinkOptions fast(String... more) {
+        List<String> kv = new ArrayList<>(List.of("keepaliveInterval", "200ms", "keepaliveTimeout", "1s",
+                "connectTimeout", "1s", "reconnectBackoff", "50ms", "reconnectBackoffMax", "500ms"));
+        kv.addAll(List.of(more));
+        return options(kv.toArray(new String[0]));
+    }
+
+    /** Wait {@code millis} while an outage lasts (time passing is the fault under test, not a synchronisation). */
+    static void outageFor(long millis) throws InterruptedException {
+        Thread.sleep(millis);
+    }
+
+    /**
+     * The hub becomes unreachable mid-epoch (reset, then a black hole longer than the keepalive lifetime):
+     * the task keeps writing, the channel sends what the epoch sent so far again on a new channel, and the
+     * hub's ledger skips the rows it delivered: every row once, in order, and the epoch succeeds.
+     */
+    @Test
+    void aLostConnectionToTheHubIsRecoveredSendingTheEpochAgainWithoutDuplicates() throws Exception {
+        try (PythonFixture py = new PythonFixture("sink");
+                rsspark.rsocket.FaultRelay relay = new rsspark.rsocket.FaultRelay(Endpoint.parse(py.address(), null))) {
+            Endpoint ep = Endpoint.parse(relay.address(py.address()), null);
+            SinkChannel c = SinkChannel.open(ep, SCHEMA, fast(), 0, 0);
+            addAll(c, 0, 30);
+            py.await(l -> l.equals("ROW 29"), "row 29");
+            relay.reset();
+            addAll(c, 30, 60); // into the outage
+            outageFor(1500);
+            relay.heal();
+            addAll(c, 60, 90);
+            py.await(l -> l.equals("ROW 89"), "row 89");
+            relay.blackHole();
+            addAll(c, 90, 120);
+            outageFor(3000); // three keepalive lifetimes
+            relay.heal();
+            addAll(c, 120, 150);
+            c.finish();
+            py.await(l -> l.equals("ROW 149"), "row 149");
+            assertEquals(JvmFeedTest.range(0, 150), rowsSeen(py), "rows lost or delivered twice");
+        }
+    }
+
+    @Test
+    void anEpochLargerThanMaxRetainedRowsOrAHubGoneLongerThanReconnectTimeoutFailsSayingWhy() throws Exception {
+        try (PythonFixture py = new PythonFixture("sink");
+                rsspark.rsocket.FaultRelay relay = new rsspark.rsocket.FaultRelay(Endpoint.parse(py.address(), null))) {
+            Endpoint ep = Endpoint.parse(relay.address(py.address()), null);
+            SinkChannel big = SinkChannel.open(ep, SCHEMA, fast("maxRetainedRows", "10"), 0, 0);
+            addAll(big, 0, 20);
+            py.await(l -> l.equals("ROW 19"), "row 19");
+            relay.reset();
+            relay.heal();
+            IOException e = assertThrows(IOException.class, () -> {
+                addAll(big, 20, 30);
+                big.finish();
+            });
+            assertTrue(e.getMessage().contains("after more than maxRetainedRows=10 rows of epoch 0 were sent"), e.getMessage());
+
+            SinkChannel gone = SinkChannel.open(ep, SCHEMA, fast("reconnectTimeout", "2s"), 0, 1);
+            addAll(gone, 0, 5);
+            py.await(l -> l.equals("ROW 4"), "row 4 of epoch 1");
+            relay.reset();
+            e = assertThrows(IOException.class, gone::finish);
+            assertTrue(e.getMessage().contains("was unreachable for reconnectTimeout=2000 ms while writing epoch 1"),
+                    e.getMessage());
+            assertFalse(e.getMessage().contains(ep.token), "the token leaked into " + e.getMessage());
+        }
+    }
+
     /**
      * A stopped query's epoch is run again from its start, but Spark decides its end afresh: this
      * time it ends before any row, and its channel sends nothing. The rows the stopped run delivered

@@ -30,7 +30,8 @@ class SinkOptionsTest {
     void unknownOrMisplacedOptionsAreRefusedNamingThem() {
         String m = refused("tcp://127.0.0.1:1/hub?token=SECRET", "maxRows", "5");
         assertTrue(m.contains("has no option 'maxrows'; its options: maxRowsPerPayload, maxQueuedRows, ackTimeout, "
-                + "connectTimeout, tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname"), m);
+                + "connectTimeout, keepaliveInterval, keepaliveTimeout, reconnectBackoff, reconnectBackoffMax, "
+                + "reconnectTimeout, maxRetainedRows, tlsCaFile, tlsCertFile, tlsKeyFile, tlsHostname"), m);
         m = refused("tcp://127.0.0.1:1/hub?token=SECRET", "tlsCa", "/x.pem");
         assertTrue(m.contains("has no option 'tlsca'; its options: maxRowsPerPayload"), m);
         m = refused("tcp://127.0.0.1:1/hub?token=SECRET", "tlsCaFile", "/x.pem");
