@@ -269,6 +269,8 @@ class _FakeConn:
         self.sent.append(F.decode(_join(frame)[3:]))
         return True
 
+    reply = send
+
     def remove_stream(self, sid):
         pass
 

@@ -1,0 +1,119 @@
+"""Replies a peer leaves unread stop us reading it (Netty's ``Channel.isWritable``): above
+``Limits.reply_high_water_bytes`` of them the reader reads nothing more from the peer, reads again
+once the peer has read them down to half the mark, and closes the connection, saying why, when the
+peer has not done so within ``Limits.reply_stall_timeout``.
+
+Each test does what such a peer does, on real sockets: asks for KEEPALIVE echoes and does not read
+the answers."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+
+import pytest
+
+from rs_spark import net
+from rs_spark import streams as rs
+from rs_spark.net.protocol import frames as F
+from rs_spark.net.protocol import metadata as M
+from rs_spark.net.protocol.auth import setup_metadata
+from rs_spark.net.protocol.budget import FRAME_OVERHEAD
+from rs_spark.net.protocol.connection import Connection
+
+from ..waits import wait_until
+
+pytestmark = pytest.mark.timeout(120)
+
+TOKEN = "replies-secret-token"
+MARK = 64 * 1024
+ECHO = 1000  # bytes of KEEPALIVE data asked back (under the 1 KiB echo cap)
+
+
+def _raw(parts) -> bytes:
+    return b"".join(bytes(p) for p in parts)
+
+
+def _setup() -> bytes:
+    return _raw(F.encode_setup(60000, 120000, M.COMPOSITE, "application/json", metadata=setup_metadata(TOKEN)))
+
+
+def _pings(n: int) -> bytes:
+    """``n`` KEEPALIVE frames asking for their data back, each data naming its index."""
+    return b"".join(_raw(F.encode_keepalive(True, 0, f"{i:08d}".encode().ljust(ECHO, b"."))) for i in range(n))
+
+
+def _read_frames(sock: socket.socket, n: int) -> list[F.Frame]:
+    buf = bytearray()
+    out: list[F.Frame] = []
+    while len(out) < n:
+        chunk = sock.recv(1 << 16)
+        assert chunk, f"the connection closed after {len(out)} of {n} frames"
+        buf += chunk
+        while len(buf) >= 3 and len(buf) >= 3 + int.from_bytes(buf[:3], "big"):
+            length = int.from_bytes(buf[:3], "big")
+            out.append(F.decode(bytes(buf[3 : 3 + length])))
+            del buf[: 3 + length]
+    return out
+
+
+def test_a_peer_that_reads_its_replies_late_stops_being_read_then_gets_every_one():
+    """While the peer reads nothing, the connection queues at most the mark (plus the reply that
+    passed it) and reads no more; once the peer reads, every echo arrives, in order, and the
+    connection reads again (it could not have answered them all otherwise)."""
+    a, b = socket.socketpair()
+    b.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    conn = Connection(a, client=True, label="a peer that reads late", limits=net.Limits(reply_high_water_bytes=MARK))
+    conn.start()
+    count = 4000  # 4 MB of echoes: far more than the mark and the sockets' buffers
+    sender = threading.Thread(target=lambda: b.sendall(_pings(count)), daemon=True)
+    try:
+        sender.start()
+        wait_until(lambda: conn.reading_paused, "the connection to stop reading its peer")
+        most = MARK + ECHO + 64 + FRAME_OVERHEAD  # the mark, and the one reply that passed it
+        assert conn.unread_replies <= most, f"{conn.unread_replies} bytes of replies queued while paused"
+        assert conn.backlog <= most, f"{conn.backlog} bytes queued while paused"
+        echoes = _read_frames(b, count)
+        assert [bytes(f.data[:8]) for f in echoes] == [f"{i:08d}".encode() for i in range(count)]
+        assert all(f.type == F.KEEPALIVE and len(f.data) == ECHO for f in echoes)
+        sender.join(30)
+        assert not sender.is_alive()
+        wait_until(lambda: not conn.reading_paused and conn.unread_replies == 0, "the replies to drain")
+        assert conn.closed is None
+    finally:
+        conn.close()
+        b.close()
+
+
+def test_a_peer_that_never_reads_its_replies_is_closed_after_the_stall_timeout_saying_so(caplog):
+    limits = net.Limits(reply_high_water_bytes=MARK, reply_stall_timeout=1.0)
+    server = net.Server("tcp://127.0.0.1:0", token=TOKEN, limits=limits)
+    server.add_publisher("numbers", rs.range_(10))
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window it offers follows
+    s.connect(("127.0.0.1", int(server.base_address.rsplit(":", 1)[1])))
+    me = f"127.0.0.1:{s.getsockname()[1]}"
+    s.settimeout(30)
+
+    def ask() -> None:
+        try:  # 20 MB of echoes asked for: more than the kernel buffers on both sides take (4 MiB at most)
+            s.sendall(_setup() + _pings(20_000))
+        except OSError:  # the server closed us: what it should do
+            pass
+
+    sender = threading.Thread(target=ask, daemon=True)
+    try:
+        wait_until(lambda: server.connection_count == 1, "the server to accept the peer")
+        with caplog.at_level(logging.WARNING, logger="rs_spark.net"):
+            sender.start()
+            wait_until(lambda: server.connection_count == 0, "the server to close the peer that never reads")
+        said = [r.getMessage() for r in caplog.records if "Limits.reply_stall_timeout" in r.getMessage()]
+        assert len(said) == 1, said
+        assert said[0].startswith(f"rs_spark.net: closing {me} on {server.base_address}: it did not read"), said
+        assert "raise Limits.reply_stall_timeout" in said[0]
+        assert not [r for r in caplog.records if TOKEN in r.getMessage()]
+    finally:
+        s.close()
+        sender.join(30)
+        server.stop()
