@@ -1,15 +1,19 @@
 """Replies a peer leaves unread stop us reading it (Netty's ``Channel.isWritable``): above
 ``Limits.reply_high_water_bytes`` of them the reader reads nothing more from the peer, reads again
 once the peer has read them down to half the mark, and closes the connection, saying why, when the
-peer has not done so within ``Limits.reply_stall_timeout``.
+peer has not done so within ``Limits.reply_stall_timeout``. TLS answers (key updates) the peer does
+not read never block the reader and are bounded too.
 
-Each test does what such a peer does, on real sockets: asks for KEEPALIVE echoes and does not read
-the answers."""
+Each test does what such a peer does, on real sockets: asks for KEEPALIVE echoes or key updates and
+does not read the answers."""
 
 from __future__ import annotations
 
+import _ssl
+import ctypes
 import logging
 import socket
+import ssl
 import threading
 
 import pytest
@@ -116,4 +120,68 @@ def test_a_peer_that_never_reads_its_replies_is_closed_after_the_stall_timeout_s
     finally:
         s.close()
         sender.join(30)
+        server.stop()
+
+
+def _ssl_pointer(obj: ssl.SSLObject) -> int | None:
+    """The OpenSSL ``SSL*`` of ``obj`` (CPython's PySSLSocket keeps it after the header and the
+    socket weakref), checked: a TLS 1.3 client. None when this build lays it out otherwise."""
+    lib = ctypes.CDLL(_ssl.__file__)
+    lib.SSL_version.argtypes = lib.SSL_is_server.argtypes = [ctypes.c_void_p]
+    p = ctypes.c_void_p.from_address(id(obj._sslobj) + 3 * ctypes.sizeof(ctypes.c_void_p)).value
+    if p is None or lib.SSL_version(p) != 0x0304 or lib.SSL_is_server(p) != 0:
+        return None
+    return p
+
+
+def test_a_tls_peer_asking_for_key_updates_and_never_reading_is_closed_not_waited_for(tls, caplog):
+    """What ``openssl s_client``'s ``K`` command does, in a loop, without reading: every KeyUpdate
+    asking for an update is answered with one. The reader never blocks sending the answers (it used
+    to, in a blocking sendall, and then ran no timer and never closed); past a small bound of unsent
+    answers it closes the connection, saying why."""
+    sctx, cctx = tls
+    server = net.Server("tls://127.0.0.1:0", token=TOKEN, ssl=sctx)
+    server.add_publisher("numbers", rs.range_(10))
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.connect(("127.0.0.1", int(server.base_address.rsplit(":", 1)[1])))
+    raw.settimeout(30)
+    me = f"127.0.0.1:{raw.getsockname()[1]}"
+    wait_until(lambda: server.connection_count == 1, "the server to accept the peer")
+    into, out = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls_obj = cctx.wrap_bio(into, out, server_hostname="127.0.0.1", server_side=False)
+    try:
+        while True:
+            try:
+                tls_obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                raw.sendall(out.read())
+                into.write(raw.recv(65536))
+        raw.sendall(out.read())
+        ptr = _ssl_pointer(tls_obj)
+        if ptr is None:
+            pytest.skip("this Python's ssl module keeps its SSL* elsewhere: cannot ask for a key update")
+        key_update = ctypes.CDLL(_ssl.__file__).SSL_key_update
+        key_update.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        tls_obj.write(_setup())
+        quiet = _raw(F.encode_keepalive(False, 0, b""))  # application data: OpenSSL refuses 32 key updates in a row
+        with caplog.at_level(logging.WARNING, logger="rs_spark.net"):
+            try:
+                while server.connection_count:
+                    for i in range(1000):
+                        key_update(ptr, 1)  # SSL_KEY_UPDATE_REQUESTED: the peer must answer with its own
+                        tls_obj.do_handshake()  # sends it
+                        if i % 16 == 15:
+                            tls_obj.write(quiet)
+                    raw.sendall(out.read())
+            except OSError:  # closed by the server (a reset: it had not read all we sent)
+                pass
+            wait_until(lambda: server.connection_count == 0, "the server to close the peer that never reads")
+        said = [r.getMessage() for r in caplog.records if "key updates" in r.getMessage()]
+        assert len(said) == 1, said
+        assert said[0].startswith(f"rs_spark.net: closing {me} on {server.base_address}: it asked for TLS"), said
+        assert not [r for r in caplog.records if TOKEN in r.getMessage()]
+    finally:
+        raw.close()
         server.stop()

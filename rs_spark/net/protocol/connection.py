@@ -45,7 +45,7 @@ from .errors import ConnectionLost, NetError, ProtocolError, Refused, ResumeReje
 from .framing import IDLE, FrameReader, send_buffers
 from .metadata import MetadataError
 from .replies import ReplyGate
-from .tls import Sock, TlsSocket
+from .tls import Sock, TlsSocket, UnreadRecords
 from .worker import SerialExecutor
 
 log = logging.getLogger("rs_spark.net")
@@ -525,6 +525,9 @@ class Connection:
         except (F.FrameError, MetadataError) as exc:
             self.protocol_error(str(exc))
             self._drain_after_close()
+        except UnreadRecords as exc:  # TLS answers (key updates) the peer never read: as unread replies
+            log.warning("rs_spark.net: closing %s: %s. A peer must read its socket", self.label, exc)
+            self.close(ConnectionLost(f"{self.label} was closed: {exc}", self.label))
         except OSError as exc:
             if self._closed is None:
                 self.close(
