@@ -25,6 +25,7 @@ from rs_spark.net.protocol import metadata as M
 from rs_spark.net.protocol.auth import setup_metadata
 from rs_spark.net.protocol.budget import FRAME_OVERHEAD
 from rs_spark.net.protocol.connection import Connection
+from rs_spark.net.protocol.replies import ReplyGate
 
 from ..waits import wait_until
 
@@ -60,6 +61,41 @@ def _read_frames(sock: socket.socket, n: int) -> list[F.Frame]:
             out.append(F.decode(bytes(buf[3 : 3 + length])))
             del buf[: 3 + length]
     return out
+
+
+C = 100 + FRAME_OVERHEAD  # what a 100-byte reply counts
+GATE_STEPS = [  # (step, bytes, expected: unread reply bytes, paused, whether the step ended a pause)
+    ("reply", 100, C, False, False),
+    ("data", 5000, C, False, False),  # data is not counted, but replies behind it wait for it
+    ("reply", 100, 2 * C, False, False),
+    ("reply", 100, 3 * C, True, False),  # past the mark (2.5 replies): paused
+    ("written", 100, 2 * C, True, False),  # the first reply left
+    ("written", 5000, 2 * C, True, False),  # the data left; the replies behind it are still queued
+    ("written", 100, C, False, True),  # half the mark or less: reading again, once
+    ("reply", 100, 2 * C, False, False),
+    ("reply", 100, 3 * C, True, False),
+    ("dropped", 0, 0, False, False),  # closed: nothing owed
+]
+
+
+def test_the_reply_gate_counts_replies_by_their_place_in_the_queue_and_pauses_between_its_marks():
+    gate = ReplyGate(5 * C // 2)
+    for i, (step, n, unread, paused, resumed) in enumerate(GATE_STEPS):
+        ended = False
+        if step == "dropped":
+            gate.dropped()
+        elif step == "written":
+            ended = gate.written(n)
+        else:
+            gate.queued(n, step == "reply")
+        assert (gate.bytes, gate.paused, ended) == (unread, paused, resumed), (i, step, n)
+
+
+def test_limits_refuse_a_reply_mark_or_stall_timeout_that_cannot_work():
+    with pytest.raises(ValueError, match=r"Limits.reply_high_water_bytes must be >= 1, got 0"):
+        net.Limits(reply_high_water_bytes=0)
+    with pytest.raises(ValueError, match=r"Limits.reply_stall_timeout must be > 0 seconds, got 0"):
+        net.Limits(reply_stall_timeout=0)
 
 
 def test_a_peer_that_reads_its_replies_late_stops_being_read_then_gets_every_one():
