@@ -349,7 +349,8 @@ class Connection:
                     sent = 0
                 except OSError:
                     sent = 0  # the writer will meet the error and close
-                self._replies.written(sent)
+                if self._replies.written(sent):
+                    self._drained.notify()
                 if sent >= n:
                     self._give(n, 1)
                     return True
