@@ -249,7 +249,7 @@ class StreamOpener:
         inb = InboundSubscription(sub, o.codec, o.where, requester=False, address=o.address)
         register(o.conn, inb, o.sid)
         inb.attach(o.conn, o.sid)
-        o.conn.send(F.encode_payload(o.sid, next=False, complete=True))  # our direction carries no elements
+        o.conn.reply(F.encode_payload(o.sid, next=False, complete=True))  # our direction carries no elements
         self._first_element(o.frame, inb, o.where)
         if o.frame.flags & F.FLAG_COMPLETE:
             inb.on_frame(F.Frame(o.sid, F.PAYLOAD, F.FLAG_COMPLETE))

@@ -1,6 +1,10 @@
 """Several clients that never read while provoking ERROR frames cannot make one server queue more than
 Limits.max_server_backlog_bytes for sending, all its connections together: each connection's own cap
-(max_backlog_bytes) alone lets max_connections such clients multiply it."""
+(max_backlog_bytes) alone lets max_connections such clients multiply it.
+
+These tests turn the reply mark off (``reply_high_water_bytes``): with it, a connection stops being
+read long before its ERRORs reach the budget (test_net_replies.py), and the budget is left to bound
+what else is queued (stream data)."""
 
 from __future__ import annotations
 
@@ -25,7 +29,9 @@ MIB = 1 << 20
 CLIENTS = 6
 SERVER_BOUND = 3 * MIB
 # Per connection up to 2 MiB queued; six connections could queue 12 MiB without the server's bound.
-PER_CONNECTION = dict(max_frame_bytes=64 * 1024, high_water_bytes=128 * 1024, max_backlog_bytes=2 * MIB)
+PER_CONNECTION = dict(
+    max_frame_bytes=64 * 1024, high_water_bytes=128 * 1024, max_backlog_bytes=2 * MIB, reply_high_water_bytes=1 << 40
+)
 REQUESTS = 40_000  # per client, each answered by an ERROR frame of about 370 bytes (15 MB in all)
 
 

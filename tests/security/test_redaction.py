@@ -13,7 +13,7 @@ import pytest
 
 from rs_spark import net
 from rs_spark import streams as rs
-from rs_spark.net.protocol.address import parse, redact
+from rs_spark.net.protocol.address import parse, redact, redact_address, redact_endpoints
 from rs_spark.spark.options import OptionError
 from rs_spark.spark.sink.options import SinkOptions
 from rs_spark.spark.source.options import SourceOptions
@@ -107,7 +107,40 @@ def _paths(port: int, served: str) -> dict[str, tuple[Callable[[], object], str]
         "wrong token": (lambda: _read({"endpoint": f"{served}?token={ENC}", "resumable": "false"}), "wrong token"),
         "wrong token, resumable": (lambda: _read({"endpoint": f"{served}?token={ENC}"}), "wrong token"),
         "address parse": (lambda: parse(f"http://127.0.0.1:{port}/x?token={ENC}"), "no known scheme"),
+        **{
+            f"{who}, {case}": (_malformed(who, value(port)), "no known scheme")
+            for who in WHO
+            for case, value in MALFORMED
+        },
+        **{
+            f"{who}, token misspelt in an address": (
+                _malformed(who, f"tcp://127.0.0.1:{port}/x?tokn={ENC}"),
+                "has a query parameter other than token= and codec=",
+            )
+            for who in WHO
+        },
     }
+
+
+MALFORMED = [  # endpoint values that are no address (each holds the token): shown only up to the first '?' or '='
+    ("colon missing", lambda port: f"tcp//127.0.0.1:{port}/x?token={ENC}"),
+    (
+        "colon missing, second in a list",
+        lambda port: f"eu=tcp://127.0.0.1:{port}/x,tcp//127.0.0.1:{port}/y?token={ENC}",
+    ),
+    ("colon missing, token misspelt", lambda port: f"tcp//127.0.0.1:{port}/x?tokn={ENC}"),
+    ("id not a plain name", lambda port: f"e u=tcp://127.0.0.1:{port}/x?token={ENC}"),
+    ("unknown scheme", lambda port: f"rsocket://127.0.0.1:{port}/x?token={ENC}"),
+]
+WHO = ("source", "sink", "rs_spark.net")
+
+
+def _malformed(who: str, value: str) -> Callable[[], object]:
+    if who == "source":
+        return lambda: SourceOptions.parse({"endpoint": value})
+    if who == "sink":
+        return lambda: SinkOptions.parse({"endpoint": value})
+    return lambda: net.connect(value)
 
 
 PATHS = list(_paths(1, "tcp://127.0.0.1:1/numbers"))
@@ -173,6 +206,38 @@ def jvm():
 def test_the_jvm_redacts_as_python_does(jvm):
     for given, shown in REDACTED.items():
         assert jvm.rsspark.rsocket.Endpoint.redact(given) == shown, given
+
+
+def test_the_real_time_source_refuses_malformed_endpoints_without_the_token(jvm):
+    from py4j.protocol import Py4JJavaError
+
+    for case, value in MALFORMED:
+        options = jvm.java.util.HashMap()
+        options.put("endpoint", value(1))
+        try:
+            jvm.rsspark.rt.RtOptions.parse(options)
+        except Py4JJavaError as exc:
+            said = str(exc.java_exception.getMessage())
+        else:
+            raise AssertionError(f"{case}: accepted")
+        assert "has no known scheme" in said, f"{case}: {said}"
+        _assert_no_token(said, f"reactive-rt, {case}")
+
+
+def test_a_value_that_is_no_address_shows_nothing_after_its_first_question_mark_or_equals():
+    shown = {
+        f"tcp//h:1/x?token={ENC}": "tcp//h:1/x?***",
+        f"tcp//h:1/x?tokn={ENC}": "tcp//h:1/x?***",
+        f"e u=tcp://h:1/x?token={ENC}": "e u=***",
+        quote(f"tcp//h:1/x?tokn={ENC}", safe=""): "tcp%2F%2Fh%3A1%2Fx%3F***",
+        f"tcp://h:1/x?codec=arrow&token={ENC}": "tcp://h:1/x?codec=arrow&token=***",
+        "SECRET": "SECRET",  # a bare word: nothing marks a token in it
+    }
+    for given, expected in shown.items():
+        assert redact_address(given) == expected, given
+    assert redact_endpoints(f"eu=tcp://h:1/x?token={ENC},tcp//h:2/y?tokn={ENC}") == (
+        "eu=tcp://h:1/x?token=***,tcp//h:2/y?***"
+    )
 
 
 def test_a_query_failing_on_a_wrong_token_says_no_token_into_spark(spark, caplog, tmp_path):

@@ -98,12 +98,14 @@ def parse(address: str, *, need_name: bool = True) -> Address:
     shown = redact(address)  # errors never show the token
     scheme, sep, rest = address.partition("://")
     if not sep or scheme not in SCHEMES:
-        raise ValueError(f"address {shown!r} has no known scheme ({', '.join(SCHEMES)}): {_HINT}")
+        raise ValueError(f"address {redact_address(address)!r} has no known scheme ({', '.join(SCHEMES)}): {_HINT}")
     rest, _, query = rest.partition("?")
     params = dict(parse_qsl(query, keep_blank_values=True))
-    unknown = sorted(set(params) - set(_KNOWN_QUERY))
-    if unknown:
-        raise ValueError(f"address {shown!r} has unknown query parameter(s) {unknown}: {_HINT}")
+    if set(params) - set(_KNOWN_QUERY):  # not named: a token misspelt as a name's value would show
+        raise ValueError(
+            f"address {_cut(address)!r} has a query parameter other than token= and codec=; check their "
+            f"spelling: {_HINT}"
+        )
     if scheme == "unix":
         addr = _parse_unix(rest, shown, need_name)
     else:
@@ -167,4 +169,55 @@ def redact(text: str) -> str:
     return text
 
 
-__all__ = ["Address", "parse", "redact", "REDACTED", "SCHEMES"]
+_RECOGNISED = re.compile("(?:" + "|".join(SCHEMES) + ")://")
+_CUT = re.compile(r"[?=]|%3[DdFf]")  # '?' or '=', or either URL-encoded
+PLAIN_NAME = re.compile(r"[A-Za-z0-9._-]+")
+"""What a partition id in a list of endpoints is made of: letters, digits, '_', '-' and '.'."""
+
+
+def redact_address(value: str) -> str:
+    """How errors and logs show one address a user gave: a recognised one (a known ``scheme://``) with
+    its token redacted (:func:`redact`); any other value only up to its first ``?`` or ``=``, then
+    ``***``: what we cannot read may hold a token after them under any name (``tcp//h:1/x?token=...``,
+    its colon missing, reads as no address at all)."""
+    text = str(value)
+    return redact(text) if _RECOGNISED.match(text.strip()) else _cut(text)
+
+
+def _cut(text: str) -> str:
+    """``text`` up to its first ``?`` or ``=`` (URL-encoded too), then ``***``; tokens redacted."""
+    cut = _CUT.search(text)
+    return redact(text[: cut.end()] + REDACTED if cut else text)
+
+
+def split_endpoint(item: str) -> tuple[str | None, str]:
+    """One item of a comma-separated list of endpoints: ``id=address`` -> ``(id, address)`` when the
+    text before its first ``=`` is a plain name (:data:`PLAIN_NAME`); any other item is an address:
+    ``(None, item)`` (so ``tcp//h:1/x?token=...`` is an address, malformed, and never an id)."""
+    head, sep, rest = item.partition("=")
+    if sep and PLAIN_NAME.fullmatch(head.strip()):
+        return head.strip(), rest.strip()
+    return None, item.strip()
+
+
+def redact_endpoints(value: str) -> str:
+    """A comma-separated list of endpoints (``id=address`` or addresses) as errors show it: each
+    address as :func:`redact_address` shows it, ids as they are."""
+    shown = []
+    for item in str(value).split(","):
+        pid, address = split_endpoint(item)
+        shown.append(redact_address(address) if pid is None else f"{pid}={redact_address(address)}")
+    return ",".join(shown)
+
+
+__all__ = [
+    "Address",
+    "parse",
+    "redact",
+    "redact_address",
+    "redact_endpoints",
+    "split_endpoint",
+    "PLAIN_NAME",
+    "REDACTED",
+    "SCHEMES",
+]

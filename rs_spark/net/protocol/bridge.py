@@ -174,7 +174,7 @@ class InboundSubscription(QueueSubscription):
         if opener is not None:
             opener(piece)
         else:
-            conn.send(F.encode_request_n(self._sid, piece))
+            conn.reply(F.encode_request_n(self._sid, piece))  # for the peer's payloads: a reply
 
     # -- frames (reader thread) ---------------------------------------------------------
     def on_frame(self, f: F.Frame) -> None:
@@ -285,7 +285,7 @@ class InboundSubscription(QueueSubscription):
         if was_open:
             conn = self._conn
             conn.remove_stream(self._sid)
-            conn.send(F.encode_cancel(self._sid) if self._requester else F.encode_error(self._sid, F.INVALID, message))
+            conn.reply(F.encode_cancel(self._sid) if self._requester else F.encode_error(self._sid, F.INVALID, message))
         self.enqueue_terminal(err)
         self._queue.clear()  # what came before the broken frame is not delivered either
         self._kick()

@@ -73,9 +73,16 @@ class _Half:
         self._ch.half_closed(self)
 
     def send(self, frame: Any) -> bool:
+        self._sending(frame)
+        return self._conn.send(frame)
+
+    def reply(self, frame: Any) -> bool:
+        self._sending(frame)
+        return self._conn.reply(frame)
+
+    def _sending(self, frame: Any) -> None:
         if self._inbound and _frame_type(frame) == F.ERROR:
             self._ch.inbound_sent_error()
-        return self._conn.send(frame)
 
 
 def _frame_type(frame: Any) -> int:

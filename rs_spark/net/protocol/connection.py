@@ -13,9 +13,13 @@ encrypts, in :class:`~rs_spark.net.protocol.tls.TlsSocket`, which takes the plac
 
 The writer queue is bounded by credits (a stream sends only what its peer requested) and,
 for peers granting huge credit, by ``Limits.high_water_bytes``: outbound streams stop asking
-their publisher for more until the writer has drained below half of it.
+their publisher for more until the writer has drained below half of it. Replies (frames the
+peer's own frames make us send, :meth:`Connection.reply`) are bounded by reading: above
+``Limits.reply_high_water_bytes`` of them the reader reads nothing more from the peer until they
+drain (:class:`~rs_spark.net.protocol.replies.ReplyGate`), and closes it past
+``Limits.reply_stall_timeout``.
 
-Why this module is long (about 700 lines): it is one class whose three threads share one lock,
+Why this module is long (about 800 lines): it is one class whose three threads share one lock,
 one writer queue, one stream table and one close sequence. The invariants that keep it correct
 (the queue's byte count and the server budget move together; a close ends the streams once, after
 the writer's last frame; the reader's timers never wait on the writer) are read in one place;
@@ -40,7 +44,8 @@ from .budget import FRAME_OVERHEAD, OutboundBudget
 from .errors import ConnectionLost, NetError, ProtocolError, Refused, ResumeRejected
 from .framing import IDLE, FrameReader, send_buffers
 from .metadata import MetadataError
-from .tls import Sock, TlsSocket
+from .replies import ReplyGate
+from .tls import Sock, TlsSocket, UnreadRecords
 from .worker import SerialExecutor
 
 log = logging.getLogger("rs_spark.net")
@@ -76,6 +81,14 @@ class Limits:
     """Server side: queued outgoing bytes of all its connections together (each frame charged its length
     plus ``budget.FRAME_OVERHEAD``). A frame that would pass it closes the connection holding the most
     (usually a peer that stopped reading), or its own if it still does not fit."""
+    reply_high_water_bytes: int = 256 * 1024
+    """Queued replies (frames the peer's own frames make us send: ERRORs answering its requests, KEEPALIVE
+    echoes, REQUEST_N, ...; each counted as its length plus ``budget.FRAME_OVERHEAD``) above which the
+    connection stops reading the peer, until they drain to half of it (Netty's ``Channel.isWritable``).
+    A peer that asks and never reads so holds about this much; its own TCP window pushes back on it."""
+    reply_stall_timeout: float = 30.0
+    """Seconds a connection may stay stopped by ``reply_high_water_bytes`` (its peer not reading our
+    replies) before it is closed, with a warning naming the peer."""
 
     def __post_init__(self) -> None:
         if not 64 <= self.max_frame_bytes <= F.MAX_FRAME_LENGTH:
@@ -88,10 +101,11 @@ class Limits:
             "high_water_bytes",
             "max_backlog_bytes",
             "max_server_backlog_bytes",
+            "reply_high_water_bytes",
         ):
             if getattr(self, f) < 1:
                 raise ValueError(f"Limits.{f} must be >= 1, got {getattr(self, f)}")
-        for f in ("setup_timeout", "max_lifetime"):
+        for f in ("setup_timeout", "max_lifetime", "reply_stall_timeout"):
             if getattr(self, f) <= 0:
                 raise ValueError(f"Limits.{f} must be > 0 seconds, got {getattr(self, f)}")
 
@@ -186,7 +200,10 @@ class Connection:
         self._out_bytes = 0
         self._budget = budget  # the server's, shared by its connections (None: a client's)
         self._writer_done = False  # after this, nothing queued is ever written: send() refuses
-        self._cond = threading.Condition(threading.Lock())
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # the writer waits on it for frames
+        self._drained = threading.Condition(lock)  # the reader waits on it for replies to drain
+        self._replies = ReplyGate(limits.reply_high_water_bytes)
         self._paused: dict[int, Callable[[], None]] = {}
         self._writing = False  # the writer thread is inside a send
         self._direct = not isinstance(sock, TlsSocket) and hasattr(socket, "MSG_DONTWAIT")
@@ -252,6 +269,7 @@ class Connection:
             else:
                 self._drop_queued()
             self._cond.notify_all()
+            self._drained.notify_all()
         if final is None or not self._writer.is_alive():
             self._shutdown(socket.SHUT_RDWR)
         self.worker.stop()
@@ -300,7 +318,19 @@ class Connection:
 
     # -- sending ------------------------------------------------------------------------
     def send(self, frame: list[F.Buffer]) -> bool:
-        """Queue one encoded frame; False if the connection is closed (the frame is dropped)."""
+        """Queue one encoded frame of our own (stream data within its credit, our requests, our
+        KEEPALIVE); False if the connection is closed (the frame is dropped)."""
+        return self._enqueue(frame, False)
+
+    def reply(self, frame: list[F.Buffer]) -> bool:
+        """Queue one encoded frame that the peer's own frames made us send (an ERROR answering its
+        request, a KEEPALIVE echo, REQUEST_N for its payloads...): counted against
+        ``Limits.reply_high_water_bytes``, above which the reader stops reading the peer."""
+        return self._enqueue(frame, True)
+
+    def _enqueue(self, frame: list[F.Buffer], reply: bool) -> bool:
+        if self._closed is not None:
+            return False
         n = _length(frame)
         if self._budget is not None and not self._take_budget(n + FRAME_OVERHEAD):
             return False  # closed: over the server's outbound budget
@@ -308,6 +338,7 @@ class Connection:
             if self._closed is not None or self._writer_done:
                 self._give(n, 1)
                 return False
+            self._replies.queued(n, reply)
             if n >= 65536 and self._direct and not self._out and not self._writing:
                 # A big frame and an idle writer: try the send here, without blocking (saves a thread hand-off per
                 # frame; small frames stay with the writer, which coalesces them); what the socket does
@@ -318,6 +349,8 @@ class Connection:
                     sent = 0
                 except OSError:
                     sent = 0  # the writer will meet the error and close
+                if self._replies.written(sent):
+                    self._drained.notify()
                 if sent >= n:
                     self._give(n, 1)
                     return True
@@ -344,6 +377,16 @@ class Connection:
         """Bytes queued or being written."""
         return self._out_bytes
 
+    @property
+    def unread_replies(self) -> int:
+        """Bytes of replies queued for the peer (each frame's length plus ``budget.FRAME_OVERHEAD``)."""
+        return self._replies.bytes
+
+    @property
+    def reading_paused(self) -> bool:
+        """Whether the peer is not read from now: its unread replies passed ``Limits.reply_high_water_bytes``."""
+        return self._replies.paused
+
     # -- the server's outbound budget -----------------------------------------------------
     def _take_budget(self, cost: int) -> bool:
         """Charge the server's budget ``cost`` bytes for a frame; if it does not fit, close the connection
@@ -363,6 +406,8 @@ class Connection:
     def over_budget(self, budget: OutboundBudget) -> None:
         """Close this connection: its server's connections have too much queued for sending."""
         with self._cond:
+            if self._closed is not None:
+                return  # closing already (flushing its last frames): said once
             mine = self._out_bytes
         log.warning(
             "rs_spark.net: closing %s: the server's connections have %d bytes queued for sending, more than "
@@ -398,6 +443,7 @@ class Connection:
         self._give(n, len(self._out))
         self._out_bytes -= n
         self._out.clear()
+        self._replies.dropped()
 
     def wait_drain(self, stream_id: int, resume: Callable[[], None]) -> bool:
         """If the backlog is above the high-water mark, call ``resume`` (on the signal thread)
@@ -463,6 +509,8 @@ class Connection:
         self._writing = False
         self._out_bytes -= n
         self._give(n, frames)
+        if self._replies.written(n):
+            self._drained.notify()  # the reader reads the peer again
         resume: list[Callable[[], None]] = []
         if self._paused and self._out_bytes < self.limits.high_water_bytes // 2:
             resume = list(self._paused.values())
@@ -478,6 +526,9 @@ class Connection:
         except (F.FrameError, MetadataError) as exc:
             self.protocol_error(str(exc))
             self._drain_after_close()
+        except UnreadRecords as exc:  # TLS answers (key updates) the peer never read: as unread replies
+            log.warning("rs_spark.net: closing %s: %s. A peer must read its socket", self.label, exc)
+            self.close(ConnectionLost(f"{self.label} was closed: {exc}", self.label))
         except OSError as exc:
             if self._closed is None:
                 self.close(
@@ -522,6 +573,8 @@ class Connection:
                     return
                 continue
             self._last_recv = now
+            if self._replies.paused and self._await_replies_drained():
+                return
             if self._closed is None:
                 self._dispatch(F.decode(buf))
                 if self._ready and reader.what:  # SETUP accepted: the full limit applies, without the SETUP hint
@@ -530,6 +583,41 @@ class Connection:
                 if self._on_tick(now):
                     return
                 next_check = now + self._tick
+
+    def _await_replies_drained(self) -> bool:
+        """Read nothing more from the peer while the replies queued for it are above
+        ``Limits.reply_high_water_bytes``, until half of that is left; the timers still run. Closes the
+        connection when that lasts past ``Limits.reply_stall_timeout``. True when the reader should stop."""
+        since = time.monotonic()
+        while True:
+            with self._cond:
+                if not self._replies.paused or self._closed is not None:
+                    return False
+                self._drained.wait(self._tick)
+                owed = self._replies.bytes
+            now = time.monotonic()
+            self._last_recv = now  # we chose not to read: the peer's silence is not its own meanwhile
+            if now - since > self.limits.reply_stall_timeout and self._closed is None:
+                self._close_unread(owed, now - since)
+            if self._on_tick(now):
+                return True
+
+    def _close_unread(self, owed: int, waited: float) -> None:
+        """Close a connection whose peer left our replies unread for ``Limits.reply_stall_timeout``."""
+        lim = self.limits
+        why = (
+            f"it did not read what was sent to it for {waited:.1f} s: {owed} bytes of replies to its own frames "
+            f"(ERRORs answering its requests, KEEPALIVE echoes, REQUEST_N) stayed queued above "
+            f"Limits.reply_high_water_bytes ({lim.reply_high_water_bytes}), so it was not read from, past "
+            f"Limits.reply_stall_timeout ({lim.reply_stall_timeout} s)"
+        )
+        log.warning(
+            "rs_spark.net: closing %s: %s. A peer must read its socket: check that it runs and reads, or raise "
+            "Limits.reply_stall_timeout if its network is that slow",
+            self.label,
+            why,
+        )
+        self.close(ConnectionLost(f"{self.label} was closed: {why}", self.label))
 
     def _drain_after_close(self) -> None:
         """After sending a connection ERROR, read (and drop) until the peer closes or 2 s pass, so
@@ -646,10 +734,10 @@ class Connection:
         sid = f.stream_id
         if self.handler is None:
             if f.type != F.REQUEST_FNF:
-                self.send(F.encode_error(sid, F.REJECTED, "this rs_spark.net client serves no requests"))
+                self.reply(F.encode_error(sid, F.REJECTED, "this rs_spark.net client serves no requests"))
             return
         if len(self._streams) >= self.limits.max_streams:
-            self.send(
+            self.reply(
                 F.encode_error(
                     sid,
                     F.REJECTED,
@@ -663,14 +751,14 @@ class Connection:
         try:
             self.handler.open_stream(self, f)
         except Rejected as r:
-            self.send(F.encode_error(sid, r.code, r.message))
+            self.reply(F.encode_error(sid, r.code, r.message))
 
     def _on_connection_frame(self, f: F.Frame) -> None:
         """Frames on stream 0 once the connection is set up."""
         t = f.type
         if t == F.KEEPALIVE:
             if f.has(F.FLAG_RESPOND):  # echo at most a little data: a peer may not grow our queue with it
-                self.send(F.encode_keepalive(False, 0, bytes(f.data[:KEEPALIVE_ECHO_MAX])))
+                self.reply(F.encode_keepalive(False, 0, bytes(f.data[:KEEPALIVE_ECHO_MAX])))
         elif t == F.ERROR:
             text = bytes(f.data).decode("utf-8", "replace")
             code = F.ERROR_NAMES.get(f.error_code, hex(f.error_code))
@@ -691,9 +779,9 @@ class Connection:
             self.on_push(f)
 
     def fail_stream(self, stream_id: int, code: int, message: str) -> None:
-        """Send ERROR[code] on a stream and forget it."""
+        """Answer a stream's frame with ERROR[code] and forget the stream."""
         self.remove_stream(stream_id)
-        self.send(F.encode_error(stream_id, code, message))
+        self.reply(F.encode_error(stream_id, code, message))
 
 
 _CONNECTION_ERRORS: dict[int, type[NetError]] = {

@@ -22,6 +22,7 @@ from .frames import Buffer, FrameError
 from .tls import Sock, TlsSocket
 
 _CHUNK = 64 * 1024  # the shared buffer: many small frames per read; a frame that does not fit gets its own
+_READABLE = select.POLLIN | select.POLLERR | select.POLLHUP
 
 
 class Tick(enum.Enum):
@@ -86,7 +87,7 @@ class FrameReader:
         self._poll = select.poll()
         # Not POLLPRI: TCP urgent data (MSG_OOB) is no part of the stream, and waking for it
         # would make every wait return at once.
-        self._poll.register(sock.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+        self._poll.register(sock.fileno(), _READABLE)
         self.bytes_read = 0
 
     @property
@@ -179,9 +180,21 @@ class FrameReader:
 
     def _wait(self, timeout: float) -> bool:
         s = self._sock
-        if isinstance(s, TlsSocket) and s.pending():
-            return True  # decrypted bytes are waiting inside the TLS layer, not on the fd
-        return bool(self._poll.poll(max(0, int(timeout * 1000))))
+        ms = max(0, int(timeout * 1000))
+        if isinstance(s, TlsSocket):
+            if s.pending():
+                return True  # decrypted bytes are waiting inside the TLS layer, not on the fd
+            if s.unsent():  # TLS answers the socket could not take: the next read sends them once it can
+                return self._wait_writable_too(ms)
+        return bool(self._poll.poll(ms))
+
+    def _wait_writable_too(self, ms: int) -> bool:
+        fd = self._sock.fileno()
+        self._poll.modify(fd, _READABLE | select.POLLOUT)
+        try:
+            return bool(self._poll.poll(ms))
+        finally:
+            self._poll.modify(fd, _READABLE)
 
     def _read(self, view: memoryview, tick: float) -> int | None:
         """Bytes read into ``view`` (0 at EOF), or None after ``tick`` seconds without data.

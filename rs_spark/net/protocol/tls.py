@@ -18,6 +18,12 @@ Reads ask OpenSSL for plaintext only while it may hold some: a read that finds n
 Buffers are bounded: at most ``_TLS_CHUNK`` bytes of ciphertext are read ahead of the reader, and
 the writer encrypts ``_TLS_CHUNK`` bytes of plaintext at a time, sending each before the next.
 A server's handshake runs lazily on the reader thread (the first read), within its deadline.
+
+The reader never blocks on a send: records it produces in answer to the peer's (the handshake, a
+key update the peer asks for) are sent without waiting, and what the socket does not take now
+stays queued, for the next read, the next tick or the writer. A peer that asks for answers and
+never reads would grow that queue: past ``_MAX_UNSENT_ANSWERS`` bytes the read raises
+:class:`UnreadRecords`, and the connection closes, as it does for its other unread replies.
 """
 
 from __future__ import annotations
@@ -39,6 +45,11 @@ log = logging.getLogger("rs_spark.net")
 _TLS_CHUNK = 256 * 1024  # most ciphertext read from the network at once; most plaintext encrypted at once
 _COALESCE = 64 * 1024  # smaller writes are joined first: one record for many small frames
 _NOWAIT = int(getattr(socket, "MSG_DONTWAIT", 0))  # a plain int: IntFlag's & runs in Python, 1.6 µs a read
+_MAX_UNSENT_ANSWERS = 64 * 1024  # answers (handshake, key updates) queued unsent: past this the peer does not read
+
+
+class UnreadRecords(ConnectionError):
+    """The peer keeps making TLS answer it (key updates, renegotiation) and does not read the answers."""
 
 
 class _Handshake(enum.Enum):
@@ -73,7 +84,10 @@ class TlsSocket:
         self._ssl = context.wrap_bio(self._in, self._out, server_side=server_side, server_hostname=hostname)
         self._ssl_lock = threading.Lock()  # the SSL object and both BIOs: in-memory work only
         self._send_lock = threading.Lock()  # the network's sending side: records leave in order
-        self._records: deque[bytes] = deque()  # produced under _ssl_lock, sent under _send_lock
+        # Records produced under _ssl_lock, sent under _send_lock, oldest first; each marked whether it
+        # answers the peer's records (sent by the reader without waiting; counted in _answers_unsent).
+        self._records: deque[tuple[Any, bool]] = deque()
+        self._answers_unsent = 0
         self._scratch = bytearray(_TLS_CHUNK)
         self._state = _Handshake.PENDING
         self._handshaken = threading.Event()
@@ -118,7 +132,7 @@ class TlsSocket:
                     self._ssl.unwrap()  # queues close_notify; the peer's answer is read as EOF later
                 except (_ssl.SSLWantReadError, _ssl.SSLError, ValueError):
                     pass
-                self._take_records()
+                self._take_records(answers=False)
             with self._send_lock:
                 try:
                     self._send_records()
@@ -137,6 +151,11 @@ class TlsSocket:
         while True:
             got = self._decrypt(view, want)
             self._send_if_free()
+            if self._answers_unsent > _MAX_UNSENT_ANSWERS:
+                raise UnreadRecords(
+                    f"it asked for TLS handshakes or key updates and did not read the {self._answers_unsent} bytes "
+                    f"of records answering them (at most {_MAX_UNSENT_ANSWERS} wait)"
+                )
             if got or self._eof:
                 return got
             self._read_network(int(flags) & _NOWAIT)
@@ -169,7 +188,7 @@ class TlsSocket:
                 self._more = k == space  # a read returns less only when its record is used up
                 got += k
             if self._out.pending:
-                self._take_records()  # e.g. an answer to the peer's key update
+                self._take_records(answers=True)  # e.g. an answer to the peer's key update
             return got
 
     def _handshake_done(self) -> bool:
@@ -237,7 +256,7 @@ class TlsSocket:
             for chunk in _chunks(buffers):
                 with self._ssl_lock:
                     self._ssl.write(chunk)
-                    self._take_records()
+                    self._take_records(answers=False)
                 self._send_records()
                 total += len(chunk)
         self._send_if_free()
@@ -249,26 +268,58 @@ class TlsSocket:
     def send(self, data: Any) -> int:
         return self.sendmsg([data])
 
-    def _take_records(self) -> None:
-        """Under ``_ssl_lock``: queue what the SSL object wrote, in the order it wrote it."""
+    def _take_records(self, answers: bool) -> None:
+        """Under ``_ssl_lock``: queue what the SSL object wrote, in the order it wrote it; ``answers``:
+        it answers the peer's records (the handshake, a key update), not our data."""
         if self._out.pending:
-            self._records.append(self._out.read())
+            rec = self._out.read()
+            self._records.append((rec, answers))
+            if answers:
+                self._answers_unsent += len(rec)
+
+    def _sent(self, rec: Any, answers: bool) -> None:
+        if answers:
+            self._answers_unsent -= len(rec)
 
     def _send_records(self) -> None:
-        """Under ``_send_lock``: send the queued records, oldest first."""
+        """Under ``_send_lock``: send the queued records, oldest first, waiting for the socket."""
         while self._records:
-            self._raw.sendall(self._records.popleft())
+            rec, answers = self._records.popleft()
+            self._sent(rec, answers)
+            self._raw.sendall(rec)
+
+    def _send_records_now(self) -> None:
+        """Under ``_send_lock``: send what the socket takes without waiting; the rest stays queued."""
+        while self._records:
+            rec, answers = self._records[0]
+            try:
+                n = self._raw.send(rec, _NOWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            self._records.popleft()
+            self._sent(memoryview(rec)[:n], answers)
+            if n < len(rec):
+                self._records.appendleft((memoryview(rec)[n:], answers))
+                return
 
     def _send_if_free(self) -> None:
-        """Send queued records unless another thread is sending (it sends them before it lets go;
-        records queued just as it let go are caught here, since we look again after it)."""
+        """Send queued records, without waiting, unless another thread is sending (it sends them
+        before it lets go; records queued just as it let go are caught here, since we look again
+        after it). Called by the reader, which must not block on a peer that does not read."""
         while self._records and self._send_lock.acquire(blocking=False):
             try:
-                self._send_records()
+                before = len(self._records)
+                self._send_records_now()
+                if self._records and len(self._records) >= before:
+                    return  # the socket is full: the next read, tick or write tries again
             except OSError:
                 return  # the connection's own read or write meets the error
             finally:
                 self._send_lock.release()
+
+    def unsent(self) -> bool:
+        """Records wait for the socket to take them (and no thread is sending them now)."""
+        return bool(self._records) and not self._send_lock.locked()
 
     # -- the handshake ------------------------------------------------------------------
     def handshake(self) -> None:
@@ -293,15 +344,15 @@ class TlsSocket:
         try:
             self._ssl.do_handshake()
         except _ssl.SSLWantReadError:
-            self._take_records()
+            self._take_records(answers=True)
             return False
         except (_ssl.SSLError, OSError, ValueError) as exc:
-            self._take_records()  # the alert says why (e.g. "unknown ca")
+            self._take_records(answers=True)  # the alert says why (e.g. "unknown ca")
             self._state = _Handshake.FAILED
             self.error = exc
             self._handshake_ended()
             return False
-        self._take_records()
+        self._take_records(answers=True)
         self._state = _Handshake.DONE
         self._handshake_ended()
         return True
@@ -417,4 +468,4 @@ def tls_server(raw: socket.socket, context: _ssl.SSLContext, label: str, timeout
         raise
 
 
-__all__ = ["Sock", "TlsSocket", "tls_client", "tls_server"]
+__all__ = ["Sock", "TlsSocket", "UnreadRecords", "tls_client", "tls_server"]

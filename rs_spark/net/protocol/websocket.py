@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .tls import Sock
+from .tls import Sock, UnreadRecords
 from .ws_handshake import client_handshake, server_handshake
 
 SETUP_MAX_BYTES = 64 * 1024
@@ -202,6 +202,8 @@ class WsPump:
             if c.code not in (1000, 1006):
                 log.warning("rs_spark.net: WebSocket %s closed: %s (status %d)", self.label, c, c.code)
             self._send_close(c.code if c.code != 1006 else 1000, str(c))
+        except UnreadRecords as exc:  # wss: TLS answers the peer asked for and never read
+            log.warning("rs_spark.net: closing %s: %s. A peer must read its socket", self.label, exc)
         except OSError:
             pass
         finally:

@@ -268,8 +268,8 @@ class ResumeService:
             conn.remove_stream(STREAM_ID)
             raise Rejected(F.REJECTED_RESUME, f"{self.where}: '{session.endpoint}': {exc}") from None
         self.sessions.attached(session)
-        conn.send(F.encode_resume_ok(f.position))
-        conn.send(F.encode_metadata_push(window_metadata(session.window)))
+        conn.reply(F.encode_resume_ok(f.position))
+        conn.reply(F.encode_metadata_push(window_metadata(session.window)))  # both answer the peer's RESUME
 
     # -- fetches -----------------------------------------------------------------------------
     def read_range(self, token: bytes, endpoint: str, data_mime: str, lo: int, hi: int) -> list[Any]:
@@ -380,7 +380,7 @@ class ResumeService:
             log.warning("rs_spark.net: %s: %s refused an acknowledgement: %s", conn.label, self.where, exc)
             conn.reject(F.CONNECTION_ERROR, f"acknowledgement refused: {exc}")
             return
-        conn.send(F.encode_metadata_push(retention_metadata(session.stream.retention_counts())))
+        conn.reply(F.encode_metadata_push(retention_metadata(session.stream.retention_counts())))
 
     def _acknowledged(self, conn: Connection, key: str | None) -> Session | None:
         """The stream an acknowledgement on ``conn`` naming ``key`` (or none) is for."""

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...delivery import ELEMENTS
-from ...net.protocol.address import redact
+from ...net.protocol.address import parse, redact_address
 from ...net.protocol.tls_files import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
 from ..link_options import EndpointLink
@@ -92,9 +92,12 @@ class SinkOptions:
                 "writeStream.format('reactive') needs exactly one of option 'endpoint' (a Subscriber served with "
                 "rs_spark.serve_sink; delivery in batchId order, exactly once) or option 'subscriber' "
                 '("package.module:factory", one Subscriber per task on executors, at least once); got '
-                f"endpoint={redact(repr(endpoint))}, subscriber={subscriber!r}. From a notebook, "
+                f"endpoint={repr(endpoint) if endpoint is None else repr(redact_address(str(endpoint)))}, "
+                f"subscriber={subscriber!r}. From a notebook, "
                 "rs_spark.write_stream(df, subscriber) sets this up for an in-memory Subscriber."
             )
+        if endpoint:
+            _check_address(str(endpoint))
         if subscriber and ":" not in str(subscriber):
             raise OptionError(f"option subscriber={subscriber!r} must look like 'package.module:factory'")
         elements = str(o.get("elements", "dicts")).lower()
@@ -131,6 +134,14 @@ class SinkOptions:
         if self.tls is not None:
             kwargs["tls"] = self.tls
         return {**kwargs, **self.link.client_options()}
+
+
+def _check_address(endpoint: str) -> None:
+    """A malformed address fails the query at its start, shown without its token."""
+    try:
+        parse(endpoint)
+    except ValueError as exc:
+        raise OptionError(f"option endpoint: {exc}") from exc
 
 
 KEEP_DEFAULT = 600.0

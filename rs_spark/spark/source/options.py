@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
-from ...net.protocol.address import redact
+from ...net.protocol.address import redact, redact_endpoints, split_endpoint
 from ...net.protocol.tls_files import TLS_OPTIONS, TlsFiles
 from ..durations import parse_duration
 from ..link_options import EndpointLink
@@ -170,7 +171,7 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
             "format('reactive') needs exactly one of option 'publisher' (\"package.module:factory\", "
             "called in the driver-side reader process), option 'endpoint' (an rs_spark.net address) or option "
             "'jvmPublisher' (\"com.example.Feeds#method\", a JVM Publisher factory); "
-            f"got publisher={publisher!r}, endpoint={redact(repr(endpoint))}, jvmPublisher={jvm_publisher!r}. From a "
+            f"got publisher={publisher!r}, endpoint={_shown(endpoint)}, jvmPublisher={jvm_publisher!r}. From a "
             "notebook, rs_spark.read_stream(spark, publisher, schema=...) sets this up for an in-memory Publisher."
         )
     if o.get("jvmjars") and not jvm_publisher:
@@ -192,23 +193,38 @@ def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | Non
     )
 
 
+def _shown(value: Any) -> str:
+    """An option's value that may hold endpoints, as an error shows it (no token, and nothing after '?' or
+    '=' of a value that is no address)."""
+    return repr(value) if value is None else repr(redact_endpoints(str(value)))
+
+
+ID_HINT = " (in id=address, an id is 1-64 letters, digits, '.', '_' or '-'; else the item is read as an address)"
+PARTITION_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+"""A partition id given as ``id=address`` (the JVM's ``RtOptions.PARTITION_ID``): kept in the checkpoint's offsets."""
+
+
 def parse_endpoints(value: str) -> dict[str, str]:
-    """Option endpoint: one address, or several comma-separated, each ``id=address`` or an address
-    whose endpoint name is its partition id. Returns partition id -> address, in the given order."""
+    """Option endpoint: one address, or several comma-separated, each ``id=address`` (the id a plain
+    name: letters, digits, '_', '-', '.') or an address whose endpoint name is its partition id.
+    Returns partition id -> address, in the given order. The JVM's ``RtOptions`` reads it the same way."""
     from ...net.protocol.address import parse
 
     out: dict[str, str] = {}
     for item in (x.strip() for x in value.split(",")):
         if not item:
             continue
-        pid, sep, address = item.partition("=")
-        if not sep or "://" in pid:
-            pid, address = "", item
+        pid, address = split_endpoint(item)
+        if pid is not None and not PARTITION_ID.fullmatch(pid):
+            raise OptionError(
+                f"option endpoint: partition id '{pid}' must be 1-64 letters, digits, '.', '_' or '-' "
+                "(it is kept in the checkpoint's offsets)"
+            )
         try:
-            name = parse(address.strip()).name
+            name = parse(address).name
         except ValueError as exc:
-            raise OptionError(f"option endpoint: {exc}") from exc
-        pid = pid.strip() or (name or "")
+            raise OptionError(f"option endpoint: {exc}{ID_HINT if pid is None and '=' in item else ''}") from exc
+        pid = pid or name or ""
         if not pid:
             raise OptionError(
                 f"option endpoint: {redact(address)} names no endpoint; give each partition an id "
@@ -216,7 +232,7 @@ def parse_endpoints(value: str) -> dict[str, str]:
             )
         if pid in out:
             raise OptionError(f"option endpoint names partition {pid!r} twice; give each one its own id (id=address)")
-        out[pid] = address.strip()
+        out[pid] = address
     return out
 
 

@@ -22,6 +22,7 @@ from ...streams.types import Publisher
 from ..options import OptionValue, spark_options
 from ..served import keep, served, stop_served
 from ..session import check_reachable, is_local
+from .options import PARTITION_ID
 
 
 def read_stream(
@@ -82,8 +83,11 @@ def _by_partition(publisher: Any) -> dict[str, Any]:
             raise TypeError(
                 f"read_stream() needs a Publisher, got {p!r}" + (f" for partition {pid!r}" if len(pubs) > 1 else "")
             )
-        if not isinstance(pid, str) or not pid or any(c in pid for c in ",= "):
-            raise ValueError(f"read_stream(): partition id {pid!r} must be a non-empty str without ',', '=' or spaces")
+        if not isinstance(pid, str) or not PARTITION_ID.fullmatch(pid):
+            raise ValueError(
+                f"read_stream(): partition id {pid!r} must be 1-64 letters, digits, '.', '_' or '-' (it names the "
+                "partition in option endpoint, as id=address, and in the checkpoint's offsets)"
+            )
     return pubs
 
 

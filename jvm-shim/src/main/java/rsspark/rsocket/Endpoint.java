@@ -3,6 +3,8 @@ package rsspark.rsocket;
 import java.io.Serializable;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * An rs_spark.net address (rs_spark/net/protocol/address.py): {@code tcp://HOST:PORT/NAME},
@@ -42,8 +44,10 @@ public final class Endpoint implements Serializable {
     public static Endpoint parse(String address, String token) {
         if (address == null) throw new IllegalArgumentException("no endpoint address given: " + HINT);
         String shown = redact(address);
+        if (!RECOGNISED.matcher(address).lookingAt()) {
+            throw new IllegalArgumentException("address '" + redactAddress(address) + "' has no known scheme: " + HINT);
+        }
         int sep = address.indexOf("://");
-        if (sep < 0) throw new IllegalArgumentException("address '" + shown + "' has no scheme: " + HINT);
         String scheme = address.substring(0, sep);
         if (!scheme.equals("tcp") && !scheme.equals("tls") && !scheme.equals("unix")) {
             throw new IllegalArgumentException("address '" + shown + "': the JVM client of the real-time source and sink "
@@ -67,7 +71,8 @@ public final class Endpoint implements Serializable {
             String v = eq < 0 ? "" : URLDecoder.decode(kv.substring(eq + 1), StandardCharsets.UTF_8);
             if (k.equals("token")) tok = v.isEmpty() ? null : v;
             else if (k.equals("codec")) codec = v.isEmpty() ? null : v;
-            else throw new IllegalArgumentException("address '" + shown + "' has an unknown query parameter '" + k + "': " + HINT);
+            else throw new IllegalArgumentException("address '" + cut(address) + "' has a query parameter other than "
+                    + "token= and codec=; check their spelling: " + HINT); // not named: a misspelt token would show
         }
         if (codec != null && !codec.equals("arrow")) {
             throw new IllegalArgumentException("address '" + shown + "' asks for codec '" + codec + "'; the real-time "
@@ -140,6 +145,42 @@ public final class Endpoint implements Serializable {
         if (text == null) return null;
         return text.replaceAll("(?i)(token=)[^&,\\s'\"]+", "$1***")
                 .replaceAll("(?i)(token%3D)(?:(?!%26|%2C)[^&,\\s'\"])*", "$1***");
+    }
+
+    private static final Pattern RECOGNISED = Pattern.compile("(?:tcp|tls|unix|ws|wss)://");
+    private static final Pattern CUT = Pattern.compile("[?=]|%3[DdFf]"); // '?' or '=', or either URL-encoded
+    /** What a partition id in a list of endpoints is made of: letters, digits, '_', '-' and '.' (as Python's PLAIN_NAME). */
+    public static final Pattern PLAIN_NAME = Pattern.compile("[A-Za-z0-9._-]+");
+
+    /**
+     * How errors and logs show one address a user gave (as Python's {@code redact_address}): a recognised
+     * one (an rs_spark {@code scheme://}) with its token redacted ({@link #redact}); any other value only up
+     * to its first {@code ?} or {@code =}, then ***: what cannot be read may hold a token after them under
+     * any name ({@code tcp//h:1/x?token=...}, its colon missing, reads as no address at all).
+     */
+    public static String redactAddress(String value) {
+        if (value == null) return null;
+        return RECOGNISED.matcher(value.strip()).lookingAt() ? redact(value) : cut(value);
+    }
+
+    /** {@code text} up to its first {@code ?} or {@code =} (URL-encoded too), then ***; tokens redacted. */
+    private static String cut(String text) {
+        Matcher m = CUT.matcher(text);
+        return redact(m.find() ? text.substring(0, m.end()) + "***" : text);
+    }
+
+    /**
+     * One item of a comma-separated list of endpoints (as Python's {@code split_endpoint}): {@code id=address}
+     * gives {@code {id, address}} when the text before its first {@code =} is a plain name ({@link #PLAIN_NAME});
+     * any other item is an address: {@code {null, item}} (so {@code tcp//h:1/x?token=...} is a malformed
+     * address, never an id).
+     */
+    public static String[] splitEndpoint(String item) {
+        int eq = item.indexOf('=');
+        if (eq >= 0 && PLAIN_NAME.matcher(item.substring(0, eq).trim()).matches()) {
+            return new String[] {item.substring(0, eq).trim(), item.substring(eq + 1).trim()};
+        }
+        return new String[] {null, item.trim()};
     }
 
     /** Where to connect, without name or query: {@code tcp://host:port} ({@code [v6]} hosts in brackets) or {@code unix:///path}. */

@@ -218,37 +218,55 @@ public final class RtOptions implements Serializable {
         return endpointAddress != null && !endpointAddress.isBlank();
     }
 
-    /** Option endpoint, as the {@code reactive} source reads it: {@code id=address} or an address named by its endpoint. */
     private void parseEndpoints() {
-        Map<String, String> out = new LinkedHashMap<>();
-        for (String raw : endpointAddress.split(",")) {
+        LinkedHashMap<String, String> out = parseEndpoints(endpointAddress, token);
+        if (out.size() == 1) endpoints.put(SINGLE, out.values().iterator().next());
+        else endpoints.putAll(out);
+    }
+
+    /**
+     * Option endpoint, as the {@code reactive} source's {@code parse_endpoints} reads it: one address, or
+     * several comma-separated, each {@code id=address} (the id a plain name: 1-64 letters, digits, '.', '_',
+     * '-') or an address whose endpoint name is its partition id. Returns partition id -> address, in the
+     * given order; throws IllegalArgumentException saying what to fix, never showing a token.
+     */
+    public static LinkedHashMap<String, String> parseEndpoints(String value, String token) {
+        LinkedHashMap<String, String> out = new LinkedHashMap<>();
+        for (String raw : value.split(",")) {
             String item = raw.trim();
             if (item.isEmpty()) continue;
-            int eq = item.indexOf('=');
-            String pid = "";
-            String address = item;
-            if (eq >= 0 && !item.substring(0, eq).contains("://")) {
-                pid = item.substring(0, eq).trim();
-                address = item.substring(eq + 1).trim();
+            String[] split = Endpoint.splitEndpoint(item);
+            String pid = split[0];
+            String address = split[1];
+            if (pid != null && !PARTITION_ID.matcher(pid).matches()) throw badId(pid);
+            String name;
+            try {
+                name = Endpoint.parse(address, token).name;
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("format('reactive-rt'): option endpoint: " + e.getMessage()
+                        + (pid == null && item.contains("=") ? ID_HINT : ""), e);
             }
-            String name = Endpoint.parse(address, token).name;
-            if (pid.isEmpty()) pid = name == null ? "" : name;
+            if (pid == null) pid = name == null ? "" : name;
             if (pid.isEmpty()) {
                 throw new IllegalArgumentException("format('reactive-rt'): option endpoint: " + Endpoint.redact(address)
                         + " names no endpoint; give each partition an id (id=address) or an address with an endpoint name");
             }
-            if (!PARTITION_ID.matcher(pid).matches()) {
-                throw new IllegalArgumentException("format('reactive-rt'): option endpoint: partition id '" + pid + "' must "
-                        + "be 1-64 letters, digits, '.', '_' or '-' (it is kept in the checkpoint's offsets)");
-            }
+            if (!PARTITION_ID.matcher(pid).matches()) throw badId(pid);
             if (out.put(pid, address) != null) {
                 throw new IllegalArgumentException("format('reactive-rt'): option endpoint names partition '" + pid
                         + "' twice; give each one its own id (id=address)");
             }
         }
         if (out.isEmpty()) throw new IllegalArgumentException("format('reactive-rt'): option endpoint names no address");
-        if (out.size() == 1) endpoints.put(SINGLE, out.values().iterator().next());
-        else endpoints.putAll(out);
+        return out;
+    }
+
+    static final String ID_HINT = " (in id=address, an id is 1-64 letters, digits, '.', '_' or '-'; else the item is "
+            + "read as an address)";
+
+    private static IllegalArgumentException badId(String pid) {
+        return new IllegalArgumentException("format('reactive-rt'): option endpoint: partition id '" + pid + "' must "
+                + "be 1-64 letters, digits, '.', '_' or '-' (it is kept in the checkpoint's offsets)");
     }
 
     /** The partition id of a source that reads one publisher (its offset is {@code {"key", "position"}}). */

@@ -52,16 +52,33 @@ class EndpointTest {
             {"tls://h:70000/x?token=SECRET", "has no valid host and port"},
             {"tcp://h:1/?token=SECRET", "names no endpoint"},
             {"tcp://h:1/a/b?token=SECRET", "the endpoint name must be one path segment (quote '/' as %2F)"},
-            {"tcp://h:1/x?token=SECRET&tls=1", "unknown query parameter 'tls'"},
+            {"tcp://h:1/x?token=SECRET&tls=1", "has a query parameter other than token= and codec="},
+            {"tcp://h:1/x?tokn=SECRET", "has a query parameter other than token= and codec="},
             {"tcp://h:1/x?token=SECRET&codec=json", "Arrow only"},
-            {"h:1/x?token=SECRET", "has no scheme"},
+            {"h:1/x?token=SECRET", "has no known scheme"},
+            {"tcp//h:1/x?token=SECRET", "has no known scheme"},
+            {"http://h:1/x?tok=SECRET", "has no known scheme"},
         };
         for (String[] c : cases) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Endpoint.parse(c[0], null), c[0]);
             assertTrue(e.getMessage().contains(c[1]), c[0] + " -> " + e.getMessage());
             assertFalse(e.getMessage().contains("SECRET"), "the token leaked into " + e.getMessage());
-            assertTrue(e.getMessage().contains("token=***"), e.getMessage());
+            // A value that is no rs_spark address shows nothing after its first '?' or '='.
+            boolean readable = c[0].contains("://") && !c[0].startsWith("http") && !c[1].contains("query parameter");
+            String shown = readable ? c[0].replace("SECRET", "***") : c[0].substring(0, c[0].indexOf('?') + 1) + "***";
+            assertTrue(e.getMessage().contains("'" + shown + "'"), shown + " not in " + e.getMessage());
         }
+    }
+
+    @Test
+    void aValueThatIsNoAddressShowsNothingAfterItsFirstQuestionMarkOrEquals() {
+        assertEquals("tcp//h:1/x?***", Endpoint.redactAddress("tcp//h:1/x?token=SECRET"));
+        assertEquals("SECRET", Endpoint.redactAddress("SECRET"));
+        assertEquals("a b=***", Endpoint.redactAddress("a b=tcp://h:1/x?token=SECRET"));
+        assertEquals("tcp%3A%2F%2Fh%2Fx%3F***", Endpoint.redactAddress("tcp%3A%2F%2Fh%2Fx%3Ftok%3DSECRET"));
+        assertEquals("tcp://h:1/x?codec=arrow&token=***", Endpoint.redactAddress("tcp://h:1/x?codec=arrow&token=SECRET"));
+        assertArrayEquals(new String[] {"eu", "tcp://h:1/x"}, Endpoint.splitEndpoint(" eu = tcp://h:1/x"));
+        assertArrayEquals(new String[] {null, "tcp//h:1/x?token=SECRET"}, Endpoint.splitEndpoint("tcp//h:1/x?token=SECRET"));
     }
 
     @Test

@@ -41,7 +41,11 @@ class RtPartitionsTest {
         assertTrue(twice.getMessage().contains("names partition 'x' twice"), twice.getMessage());
         IllegalArgumentException bad = assertThrows(IllegalArgumentException.class,
                 () -> endpoints("a b=tcp://127.0.0.1:1/x,c=tcp://127.0.0.1:2/y"));
-        assertTrue(bad.getMessage().contains("partition id 'a b'"), bad.getMessage());
+        assertTrue(bad.getMessage().contains("address 'a b=***' has no known scheme"), bad.getMessage());
+        assertTrue(bad.getMessage().contains("an id is 1-64 letters, digits"), bad.getMessage());
+        IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
+                () -> endpoints("a".repeat(65) + "=tcp://127.0.0.1:1/x,c=tcp://127.0.0.1:2/y"));
+        assertTrue(tooLong.getMessage().contains("partition id '" + "a".repeat(65) + "' must be 1-64"), tooLong.getMessage());
     }
 
     @Test
