@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import os
 import queue
+import select
 import socket
 import ssl
 import threading
+import time
 
 import pytest
 
@@ -55,21 +57,47 @@ def pair(tls):
     peer.close()
 
 
+def _peer_exchange(peer: ssl.SSLSocket, send: bytes, expect: int, seconds: float = 45.0) -> bytes:
+    """The peer sends ``send`` and reads ``expect`` bytes at once, from one thread: an SSLSocket is
+    not safe for one thread reading while another writes (OpenSSL's SSL object is not; under load
+    two threads on one peer stalled it with bytes waiting), so it does both, non-blocking."""
+    peer.setblocking(False)
+    got = bytearray()
+    sent = 0
+    deadline = time.monotonic() + seconds
+    while len(got) < expect or sent < len(send):
+        assert time.monotonic() < deadline, f"peer: {len(got)} of {expect} read, {sent} of {len(send)} sent"
+        want_write = sent < len(send)
+        select.select([peer], [peer] if want_write else [], [], 1.0)
+        if want_write:
+            try:
+                sent += peer.send(send[sent : sent + (1 << 16)])
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                pass
+        try:
+            while len(got) < expect:
+                chunk = peer.recv(min(1 << 16, expect - len(got)))
+                assert chunk, f"EOF after {len(got)} of {expect} bytes"
+                got += chunk
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            pass
+    return bytes(got)
+
+
 def test_bytes_cross_both_ways_whole_and_in_order_while_two_threads_use_our_socket(pair):
     app, peer = pair
     up = os.urandom(8 * 1024 * 1024 + 5)  # many encrypt chunks, written while our other thread decrypts
     down = os.urandom(6 * 1024 * 1024 + 7)
     got_up: list[bytes] = []
-    reader = threading.Thread(target=lambda: got_up.append(_recv_exact(peer, len(up))))
-    reader.start()
-    sender = threading.Thread(target=peer.sendall, args=(down,))
-    sender.start()
+    the_peer = threading.Thread(target=lambda: got_up.append(_peer_exchange(peer, down, len(up))))
+    the_peer.start()
     ours = threading.Thread(target=app.sendmsg, args=([memoryview(up)[:100], memoryview(up)[100:]],))
     ours.start()
     assert _recv_exact(app, len(down)) == down
-    for t in (ours, reader, sender):
-        t.join(30)
-    assert got_up == [up]
+    for t in (ours, the_peer):
+        t.join(50)
+    assert len(got_up) == 1, "the peer did not read all we sent (its thread's exception is above)"
+    assert got_up[0] == up, "our bytes arrived changed or out of order"
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
