@@ -48,9 +48,14 @@ class EndpointLink:
             )
         return link
 
-    def client_options(self) -> dict[str, float]:
-        """Keyword arguments of ``rs_spark.net.connect``."""
-        return {"keepalive": self.keepalive, "lifetime": self.lifetime}
+    def client_options(self, token: str | None = None, tls: Any = None) -> dict[str, Any]:
+        """Keyword arguments of ``rs_spark.net.connect*``: these timings, and ``token`` and ``tls`` when set."""
+        kwargs: dict[str, Any] = {"keepalive": self.keepalive, "lifetime": self.lifetime}
+        if token:
+            kwargs["token"] = token
+        if tls is not None:
+            kwargs["tls"] = tls
+        return kwargs
 
     @property
     def backoff(self) -> Backoff:

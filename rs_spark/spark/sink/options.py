@@ -130,10 +130,7 @@ class SinkOptions:
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments of ``rs_spark.net.connect*`` for the hub's endpoint."""
-        kwargs: dict[str, Any] = {"token": self.token} if self.token else {}
-        if self.tls is not None:
-            kwargs["tls"] = self.tls
-        return {**kwargs, **self.link.client_options()}
+        return self.link.client_options(self.token, self.tls)
 
 
 def _check_address(endpoint: str) -> None:

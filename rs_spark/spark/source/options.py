@@ -157,10 +157,7 @@ class SourceOptions:
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments of ``rs_spark.net.connect`` for this query's endpoints."""
-        kwargs: dict[str, Any] = {"token": self.token} if self.token else {}
-        if self.tls is not None:
-            kwargs["tls"] = self.tls
-        return {**kwargs, **self.link.client_options()}
+        return self.link.client_options(self.token, self.tls)
 
 
 def _the_publisher(o: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
