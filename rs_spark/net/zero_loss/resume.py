@@ -178,13 +178,18 @@ def window_of(metadata: bytes) -> float | None:
     MetadataError for a malformed entry."""
     for mime, payload in parse_composite(metadata):
         if mime == WINDOW_MIME:
-            if len(payload) != 8:
-                raise MetadataError(f"{WINDOW_MIME} entry is {len(payload)} bytes; a window is 8")
-            ms = _U64.unpack(payload)[0]
-            if ms >= 2**63:
-                raise MetadataError(f"{WINDOW_MIME} window has its reserved top bit set")
-            return ms / 1000.0
+            return _u63(mime, payload, "window") / 1000.0
     return None
+
+
+def _u63(mime: str, payload: bytes, what: str) -> int:
+    """The 8-byte unsigned number of a metadata entry, its reserved top bit clear; MetadataError otherwise."""
+    if len(payload) != 8:
+        raise MetadataError(f"{mime} entry is {len(payload)} bytes; a {what} is 8")
+    value: int = _U64.unpack(payload)[0]
+    if value >= 2**63:
+        raise MetadataError(f"{mime} {what} has its reserved top bit set")
+    return value
 
 
 def retention_metadata(stats: dict[str, Any]) -> bytes:
@@ -198,11 +203,7 @@ def parse_push(metadata: bytes) -> tuple[int | None, dict[str, int] | None]:
     stats: dict[str, int] | None = None
     for mime, payload in parse_composite(metadata):
         if mime == COMMIT_MIME:
-            if len(payload) != 8:
-                raise MetadataError(f"{COMMIT_MIME} entry is {len(payload)} bytes; a position is 8")
-            position = _U64.unpack(payload)[0]
-            if position >= 2**63:
-                raise MetadataError(f"{COMMIT_MIME} position has its reserved top bit set")
+            position = _u63(mime, payload, "position")
         elif mime == RETENTION_MIME:
             stats = _parse_stats(payload)
     return position, stats
