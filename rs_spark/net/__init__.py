@@ -43,9 +43,9 @@ from .client import (
 from .protocol.address import Address
 from .protocol.address import parse as parse_address
 from .protocol.codecs import ARROW_MIME, MIMES
-from .protocol.connection import Limits
 from .protocol.conventions import ChannelData, ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
+from .protocol.limits import Limits
 from .protocol.tls_files import TlsFiles
 from .server import Server, ServerStats, StreamStats, serve
 from .zero_loss.resume_client import ResumablePublisher, ResumableSubscription

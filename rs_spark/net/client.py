@@ -23,9 +23,10 @@ from .protocol.auth import setup_metadata
 from .protocol.bridge import InboundSubscription
 from .protocol.channel import RemoteProcessor
 from .protocol.codecs import MIMES, make_codec
-from .protocol.connection import Connection, Limits
+from .protocol.connection import Connection
 from .protocol.conventions import ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, Refused
+from .protocol.limits import Limits
 from .protocol.metadata import COMPOSITE, request_metadata
 from .protocol.outbound import OutboundStream
 from .protocol.tls_files import TlsFiles

@@ -23,8 +23,8 @@ from typing import Any
 from ...arrow.validate import MalformedArrow
 from ..protocol import frames as F
 from ..protocol.codecs import Codec, make_codec
-from ..protocol.connection import Connection, Rejected
-from ..protocol.errors import ResumeRejected
+from ..protocol.connection import Connection
+from ..protocol.errors import Rejected, ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
 from .kept_stream import Delivery, KeptStream, KeptStreamStats
 from .resume import (
