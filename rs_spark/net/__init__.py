@@ -23,14 +23,11 @@ Two rooms:
   Spark's executors. It builds on the protocol; the protocol never imports it.
 
 :mod:`.server` (with :mod:`.opening`: endpoints by name, requests turned into streams) and
-:mod:`.client`, the API, compose both. The module paths from before the split
-(``rs_spark.net.frames``, ``rs_spark.net.retention``, ...) still import, with a DeprecationWarning.
-Never imports pyspark.
+:mod:`.client`, the API, compose both. Never imports pyspark.
 """
 
 from typing import TYPE_CHECKING
 
-from . import _moved
 from .client import (
     Client,
     RemoteProcessor,
@@ -50,8 +47,6 @@ from .protocol.tls_files import TlsFiles
 from .server import Server, ServerStats, StreamStats, serve
 from .zero_loss.resume_client import ResumablePublisher, ResumableSubscription
 from .zero_loss.retention import Retention
-
-_moved.install()
 
 __all__ = [
     "ChannelData",
