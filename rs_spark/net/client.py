@@ -1,9 +1,10 @@
 """Reach served Publishers and Subscribers: :func:`connect`, :func:`connect_subscriber`, :class:`Client`.
 
-Why this module is a little long (about 480 lines): it is the client's API in one place, the
-:class:`Client` (one connection, opened lazily) and the two faces it hands out (the remote
-Publisher and Subscriber) with the ``connect*`` functions that make them; the processor and
-the resumable publisher live with their protocols (:mod:`.protocol.channel`, :mod:`.zero_loss`).
+Why this module is a little long (about 510 lines): it is the client's API in one place: its
+:class:`Options` (the ``connect*`` keywords, checked), the :class:`Client` (one connection, opened
+lazily, dialled here) and the two faces it hands out (the remote Publisher and Subscriber) with the
+``connect*`` functions that make them; the processor and the resumable publisher live with their
+protocols (:mod:`.protocol.channel`, :mod:`.zero_loss`).
 """
 
 from __future__ import annotations
