@@ -28,10 +28,6 @@ NOT_PYTHON = {
     "rs_spark.start_row": "a key of the Arrow schema's metadata (docs/sink.md)",
     "rs_spark.sensors.total": "a pipeline spec's configuration key (docs/deployment.md)",
 }
-OLD_PATHS = {
-    "rs_spark.net.frames": "cited as a module path from before the split, which still imports with a warning",
-    "rs_spark.net.retention": "likewise",
-}
 CODE_SPAN = re.compile(r"`(rs_spark(?:\.[A-Za-z_]\w*)+)")
 
 
@@ -135,7 +131,7 @@ def _prose_items(page: str) -> list[tuple[int, str]]:
     out = []
     for number, line in enumerate((ROOT / page).read_text(encoding="utf-8").splitlines(), 1):
         for dotted in CODE_SPAN.findall(line):
-            if dotted not in NOT_PYTHON and dotted not in OLD_PATHS:
+            if dotted not in NOT_PYTHON:
                 out.append((number, "rs_spark:" + dotted.removeprefix("rs_spark").lstrip(".")))
     return out
 

@@ -541,16 +541,17 @@ class DeliveryHubStats:
     """What :meth:`DeliveryHub.stats` reports."""
 
     delivered: int
-    """Elements handed to the Subscriber's ``on_next`` in total, and micro-batches fully delivered and acknowledged."""
+    """Elements handed to the Subscriber's ``on_next`` in total."""
     batches_delivered: int
+    """Micro-batches fully delivered and acknowledged."""
     outstanding: int
-    """Demand the Subscriber signalled that the hub has not yet satisfied, and rows (or batches, for
-    ``elements="batches"``) of the current commit received and not yet delivered."""
+    """Demand the Subscriber signalled that the hub has not yet satisfied."""
     buffered: int
+    """Rows (or batches, for ``elements="batches"``) of the current commit received and not yet delivered."""
     ended: str | None
-    """Why the hub takes no more batches (None while it does), and whether the Subscriber is kept for a
-    restarted run after a failure (:meth:`DeliveryHub.keep`)."""
+    """Why the hub takes no more batches (None while it does)."""
     kept: bool
+    """Whether the Subscriber is kept for a restarted run after a failure (:meth:`DeliveryHub.keep`)."""
 
 
 __all__ = ["DeliveryHub", "DeliveryHubStats", "DeliverySubscription", "Offer", "ELEMENTS"]

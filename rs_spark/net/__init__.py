@@ -23,14 +23,11 @@ Two rooms:
   Spark's executors. It builds on the protocol; the protocol never imports it.
 
 :mod:`.server` (with :mod:`.opening`: endpoints by name, requests turned into streams) and
-:mod:`.client`, the API, compose both. The module paths from before the split
-(``rs_spark.net.frames``, ``rs_spark.net.retention``, ...) still import, with a DeprecationWarning.
-Never imports pyspark.
+:mod:`.client`, the API, compose both. Never imports pyspark.
 """
 
 from typing import TYPE_CHECKING
 
-from . import _moved
 from .client import (
     Client,
     RemoteProcessor,
@@ -43,15 +40,13 @@ from .client import (
 from .protocol.address import Address
 from .protocol.address import parse as parse_address
 from .protocol.codecs import ARROW_MIME, MIMES
-from .protocol.connection import Limits
 from .protocol.conventions import ChannelData, ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, ProtocolError, Refused, RemoteError, ResumeRejected
+from .protocol.limits import Limits
 from .protocol.tls_files import TlsFiles
 from .server import Server, ServerStats, StreamStats, serve
 from .zero_loss.resume_client import ResumablePublisher, ResumableSubscription
 from .zero_loss.retention import Retention
-
-_moved.install()
 
 __all__ = [
     "ChannelData",

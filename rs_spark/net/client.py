@@ -1,9 +1,10 @@
 """Reach served Publishers and Subscribers: :func:`connect`, :func:`connect_subscriber`, :class:`Client`.
 
-Why this module is a little long (about 480 lines): it is the client's API in one place, the
-:class:`Client` (one connection, opened lazily) and the two faces it hands out (the remote
-Publisher and Subscriber) with the ``connect*`` functions that make them; the processor and
-the resumable publisher live with their protocols (:mod:`.protocol.channel`, :mod:`.zero_loss`).
+Why this module is a little long (about 510 lines): it is the client's API in one place: its
+:class:`Options` (the ``connect*`` keywords, checked), the :class:`Client` (one connection, opened
+lazily, dialled here) and the two faces it hands out (the remote Publisher and Subscriber) with the
+``connect*`` functions that make them; the processor and the resumable publisher live with their
+protocols (:mod:`.protocol.channel`, :mod:`.zero_loss`).
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ from .protocol.auth import setup_metadata
 from .protocol.bridge import InboundSubscription
 from .protocol.channel import RemoteProcessor
 from .protocol.codecs import MIMES, make_codec
-from .protocol.connection import Connection, Limits
+from .protocol.connection import Connection
 from .protocol.conventions import ChannelOpen
 from .protocol.errors import ConnectionLost, NetError, Refused
+from .protocol.limits import Limits
 from .protocol.metadata import COMPOSITE, request_metadata
 from .protocol.outbound import OutboundStream
 from .protocol.tls_files import TlsFiles

@@ -21,9 +21,9 @@ from .protocol import frames as F
 from .protocol.bridge import InboundSubscription
 from .protocol.channel import serve_channel
 from .protocol.codecs import Codec, make_codec
-from .protocol.connection import Connection, Rejected
+from .protocol.connection import Connection
 from .protocol.conventions import ChannelData
-from .protocol.errors import NetError
+from .protocol.errors import NetError, Rejected
 from .protocol.metadata import COMPOSITE, MetadataError, parse_composite, route_of
 from .protocol.outbound import OutboundStream
 from .zero_loss.resume import fetch_of, resume_token

@@ -19,8 +19,10 @@ from .protocol.address import Address, parse
 from .protocol.auth import check_token
 from .protocol.budget import OutboundBudget
 from .protocol.codecs import make_codec
-from .protocol.connection import Connection, Limits, Rejected
+from .protocol.connection import Connection
 from .protocol.conventions import ChannelData
+from .protocol.errors import Rejected
+from .protocol.limits import Limits
 from .protocol.refuser import refuse
 from .protocol.tls import Sock, tls_server
 from .protocol.transport import listen

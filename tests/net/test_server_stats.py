@@ -1,5 +1,5 @@
-"""Server.stats(): a typed record (ServerStats, one StreamStats per kept stream); the old mapping
-access still answers, with a DeprecationWarning pointing at the caller's line."""
+"""Server.stats(): a typed record (ServerStats, one StreamStats per kept stream), read by its attributes;
+``as_dict()`` gives the camelCase mapping of earlier versions."""
 
 from __future__ import annotations
 
@@ -53,20 +53,14 @@ def test_server_stats_is_a_frozen_record_with_one_typed_record_per_stream(kept):
         stats.lost_records = 1  # type: ignore[misc]
 
 
-def test_the_old_mapping_access_warns_at_the_callers_line_and_gives_the_old_values(kept):
+def test_as_dict_gives_the_old_camel_case_values_and_the_record_is_no_mapping(kept):
     stats = kept.stats()
     old = stats.as_dict()
     assert old["streams"][0]["ackedPosition"] == 250 and old["streams"][0]["state"] == "detached"
     assert old["retainedRecords"] == 50 and old["connections"] == 0
-    with pytest.warns(DeprecationWarning, match=r"Server.stats\(\)\['streams'\].*stats.streams") as caught:
-        streams = stats["streams"]
-    assert streams == old["streams"] and isinstance(streams[0], dict)
-    assert caught[0].filename == __file__  # the user's line, not rs_spark's
-    with pytest.warns(DeprecationWarning) as caught:
-        assert stats.get("lostRecords") == 0 and stats.get("nothing", 7) == 7
-        assert sorted(stats.keys()) == sorted(old) == sorted(stats)
-        assert dict(stats.items()) == old and "expiredStreams" in stats
-    assert {w.filename for w in caught} == {__file__}
+    with pytest.raises(TypeError):
+        stats["streams"]  # type: ignore[index]
+    assert not hasattr(stats, "get") and not hasattr(stats, "keys")
 
 
 def test_new_access_does_not_warn(kept):

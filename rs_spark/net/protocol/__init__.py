@@ -1,4 +1,4 @@
-"""The RSocket layer: general, and unaware of resumption.
+"""The RSocket layer: general; of resumption it holds only what the wire and a stream's states need.
 
 Frames and their codec, metadata and the SETUP token check; the transports (TCP, Unix sockets,
 TLS, WebSocket) and length-prefixed framing; the multiplexed :mod:`.connection` with its signal
@@ -6,8 +6,12 @@ thread and outbound budget; the two directions of a stream (:mod:`.bridge` frame
 :mod:`.outbound` frames out) and :mod:`.channel`, both at once; element codecs, the channel
 conventions, the errors and the address strings.
 
-It never imports :mod:`rs_spark.net.zero_loss` (an import-linter contract checks it): a stream
-that keeps its rows until acknowledged plugs into :class:`.outbound.OutboundStream` from there.
+It never imports :mod:`rs_spark.net.zero_loss` (an import-linter contract checks it), where resumption
+lives; what it knows of it is the RESUME and RESUME_OK frames, the server handler's ``on_resume``, the
+client's ``Connection.on_resumed``, and an outbound stream's resume-only states (``State.RESUMED``,
+``DETACHED``, ``FINISHING``), which a stream that keeps its rows until acknowledged
+(:class:`rs_spark.net.zero_loss.kept_stream.KeptStream`, a subclass of :class:`.outbound.OutboundStream`)
+moves through.
 """
 
 from typing import TYPE_CHECKING

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hmac
 
 from . import frames as F
-from .connection import Rejected
+from .errors import Rejected
 from .metadata import AUTHENTICATION, COMPOSITE, MetadataError, bearer, composite, token_of
 
 

@@ -25,8 +25,6 @@ from .codecs import Codec
 from .errors import ConnectionLost, ProtocolError, Refused, remote_error
 
 _UNDECODABLE = object()  # _decoded's answer for data that failed to decode (already reported)
-_CHUNK = 1024  # most elements requested from a local publisher per request() call
-_ARROW_ASK = 16  # most RecordBatches requested from a local publisher per request() call
 
 
 class InboundSubscription(QueueSubscription):

@@ -11,19 +11,16 @@ encrypts, in :class:`~rs_spark.net.protocol.tls.TlsSocket`, which takes the plac
 * the *signal thread* (:class:`~rs_spark.net.protocol.worker.SerialExecutor`) runs user code: local
   ``request``/``cancel`` calls and deliveries to local subscribers.
 
-The writer queue is bounded by credits (a stream sends only what its peer requested) and,
-for peers granting huge credit, by ``Limits.high_water_bytes``: outbound streams stop asking
-their publisher for more until the writer has drained below half of it. Replies (frames the
-peer's own frames make us send, :meth:`Connection.reply`) are bounded by reading: above
-``Limits.reply_high_water_bytes`` of them the reader reads nothing more from the peer until they
-drain (:class:`~rs_spark.net.protocol.replies.ReplyGate`), and closes it past
-``Limits.reply_stall_timeout``.
+What waits for the writer is a :class:`~rs_spark.net.protocol.write_queue.WriteQueue`, with the
+bounds on its bytes (``Limits.high_water_bytes`` for outbound streams, ``Limits.reply_high_water_bytes``
+for replies, ``Limits.max_backlog_bytes`` and the server's budget): its owner here answers what it
+reports by pausing a stream, pausing the reader (closed past ``Limits.reply_stall_timeout``) or
+closing the connection.
 
-Why this module is long (about 800 lines): it is one class whose three threads share one lock,
-one writer queue, one stream table and one close sequence. The invariants that keep it correct
-(the queue's byte count and the server budget move together; a close ends the streams once, after
-the writer's last frame; the reader's timers never wait on the writer) are read in one place;
-split by thread, each half would hold the other's state.
+Why this module is long (about 600 lines): it is one class whose three threads share one stream
+table and one close sequence (a close ends the streams once, after the writer's last frame; the
+reader's timers never wait on the writer), read in one place; split by thread, each half would hold
+the other's state.
 """
 
 from __future__ import annotations
@@ -33,20 +30,19 @@ import select
 import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...streams.errors import throw_if_fatal
 from . import frames as F
-from .budget import FRAME_OVERHEAD, OutboundBudget
-from .errors import ConnectionLost, NetError, ProtocolError, Refused, ResumeRejected
+from .budget import OutboundBudget
+from .errors import ConnectionLost, NetError, ProtocolError, Refused, Rejected, ResumeRejected
 from .framing import IDLE, FrameReader, send_buffers
+from .limits import Limits
 from .metadata import MetadataError
-from .replies import ReplyGate
 from .tls import Sock, TlsSocket, UnreadRecords
 from .worker import SerialExecutor
+from .write_queue import WriteQueue
 
 log = logging.getLogger("rs_spark.net")
 
@@ -57,74 +53,12 @@ KEEPALIVE_ECHO_MAX = 1024
 """The most KEEPALIVE data echoed back (the spec lets a responder return it; larger data is cut)."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Bounds that keep one bad or dead peer from exhausting memory or hanging a server."""
-
-    max_frame_bytes: int = F.MAX_FRAME_LENGTH
-    """Largest frame accepted; a bigger length prefix closes the connection before its body is read."""
-    max_streams: int = 256
-    """Open streams per connection; more are refused with ERROR[REJECTED]."""
-    max_connections: int = 64
-    """Connections per server; more are closed at once."""
-    setup_timeout: float = 5.0
-    """Seconds from accept to a valid SETUP frame (TLS handshake included)."""
-    max_lifetime: float = 120.0
-    """Server side: the longest a client may stay silent, whatever its SETUP asks for."""
-    high_water_bytes: int = 8 * 1024 * 1024
-    """Queued outgoing bytes above which outbound streams pause their publisher."""
-    max_backlog_bytes: int = 32 * 1024 * 1024
-    """Queued outgoing bytes above which the peer is taken to have stopped reading: the connection is
-    closed (streams pause at ``high_water_bytes``, so only a peer that never reads gets here). Never
-    below ``high_water_bytes + 2 * max_frame_bytes``, which paused streams may still have queued."""
-    max_server_backlog_bytes: int = 256 * 1024 * 1024
-    """Server side: queued outgoing bytes of all its connections together (each frame charged its length
-    plus ``budget.FRAME_OVERHEAD``). A frame that would pass it closes the connection holding the most
-    (usually a peer that stopped reading), or its own if it still does not fit."""
-    reply_high_water_bytes: int = 256 * 1024
-    """Queued replies (frames the peer's own frames make us send: ERRORs answering its requests, KEEPALIVE
-    echoes, REQUEST_N, ...; each counted as its length plus ``budget.FRAME_OVERHEAD``) above which the
-    connection stops reading the peer, until they drain to half of it (Netty's ``Channel.isWritable``).
-    A peer that asks and never reads so holds about this much; its own TCP window pushes back on it."""
-    reply_stall_timeout: float = 30.0
-    """Seconds a connection may stay stopped by ``reply_high_water_bytes`` (its peer not reading our
-    replies) before it is closed, with a warning naming the peer."""
-
-    def __post_init__(self) -> None:
-        if not 64 <= self.max_frame_bytes <= F.MAX_FRAME_LENGTH:
-            raise ValueError(
-                f"Limits.max_frame_bytes must be within 64..{F.MAX_FRAME_LENGTH}, got {self.max_frame_bytes}"
-            )
-        for f in (
-            "max_streams",
-            "max_connections",
-            "high_water_bytes",
-            "max_backlog_bytes",
-            "max_server_backlog_bytes",
-            "reply_high_water_bytes",
-        ):
-            if getattr(self, f) < 1:
-                raise ValueError(f"Limits.{f} must be >= 1, got {getattr(self, f)}")
-        for f in ("setup_timeout", "max_lifetime", "reply_stall_timeout"):
-            if getattr(self, f) <= 0:
-                raise ValueError(f"Limits.{f} must be > 0 seconds, got {getattr(self, f)}")
-
-
 class Stream(Protocol):
     """What a connection needs from a stream it multiplexes."""
 
     def on_frame(self, frame: F.Frame) -> None: ...
 
     def on_connection_closed(self, error: BaseException) -> None: ...
-
-
-class Rejected(Exception):
-    """Raised by a handler to answer with ERROR[code] (stream 0: then close)."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 class Handler(Protocol):
@@ -137,26 +71,6 @@ class Handler(Protocol):
     def on_resume(self, conn: Connection, frame: F.Frame) -> None: ...
 
     def on_metadata_push(self, conn: Connection, frame: F.Frame) -> None: ...
-
-
-def _length(frame: list[F.Buffer]) -> int:
-    n = 0
-    for b in frame:
-        n += len(b)
-    return n
-
-
-def _rest(frame: list[F.Buffer], sent: int) -> list[F.Buffer]:
-    """The part of ``frame`` (a list of buffers) after its first ``sent`` bytes."""
-    out: list[F.Buffer] = []
-    for b in frame:
-        n = len(b)
-        if sent >= n:
-            sent -= n
-            continue
-        out.append(memoryview(b)[sent:] if sent else b)
-        sent = 0
-    return out
 
 
 class Connection:
@@ -179,7 +93,6 @@ class Connection:
         self.client = client
         self.label = label
         self.limits = limits
-        self._backlog_cap = max(limits.max_backlog_bytes, limits.high_water_bytes + 2 * limits.max_frame_bytes)
         self.handler = handler
         self.keepalive = keepalive
         self.lifetime = lifetime
@@ -195,18 +108,14 @@ class Connection:
         self._ready = client  # a server is ready once SETUP was accepted
         self._closed: BaseException | None = None
         self._close_deadline = 0.0
-        self._flush_on_close = False
-        self._out: deque[list[F.Buffer]] = deque()
-        self._out_bytes = 0
-        self._budget = budget  # the server's, shared by its connections (None: a client's)
-        self._writer_done = False  # after this, nothing queued is ever written: send() refuses
-        lock = threading.Lock()
-        self._cond = threading.Condition(lock)  # the writer waits on it for frames
-        self._drained = threading.Condition(lock)  # the reader waits on it for replies to drain
-        self._replies = ReplyGate(limits.reply_high_water_bytes)
-        self._paused: dict[int, Callable[[], None]] = {}
-        self._writing = False  # the writer thread is inside a send
-        self._direct = not isinstance(sock, TlsSocket) and hasattr(socket, "MSG_DONTWAIT")
+        direct = not isinstance(sock, TlsSocket) and hasattr(socket, "MSG_DONTWAIT")
+        self._queue = WriteQueue(
+            limits,
+            over_budget=self.over_budget,
+            over_cap=self._over_cap,
+            budget=budget,
+            send_now=self._send_now if direct else None,
+        )
         self._opened_at = time.monotonic()
         self._last_recv = self._opened_at
         self._next_keepalive = self._opened_at + keepalive
@@ -242,6 +151,7 @@ class Connection:
             self._closed = (
                 error if error is not None else ConnectionLost(f"the connection to {self.label} was closed", self.label)
             )
+            self._queue.close()
             streams = list(self._streams.values())
             self._streams.clear()
         try:
@@ -260,16 +170,10 @@ class Connection:
 
     def _stop_io(self, final: list[list[F.Buffer]] | None) -> None:
         self._close_deadline = time.monotonic() + 2.0
-        with self._cond:
-            if final is not None:
-                self._flush_on_close = True
-                for fr in final:
-                    self._out.append(fr)
-                    self._charge(_length(fr), force=True)
-            else:
-                self._drop_queued()
-            self._cond.notify_all()
-            self._drained.notify_all()
+        if final is not None:
+            self._queue.flush(final)
+        else:
+            self._queue.drop()
         if final is None or not self._writer.is_alive():
             self._shutdown(socket.SHUT_RDWR)
         self.worker.stop()
@@ -310,7 +214,7 @@ class Connection:
     def remove_stream(self, stream_id: int) -> None:
         with self._lock:
             self._streams.pop(stream_id, None)
-            self._paused.pop(stream_id, None)
+            self._queue.forget(stream_id)
 
     @property
     def stream_count(self) -> int:
@@ -331,84 +235,46 @@ class Connection:
     def _enqueue(self, frame: list[F.Buffer], reply: bool) -> bool:
         if self._closed is not None:
             return False
-        n = _length(frame)
-        if self._budget is not None and not self._take_budget(n + FRAME_OVERHEAD):
-            return False  # closed: over the server's outbound budget
-        with self._cond:
-            if self._closed is not None or self._writer_done:
-                self._give(n, 1)
-                return False
-            self._replies.queued(n, reply)
-            if n >= 65536 and self._direct and not self._out and not self._writing:
-                # A big frame and an idle writer: try the send here, without blocking (saves a thread hand-off per
-                # frame; small frames stay with the writer, which coalesces them); what the socket does
-                # not take now goes to the writer, in order.
-                try:
-                    sent = self.sock.sendmsg(frame, [], socket.MSG_DONTWAIT) if len(frame) < 512 else 0
-                except (BlockingIOError, InterruptedError):
-                    sent = 0
-                except OSError:
-                    sent = 0  # the writer will meet the error and close
-                if self._replies.written(sent):
-                    self._drained.notify()
-                if sent >= n:
-                    self._give(n, 1)
-                    return True
-                frame = _rest(frame, sent)
-                n -= sent
-                self._give(sent, 0)
-            self._out.append(frame)
-            self._out_bytes += n
-            if len(self._out) == 1:
-                self._cond.notify()
-            backlog = self._out_bytes
-        if backlog > self._backlog_cap:
-            self.close(
-                ProtocolError(
-                    f"{self.label} stopped reading: {backlog} bytes queued for it, more than "
-                    f"Limits.max_backlog_bytes ({self._backlog_cap}); closed",
-                    self.label,
-                )
+        return self._queue.put(frame, reply)
+
+    def _send_now(self, frame: list[F.Buffer]) -> int:
+        """Send what the socket takes of ``frame`` without blocking (the queue's direct path)."""
+        try:
+            return self.sock.sendmsg(frame, [], socket.MSG_DONTWAIT) if len(frame) < 512 else 0
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError:
+            return 0  # the writer will meet the error and close
+
+    def _over_cap(self, backlog: int) -> None:
+        self.close(
+            ProtocolError(
+                f"{self.label} stopped reading: {backlog} bytes queued for it, more than "
+                f"Limits.max_backlog_bytes ({self._queue.cap}); closed",
+                self.label,
             )
-        return True
+        )
 
     @property
     def backlog(self) -> int:
         """Bytes queued or being written."""
-        return self._out_bytes
+        return self._queue.bytes
 
     @property
     def unread_replies(self) -> int:
         """Bytes of replies queued for the peer (each frame's length plus ``budget.FRAME_OVERHEAD``)."""
-        return self._replies.bytes
+        return self._queue.unread_replies
 
     @property
     def reading_paused(self) -> bool:
         """Whether the peer is not read from now: its unread replies passed ``Limits.reply_high_water_bytes``."""
-        return self._replies.paused
-
-    # -- the server's outbound budget -----------------------------------------------------
-    def _take_budget(self, cost: int) -> bool:
-        """Charge the server's budget ``cost`` bytes for a frame; if it does not fit, close the connection
-        holding the most of it and try again, else close this one and return False."""
-        budget = self._budget
-        assert budget is not None
-        if budget.take(self, cost):
-            return True
-        victim, _ = budget.largest()
-        if isinstance(victim, Connection) and victim is not self:
-            victim.over_budget(budget)  # drops its queue: its bytes are credited back now
-            if budget.take(self, cost):
-                return True
-        self.over_budget(budget)
-        return False
+        return self._queue.reading_paused
 
     def over_budget(self, budget: OutboundBudget) -> None:
         """Close this connection: its server's connections have too much queued for sending."""
-        with self._cond:
-            if self._closed is not None:
-                return  # closing already (flushing its last frames): said once
-            mine = self._out_bytes
+        if self._closed is not None:
+            return  # closing already (flushing its last frames): said once
+        mine = self._queue.bytes
         log.warning(
             "rs_spark.net: closing %s: the server's connections have %d bytes queued for sending, more than "
             "Limits.max_server_backlog_bytes (%d); %d of them for this peer, which reads too slowly or not at all",
@@ -426,54 +292,19 @@ class Connection:
             )
         )
 
-    def _charge(self, n: int, force: bool = False) -> None:
-        """Count a frame of ``n`` bytes queued without :meth:`send` (final frames); under ``_cond``."""
-        self._out_bytes += n
-        if self._budget is not None:
-            self._budget.take(self, n + FRAME_OVERHEAD, force=force)
-
-    def _give(self, n: int, frames: int) -> None:
-        """Credit the server's budget for ``frames`` frames of ``n`` bytes written or dropped."""
-        if self._budget is not None:
-            self._budget.give(self, n + frames * FRAME_OVERHEAD)
-
-    def _drop_queued(self) -> None:
-        """Forget the frames still queued (closed, not flushing); under ``_cond``."""
-        n = sum(_length(fr) for fr in self._out)
-        self._give(n, len(self._out))
-        self._out_bytes -= n
-        self._out.clear()
-        self._replies.dropped()
-
     def wait_drain(self, stream_id: int, resume: Callable[[], None]) -> bool:
         """If the backlog is above the high-water mark, call ``resume`` (on the signal thread)
         once it has drained below half of it and return True; else return False."""
-        with self._cond:
-            if self._out_bytes < self.limits.high_water_bytes:
-                return False
-            self._paused[stream_id] = resume
-            return True
+        return self._queue.wait_drain(stream_id, resume)
 
     def _write_loop(self) -> None:
-        sock = self.sock
-        cond = self._cond
-        inflight = (0, 0)  # bytes and frames taken from the queue, not yet written
+        queue = self._queue
         try:
-            while True:
-                with cond:
-                    while not self._out and self._closed is None:
-                        cond.wait()
-                    if not self._out or (self._closed is not None and not self._flush_on_close):
-                        break
-                    batch, inflight = self._take_batch()
-                    self._writing = True
-                n = inflight[0]
+            while (taken := queue.take()) is not None:
+                batch, n = taken
                 small = n < 256 * 1024
-                send_buffers(sock, [b"".join(batch)] if small and len(batch) > 1 else batch)
-                with cond:
-                    resume = self._written(*inflight)
-                    inflight = (0, 0)
-                for r in resume:
+                send_buffers(self.sock, [b"".join(batch)] if small and len(batch) > 1 else batch)
+                for r in queue.written():
                     self.worker.submit(r)
         except OSError as exc:
             if self._closed is None:
@@ -484,38 +315,9 @@ class Connection:
                         self.label,
                     )
                 )
-        finally:
-            with cond:  # nothing queued will be written now: credit it all back
-                self._writer_done = True
-                self._written(*inflight)
-                self._drop_queued()
-            if self._closed is not None and self._flush_on_close:
+        finally:  # nothing queued will be written now: credit it all back
+            if queue.writer_done():
                 self._shutdown(socket.SHUT_WR)  # FIN after the last frame; the reader waits for the peer's
-
-    def _take_batch(self) -> tuple[list[F.Buffer], tuple[int, int]]:
-        """Frames from the queue, up to about 4 MiB, as one list of buffers; and their bytes and count."""
-        batch: list[F.Buffer] = []
-        n = frames = 0
-        out = self._out
-        while out and n < 4 * 1024 * 1024:
-            fr = out.popleft()
-            frames += 1
-            batch.extend(fr)
-            n += _length(fr)
-        return batch, (n, frames)
-
-    def _written(self, n: int, frames: int) -> list[Callable[[], None]]:
-        """Account ``frames`` frames of ``n`` bytes as gone; the paused streams to resume. Under ``_cond``."""
-        self._writing = False
-        self._out_bytes -= n
-        self._give(n, frames)
-        if self._replies.written(n):
-            self._drained.notify()  # the reader reads the peer again
-        resume: list[Callable[[], None]] = []
-        if self._paused and self._out_bytes < self.limits.high_water_bytes // 2:
-            resume = list(self._paused.values())
-            self._paused.clear()
-        return resume
 
     # -- reading ------------------------------------------------------------------------
     def _read_loop(self) -> None:
@@ -573,7 +375,7 @@ class Connection:
                     return
                 continue
             self._last_recv = now
-            if self._replies.paused and self._await_replies_drained():
+            if self._queue.reading_paused and self._await_replies_drained():
                 return
             if self._closed is None:
                 self._dispatch(F.decode(buf))
@@ -590,11 +392,9 @@ class Connection:
         connection when that lasts past ``Limits.reply_stall_timeout``. True when the reader should stop."""
         since = time.monotonic()
         while True:
-            with self._cond:
-                if not self._replies.paused or self._closed is not None:
-                    return False
-                self._drained.wait(self._tick)
-                owed = self._replies.bytes
+            owed = self._queue.wait_replies_drained(self._tick)
+            if owed is None:
+                return False
             now = time.monotonic()
             self._last_recv = now  # we chose not to read: the peer's silence is not its own meanwhile
             if now - since > self.limits.reply_stall_timeout and self._closed is None:
@@ -792,4 +592,4 @@ _CONNECTION_ERRORS: dict[int, type[NetError]] = {
 }
 """The error a connection ERROR frame (stream 0) closes the connection with, by code."""
 
-__all__ = ["Connection", "Limits", "Rejected", "Handler", "Stream", "NetError"]
+__all__ = ["Connection", "Handler", "Stream"]

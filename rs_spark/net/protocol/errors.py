@@ -1,4 +1,5 @@
-"""Errors a user of rs_spark.net can meet; each says what happened, where, and what to do."""
+"""Errors a user of rs_spark.net can meet; each says what happened, where, and what to do. And
+:class:`Rejected`, how a server's handler refuses a request."""
 
 from __future__ import annotations
 
@@ -51,6 +52,16 @@ class RemoteError(NetError):
         self.remote_message = remote_message
 
 
+class Rejected(Exception):
+    """Raised by a server's handler to answer with ERROR[code] (stream 0: then close). Never reaches a user:
+    the connection turns it into the ERROR frame, which the peer meets as :class:`Refused` or :class:`RemoteError`."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 def error_text(error: BaseException) -> str:
     """The ERROR frame text for a local exception: ``module.Type: message``."""
     t = type(error)
@@ -91,4 +102,5 @@ __all__ = [
     "error_text",
     "parse_error_text",
     "remote_error",
+    "Rejected",
 ]

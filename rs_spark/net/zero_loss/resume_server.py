@@ -15,16 +15,15 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 from ...arrow.validate import MalformedArrow
 from ..protocol import frames as F
 from ..protocol.codecs import Codec, make_codec
-from ..protocol.connection import Connection, Rejected
-from ..protocol.errors import ResumeRejected
+from ..protocol.connection import Connection
+from ..protocol.errors import Rejected, ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
 from .kept_stream import Delivery, KeptStream, KeptStreamStats
 from .resume import (
@@ -105,34 +104,6 @@ class ResumeServiceStats:
             "retainedRecords": self.retained_records,
             "retainedBytes": self.retained_bytes,
         }
-
-    # -- the old mapping access, deprecated (it gives what the old dict held) -------------------
-    def _old(self, what: str) -> dict[str, Any]:
-        warnings.warn(
-            f"Server.stats(){what}: the stats are a {type(self).__name__} now; mapping access is deprecated, "
-            "use its attributes (stats.streams, stream.state, stats.lost_records, ...) or stats.as_dict()",
-            DeprecationWarning,
-            stacklevel=3,  # the caller of __getitem__/get/...
-        )
-        return self.as_dict()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._old(f"[{key!r}]")[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self._old(f".get({key!r})").get(key, default)
-
-    def keys(self) -> list[str]:
-        return list(self._old(".keys()"))
-
-    def items(self) -> list[tuple[str, Any]]:
-        return list(self._old(".items()").items())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(list(self._old(" iterated")))
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._old(" 'in'")
 
 
 def fields_of(record: Any) -> dict[str, Any]:

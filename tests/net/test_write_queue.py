@@ -1,0 +1,189 @@
+"""The write queue's invariant, without a socket: its bytes and the server's budget move together
+(charged when a frame is queued, given back exactly when it is written or dropped), frames leave in
+the order they came, and its bounds tell its owner."""
+
+from __future__ import annotations
+
+import pytest
+
+from rs_spark.net.protocol.budget import FRAME_OVERHEAD, OutboundBudget
+from rs_spark.net.protocol.limits import Limits
+from rs_spark.net.protocol.write_queue import BATCH_BYTES, DIRECT_MIN_BYTES, WriteQueue
+
+LIMITS = Limits(max_frame_bytes=1024, high_water_bytes=1000, max_backlog_bytes=5000, reply_high_water_bytes=600)
+
+
+class Owner:
+    """What the queue tells its owner; closing the owner closes and drops its queue, as a connection does."""
+
+    def __init__(self) -> None:
+        self.over_budget: list[int] = []
+        self.over_cap: list[int] = []
+        self.queue: WriteQueue | None = None
+
+    def on_over_budget(self, budget: OutboundBudget) -> None:
+        self.over_budget.append(budget.used)
+        assert self.queue is not None
+        self.queue.close()
+        self.queue.drop()
+
+
+def _queue(budget: OutboundBudget | None = None, send_now=None) -> tuple[WriteQueue, Owner]:
+    owner = Owner()
+    owner.queue = WriteQueue(
+        LIMITS, over_budget=owner.on_over_budget, over_cap=owner.over_cap.append, budget=budget, send_now=send_now
+    )
+    return owner.queue, owner
+
+
+def _frame(tag: bytes, n: int) -> list[bytes]:
+    return [tag, b"." * (n - len(tag))]
+
+
+def test_frames_leave_in_the_order_they_came_and_the_budget_is_given_back_exactly():
+    budget = OutboundBudget(1 << 20)
+    q, _ = _queue(budget)
+    for i in range(3):
+        assert q.put(_frame(b"%d" % i, 100 + i), reply=False)
+    assert q.bytes == 303
+    assert budget.used == 303 + 3 * FRAME_OVERHEAD
+    taken = q.take()
+    assert taken is not None
+    batch, n = taken
+    assert n == 303 and b"".join(batch) == b"".join(b"".join(_frame(b"%d" % i, 100 + i)) for i in range(3))
+    assert q.bytes == 303 and budget.used == 303 + 3 * FRAME_OVERHEAD, "taken is not written yet"
+    assert q.written() == []
+    assert q.bytes == 0 and budget.used == 0
+
+
+def test_the_writer_takes_about_a_batch_at_a_time():
+    q, _ = _queue()
+    big = BATCH_BYTES // 2 + 1
+    for tag in (b"a", b"b", b"c"):
+        q.put(_frame(tag, big), reply=False)
+    first = q.take()
+    assert first is not None and first[1] == 2 * big  # the batch passed BATCH_BYTES with its second frame
+    q.written()
+    second = q.take()
+    assert second is not None and second[1] == big and bytes(second[0][0]) == b"c"
+
+
+def test_a_queue_past_its_cap_tells_its_owner_with_its_bytes():
+    q, owner = _queue()
+    assert q.cap == max(LIMITS.max_backlog_bytes, LIMITS.high_water_bytes + 2 * LIMITS.max_frame_bytes)
+    while q.bytes <= q.cap:
+        assert owner.over_cap == []
+        q.put(_frame(b"x", 700), reply=False)
+    assert owner.over_cap == [q.bytes]
+
+
+def test_a_stream_waits_above_high_water_and_is_resumed_below_half_of_it():
+    q, _ = _queue()
+    resumed: list[int] = []
+    q.put(_frame(b"a", 600), reply=False)
+    assert not q.wait_drain(1, lambda: resumed.append(1)), "below high water: no wait"
+    q.put(_frame(b"b", 600), reply=False)
+    assert q.wait_drain(1, lambda: resumed.append(1))
+    assert q.wait_drain(2, lambda: resumed.append(2))
+    q.forget(2)  # the stream ended: not resumed
+    taken = q.take()
+    assert taken is not None
+    for r in q.written():
+        r()
+    assert resumed == [1]
+
+
+def test_closing_drops_the_queue_gives_the_budget_back_and_refuses_more():
+    budget = OutboundBudget(1 << 20)
+    q, _ = _queue(budget)
+    q.put(_frame(b"a", 100), reply=True)
+    q.put(_frame(b"b", 200), reply=False)
+    q.close()
+    assert not q.put(_frame(b"c", 300), reply=False)
+    assert budget.used == 100 + 200 + 2 * FRAME_OVERHEAD, "a refused frame is given back at once"
+    q.drop()
+    assert q.bytes == 0 and budget.used == 0 and q.unread_replies == 0
+    assert q.take() is None, "closed and nothing to flush: the writer stops"
+
+
+def test_final_frames_are_written_after_the_queue_whatever_the_budget_then_the_writer_stops():
+    budget = OutboundBudget(1000)
+    q, owner = _queue(budget)
+    q.put(_frame(b"a", 500), reply=False)
+    q.close()
+    q.flush([_frame(b"E", 900)])  # does not fit the budget: charged anyway
+    assert owner.over_budget == [] and budget.used == 1400 + 2 * FRAME_OVERHEAD
+    taken = q.take()
+    assert taken is not None and bytes(taken[0][0]) == b"a" and bytes(taken[0][2]) == b"E"
+    q.written()
+    assert budget.used == 0
+    assert q.take() is None
+    assert q.writer_done(), "closed with final frames: the owner sends its FIN"
+
+
+def test_a_stopped_writer_gives_back_what_it_had_taken_and_what_was_queued():
+    budget = OutboundBudget(1 << 20)
+    q, _ = _queue(budget)
+    q.put(_frame(b"a", 100), reply=False)
+    q.take()
+    q.put(_frame(b"b", 100), reply=False)
+    assert not q.writer_done(), "not closed: no FIN"
+    assert q.bytes == 0 and budget.used == 0
+    assert not q.put(_frame(b"c", 100), reply=False)
+    assert budget.used == 0
+
+
+def test_over_the_budget_the_queue_holding_the_most_is_closed_and_the_frame_fits():
+    budget = OutboundBudget(1000 + 2 * FRAME_OVERHEAD)
+    hog, hog_owner = _queue(budget)
+    small, small_owner = _queue(budget)
+    hog.put(_frame(b"h", 800), reply=False)
+    small.put(_frame(b"s", 100), reply=False)
+    assert small.put(_frame(b"t", 400), reply=False)
+    assert hog_owner.over_budget == [900 + 2 * FRAME_OVERHEAD] and small_owner.over_budget == []
+    assert hog.bytes == 0 and budget.used == 500 + 2 * FRAME_OVERHEAD
+
+
+def test_a_frame_that_never_fits_closes_its_own_queue():
+    budget = OutboundBudget(500)
+    q, owner = _queue(budget)
+    assert not q.put(_frame(b"x", 600), reply=False)
+    assert owner.over_budget == [0] and budget.used == 0
+
+
+@pytest.mark.parametrize("sent", [0, 1000, DIRECT_MIN_BYTES])
+def test_a_big_frame_is_sent_at_once_when_the_writer_is_idle_and_the_rest_waits_in_order(sent):
+    budget = OutboundBudget(1 << 20)
+    calls: list[int] = []
+
+    def send_now(frame) -> int:
+        calls.append(sum(len(b) for b in frame))
+        return sent
+
+    q, _ = _queue(budget, send_now)
+    assert q.put(_frame(b"small", 100), reply=False)
+    q.put(_frame(b"BIG", DIRECT_MIN_BYTES), reply=False)
+    assert calls == [], "a frame waits before it: no direct send"
+    q.take()
+    q.written()
+    q.put(_frame(b"BIG", DIRECT_MIN_BYTES), reply=False)
+    assert calls == [DIRECT_MIN_BYTES]
+    left = DIRECT_MIN_BYTES - sent
+    assert q.bytes == left and budget.used == left + (FRAME_OVERHEAD if left else 0)
+    if left:
+        taken = q.take()
+        assert (
+            taken is not None
+            and b"".join(bytes(b) for b in taken[0]) == b"".join(_frame(b"BIG", DIRECT_MIN_BYTES))[sent:]
+        )
+
+
+def test_unread_replies_pause_reading_until_half_are_written():
+    q, _ = _queue()
+    q.put(_frame(b"r", 300), reply=True)
+    q.put(_frame(b"r", 300), reply=True)
+    assert q.reading_paused and q.unread_replies == 600 + 2 * FRAME_OVERHEAD
+    assert q.wait_replies_drained(0.0) == 600 + 2 * FRAME_OVERHEAD
+    q.take()
+    q.written()
+    assert not q.reading_paused and q.wait_replies_drained(0.0) is None
