@@ -192,9 +192,10 @@ class DeliveryHub:
         kept.timer.start()
         return True
 
-    def resume(self) -> None:
-        """A run restarted from the checkpoint took up the kept Subscriber (:meth:`keep`): the window no
-        longer runs (the first commit of a restarted run does the same)."""
+    def take_over_kept(self) -> None:
+        """A run restarted from the checkpoint takes over the kept Subscriber (:meth:`keep`): the window no
+        longer runs and delivery goes on after the ledger (the first commit of a restarted run does the
+        same). Nothing to do with a network stream's resumption."""
         with self._lock:
             kept, self._kept = self._kept, None
         if kept is not None:
@@ -210,7 +211,7 @@ class DeliveryHub:
 
     def _keep_expired(self, kept: KeptEnd) -> None:
         with self._lock:
-            if self._kept is not kept:  # a commit resumed, or the hub ended, first
+            if self._kept is not kept:  # a restarted run took over, or the hub ended, first
                 return
             self._kept = None
         log.warning(
@@ -255,7 +256,7 @@ class DeliveryHub:
             if self._end is not None:
                 return self._end.refusal(self.name)
             self._channels.append(ch)
-        self.resume()  # a commit while the Subscriber is kept: a run restarted from the checkpoint
+        self.take_over_kept()  # a commit while the Subscriber is kept: a run restarted from the checkpoint
         return None
 
     def offer(
