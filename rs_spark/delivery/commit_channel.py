@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
+
+import pyarrow as pa
 
 from ..streams.drain import QueueSubscription, subscribe_with
 from ..streams.types import Subscriber, Subscription
 from .errors import SinkError
 from .wire import ack_batch, batch_meta, is_open_ended, partition_of
-
-if TYPE_CHECKING:
-    from .hub import DeliveryHub
 
 
 class Offer(enum.Enum):
@@ -32,6 +31,26 @@ class Sent(NamedTuple):
     open_ended: bool
 
 
+class CommitTarget(Protocol):
+    """What a commit's channel needs of the hub (:class:`rs_spark.delivery.DeliveryHub` is one): the three
+    calls a commit makes, so this module does not import the hub."""
+
+    def attach(self, ch: CommitChannel) -> BaseException | None: ...
+
+    def offer(
+        self,
+        ch: CommitChannel,
+        batch: pa.RecordBatch,
+        batch_id: int,
+        start: int,
+        total: int,
+        open_ended: bool = False,
+        partition: int = 0,
+    ) -> Offer: ...
+
+    def channel_done(self, ch: CommitChannel, error: BaseException | None) -> None: ...
+
+
 class _Answers(QueueSubscription):
     """The acknowledgement stream of one commit (one answer, then complete, or an error)."""
 
@@ -41,7 +60,7 @@ class CommitChannel:
 
     receives_empty_batches = True  # an epoch without rows arrives as one batch of 0 rows naming it
 
-    def __init__(self, hub: DeliveryHub) -> None:
+    def __init__(self, hub: CommitTarget) -> None:
         self._hub = hub
         self._in: Subscription | None = None
         self._answers: _Answers | None = None
@@ -146,4 +165,4 @@ class CommitChannel:
             a.offer_complete()
 
 
-__all__ = ["CommitChannel", "Offer"]
+__all__ = ["CommitChannel", "CommitTarget", "Offer"]

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..streams.demand import MAX_DEMAND
 from ..streams.errors import report_dropped
 from ..streams.types import Subscription
 from .errors import QueryFailed
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # not a circle: net is imported only when send_control runs (importing delivery stays light)
     from ..net.protocol.tls_files import TlsFiles
-    from .hub import DeliveryHub
 
 log = logging.getLogger("rs_spark.sink")
+
+
+class ControlTarget(Protocol):
+    """What the control endpoint needs of the hub (:class:`rs_spark.delivery.DeliveryHub` is one): its name
+    for the log and the query's three ends, so this module does not import the hub."""
+
+    @property
+    def name(self) -> str: ...
+
+    def finish(self, error: BaseException | None = None) -> None: ...
+
+    def abort(self, batch_id: int, reason: str, keep: float | None = None) -> None: ...
+
+    def keep(self, error: BaseException, window: float) -> bool: ...
 
 
 class ControlSubscriber:
@@ -22,7 +35,7 @@ class ControlSubscriber:
     "reason", "keep": null | seconds}`` and ``{"op": "keep", "error": "text", "window": seconds}`` (the query
     failed; keep the Subscriber for a restarted run: :meth:`DeliveryHub.keep`)."""
 
-    def __init__(self, hub: DeliveryHub) -> None:
+    def __init__(self, hub: ControlTarget) -> None:
         self._hub = hub
 
     def on_subscribe(self, s: Subscription) -> None:
@@ -65,4 +78,4 @@ def send_control(endpoint: str, message: dict[str, Any], timeout: float = 10.0, 
     sub.wait(timeout)
 
 
-__all__ = ["ControlSubscriber", "send_control"]
+__all__ = ["ControlSubscriber", "ControlTarget", "send_control"]

@@ -22,9 +22,14 @@ delivered when Spark retries it (its rows replay identically from the checkpoint
 
 No pyspark here: this package runs in any Python process (``rows`` elements are made by rs_spark.spark).
 
+What the hub does with each record batch against the ledger is decided by the pure functions of
+decide.py (their cases a table); the hub runs them under its lock and does what they say. Its
+collaborators see only the calls they make (``CommitTarget``, ``ControlTarget``, ``DeliveryFeed``).
+
 Why this module is longer than ~450 lines: :class:`DeliveryHub` is one state under one lock (the
 commits in flight per partition, the queue and the ledger change together); the parts with no
-lock of their own are already apart (queued.py, subscription.py, end.py, ledger.py).
+lock of their own are already apart (decide.py, queued.py, subscription.py, end.py, ledger.py), and
+much of what stays is the log lines and refusals that say what a decision meant.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from ..streams.drain import subscribe_with
 from ..streams.types import Subscriber
 from .commit_channel import CommitChannel, Offer
 from .control import ControlSubscriber
+from .decide import Decision, MovedOn, Offered, Verdict, decide, delivered_ahead
 from .elements import check_elements
 from .end import EndReason, HubEnd, KeptEnd
 from .errors import BatchAborted, SinkError
@@ -192,9 +198,10 @@ class DeliveryHub:
         kept.timer.start()
         return True
 
-    def resume(self) -> None:
-        """A run restarted from the checkpoint took up the kept Subscriber (:meth:`keep`): the window no
-        longer runs (the first commit of a restarted run does the same)."""
+    def take_over_kept(self) -> None:
+        """A run restarted from the checkpoint takes over the kept Subscriber (:meth:`keep`): the window no
+        longer runs and delivery goes on after the ledger (the first commit of a restarted run does the
+        same). Nothing to do with a network stream's resumption."""
         with self._lock:
             kept, self._kept = self._kept, None
         if kept is not None:
@@ -210,7 +217,7 @@ class DeliveryHub:
 
     def _keep_expired(self, kept: KeptEnd) -> None:
         with self._lock:
-            if self._kept is not kept:  # a commit resumed, or the hub ended, first
+            if self._kept is not kept:  # a restarted run took over, or the hub ended, first
                 return
             self._kept = None
         log.warning(
@@ -255,7 +262,7 @@ class DeliveryHub:
             if self._end is not None:
                 return self._end.refusal(self.name)
             self._channels.append(ch)
-        self.resume()  # a commit while the Subscriber is kept: a run restarted from the checkpoint
+        self.take_over_kept()  # a commit while the Subscriber is kept: a run restarted from the checkpoint
         return None
 
     def offer(
@@ -318,31 +325,27 @@ class DeliveryHub:
         open_ended: bool,
         partition: int,
     ) -> Offer:
-        entry = self.ledger.partition(partition)
+        """Do what :func:`.decide.decide` says of ``batch`` against its partition's ledger line (under the lock)."""
+        line = self.ledger.partition(partition)
         if batch_id == -1:  # a batch write: new data, numbered after what was delivered
             batch_id, batch = self._number_write(batch, start, total)
-        if self._delivered_before(entry, batch_id, open_ended, partition):
+        offered = Offered(batch_id, start, batch.num_rows, total, open_ended)
+        decision = decide(line, offered, self._pending.queued_to(partition))
+        if decision.verdict in (Verdict.OLDER, Verdict.DUPLICATE):
+            if decision.verdict is Verdict.OLDER:
+                self._warn_older(line, batch_id, partition)
             self._drop(ch)
             return Offer.DUPLICATE
-        self._start_batch(entry, batch_id, total, open_ended, partition)
-        cur = self._new_rows(entry, batch, batch_id, start, partition)
-        if cur is None:
-            return Offer.SKIP  # delivered before the commit was cut off and retried
-        self._pending.append(cur)
-        return Offer.QUEUED
+        self._say_moved_on(decision.moved, line, batch_id, partition)
+        decision.step.apply(line, offered)
+        return self._take_rows(decision, batch, offered, partition)
 
     def _number_write(self, batch: pa.RecordBatch, start: int, total: int) -> tuple[int, pa.RecordBatch]:
         if self._write_batch_id is None:
             self._write_batch_id = max(self.ledger.batch_id + 1, 0)
         return self._write_batch_id, tag_batch(batch, self._write_batch_id, start, total)
 
-    def _delivered_before(self, led: Entry, batch_id: int, open_ended: bool, partition: int) -> bool:
-        """Whether micro-batch ``batch_id`` reached the Subscriber before (the commit gets ``duplicate``).
-        An open-ended epoch run again may go further than before: never a duplicate as a whole."""
-        if batch_id == led.batch_id:
-            return not open_ended and led.complete and not self._pending.has(partition)
-        if batch_id > led.batch_id:
-            return False
+    def _warn_older(self, led: Entry, batch_id: int, partition: int) -> None:
         # A restart re-runs only the last batch; an older one is a late task attempt or a query
         # whose checkpoint is behind this sink's ledger: say so, its rows are dropped.
         log.warning(
@@ -356,59 +359,46 @@ class DeliveryHub:
             led.batch_id,
             led.batch_id + 1,
         )
-        return True
 
-    def _start_batch(self, led: Entry, batch_id: int, total: int, open_ended: bool, partition: int) -> None:
-        """A micro-batch after the ledger's: the ledger moves on to it (saying so if the last was cut off).
-        The ledger's total of an open-ended epoch grows with the rows sent."""
-        if batch_id <= led.batch_id:
-            if open_ended and batch_id == led.batch_id:
-                led.reopen(total)
-            return
-        self._say_moved_on(led, batch_id, open_ended, partition)
-        led.begin(batch_id, total, open_ended)
-
-    def _say_moved_on(self, led: Entry, batch_id: int, open_ended: bool, partition: int) -> None:
+    def _say_moved_on(self, moved: MovedOn, led: Entry, batch_id: int, partition: int) -> None:
         """Log what becomes of the rows of the ledger's batch when ``batch_id`` follows it unfinished."""
-        if open_ended and not led.ended:  # an attempt cut off: Spark ran the epoch again without rows here
-            if led.rows:
-                log.info(
-                    "sink '%s': epoch %d%s ran again without rows of the partition; the %d rows delivered of it "
-                    "before are the first of epoch %d",
-                    self.name,
-                    led.batch_id,
-                    f" (partition {partition})" if partition else "",
-                    led.rows,
-                    batch_id,
-                )
-            return
-        if not led.complete:
+        where = f" (partition {partition})" if partition else ""
+        if moved is MovedOn.CARRIED:
+            log.info(
+                "sink '%s': epoch %d%s ran again without rows of the partition; the %d rows delivered of it "
+                "before are the first of epoch %d",
+                self.name,
+                led.batch_id,
+                where,
+                led.rows,
+                batch_id,
+            )
+        elif moved is MovedOn.CUT_OFF:
             log.warning(
                 "sink '%s': micro-batch %d%s was cut off after %d of %d rows and Spark moved on to %d "
                 "without retrying it",
                 self.name,
                 led.batch_id,
-                f" (partition {partition})" if partition else "",
+                where,
                 led.rows,
                 led.total,
                 batch_id,
             )
 
-    def _new_rows(
-        self, led: Entry, batch: pa.RecordBatch, batch_id: int, start: int, partition: int
-    ) -> QueuedBatch | None:
-        """The rows of ``batch`` not yet delivered or queued (None: all were); a gap is refused."""
-        expect = self._pending.next_row(partition, led.rows)
-        if start + batch.num_rows <= expect:
-            return None
-        if start > expect:
+    def _take_rows(self, decision: Decision, batch: pa.RecordBatch, offered: Offered, partition: int) -> Offer:
+        """Queue the rows of ``batch`` not yet delivered or queued (SKIP: none is); a gap is refused."""
+        first = decision.first_row
+        if decision.verdict is Verdict.GAP:
             raise SinkError(
-                f"sink '{self.name}': micro-batch {batch_id} arrived with a gap (rows {expect}..{start - 1} "
-                "missing); the commit sent its record batches out of order"
+                f"sink '{self.name}': micro-batch {offered.batch_id} arrived with a gap (rows {first}.."
+                f"{offered.start - 1} missing); the commit sent its record batches out of order"
             )
-        if start < expect:
-            batch, start = batch.slice(expect - start), expect
-        return QueuedBatch(batch, batch_id, start, self.elements, partition)
+        if decision.verdict is Verdict.SKIP:
+            return Offer.SKIP  # delivered before the commit was cut off and retried
+        if first > offered.start:
+            batch = batch.slice(first - offered.start)
+        self._pending.append(QueuedBatch(batch, offered.batch_id, first, self.elements, partition))
+        return Offer.QUEUED
 
     def channel_done(self, ch: CommitChannel, error: BaseException | None) -> None:
         """``ch`` sent everything (``error`` None: acknowledge once delivered) or failed."""
@@ -453,10 +443,10 @@ class DeliveryHub:
         out queues from where the ledger stood; the drain counts those rows into the ledger only
         when it returns (:meth:`took`), so the new commit's rows are trimmed here, by the drain
         itself, after it has."""
-        led = self.ledger.partition(cur.partition)
-        if led.batch_id != cur.batch_id or led.rows <= cur.start + cur.pos:
+        ahead = delivered_ahead(self.ledger.partition(cur.partition), cur.batch_id, cur.start + cur.pos)
+        if ahead is None:
             return False
-        cur.skip_to(led.rows)
+        cur.skip_to(ahead)
         if not cur.done:
             return False
         self._pending.remove_done(cur)

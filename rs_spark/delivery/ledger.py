@@ -78,6 +78,10 @@ class Entry:
         it ended since that run was cut off (Spark ran it again without rows of this partition)."""
         return self.carry if self.ended else self.rows
 
+    def copy(self) -> Entry:
+        """This line as it stands, apart from the ledger (to decide against without changing it)."""
+        return Entry(self.batch_id, self.rows, self.total, self.carry, self.ended)
+
     def begin(self, batch_id: int, total: int, open_ended: bool) -> None:
         """Batch ``batch_id`` (``total`` rows, or so far for an open-ended epoch) starts; an open-ended
         epoch starts with the rows carried over (:attr:`carried`)."""

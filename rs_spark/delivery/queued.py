@@ -65,12 +65,12 @@ class Pending:
     def append(self, cur: QueuedBatch) -> None:
         self._q.append(cur)
 
-    def next_row(self, partition: int, delivered: int) -> int:
-        """The first row of ``partition``'s micro-batch not yet queued (``delivered`` when nothing is)."""
+    def queued_to(self, partition: int) -> int | None:
+        """The first row of ``partition``'s micro-batch not yet queued (None when nothing of it is)."""
         for cur in reversed(self._q):
             if cur.partition == partition:
                 return cur.start + cur.batch.num_rows
-        return delivered
+        return None
 
     def has(self, partition: int) -> bool:
         return any(cur.partition == partition for cur in self._q)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..streams.drain import DrainSubscription
 from ..streams.errors import throw_if_fatal
@@ -10,8 +10,22 @@ from ..streams.types import Subscriber
 from .end import HubEnd
 from .queued import QueuedBatch
 
-if TYPE_CHECKING:
-    from .hub import DeliveryHub
+
+class DeliveryFeed(Protocol):
+    """What the Subscription needs of the hub (:class:`rs_spark.delivery.DeliveryHub` is one): the drain's
+    three calls and the three ways the Subscriber ends the stream, so this module does not import the hub."""
+
+    def head(self) -> QueuedBatch | None: ...
+
+    def took(self, cur: QueuedBatch, upto: int) -> None: ...
+
+    def queue_empty(self) -> HubEnd | None: ...
+
+    def subscriber_raised(self, error: BaseException, batch_id: int, row: int) -> None: ...
+
+    def subscriber_violated(self, error: BaseException, batch_id: int, row: int) -> None: ...
+
+    def subscription_ended(self) -> None: ...
 
 
 class DeliverySubscription(DrainSubscription):
@@ -26,7 +40,7 @@ class DeliverySubscription(DrainSubscription):
 
     __slots__ = ("_hub", "batch_id", "row")
 
-    def __init__(self, subscriber: Subscriber[Any], hub: DeliveryHub) -> None:
+    def __init__(self, subscriber: Subscriber[Any], hub: DeliveryFeed) -> None:
         super().__init__(subscriber)
         self._hub = hub
         self.batch_id = -1
@@ -115,4 +129,4 @@ class DeliverySubscription(DrainSubscription):
         self._hub.subscription_ended()
 
 
-__all__ = ["DeliverySubscription"]
+__all__ = ["DeliveryFeed", "DeliverySubscription"]

@@ -45,7 +45,7 @@ def take_kept(subscriber: Any, checkpoint: str | None) -> tuple[DeliveryHub, str
                 "on, or give write_stream a new Subscriber"
             )
         del _kept[id(subscriber)]
-    k.hub.resume()
+    k.hub.take_over_kept()
     return k.hub, k.endpoint
 
 
