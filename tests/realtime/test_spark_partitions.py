@@ -82,18 +82,22 @@ def _assert_acknowledged_within_a_batch_of_spark_commit(chk: Path, pubs: dict[st
     for p, pub in pubs.items():
         assert pub.acks, f"partition {p}: no acknowledgement reached the publisher"
         ends = [_offset(chk, m)["positions"][p] for m in range(started + 1)]
-        late = []
+        late, on_time = [], 0
         for n in range(started - 1):  # every batch whose N+2 started (commit() is called first)
             if ends[n] == (ends[n - 1] if n else 0):
                 continue  # the batch read nothing new of this partition: nothing to acknowledge
             when = [b for pos, b in pub.acks if pos >= ends[n]]
             what = f"partition {p}: batch {n} ended at {ends[n]}; acks (position, latest batch logged) {pub.acks}"
-            assert when and when[0] <= n + 2, f"{what}; ends {ends}"
+            assert when and when[0] <= n + 2, f"{what}; ends {ends}"  # the guarantee: within two batches
             if when[0] == n + 2:
                 late.append(what)
-        # The first also opens the driver's connection to the endpoint, and may come a batch late
-        # (seen in the full suite: batch 0's end with batch 1's); one more late is a hiccup.
-        assert len(late) <= 2, f"acknowledged batches late more than twice: {late}"
+            else:
+                on_time += 1
+        # Whether an acknowledgement lands before Spark logs batch N+2 is a race with Spark's next
+        # trigger: the first also opens the driver's connection, and a loaded machine (load 7-9 in a
+        # run of 2026-11-28) made 3 of 4 late. A task acknowledging as it opens its stream (the way
+        # before, off the driver) could never be on time, so one on time per partition tells them apart.
+        assert on_time, f"partition {p}: every acknowledgement came as batch N+3 started: {late}"
 
 
 def _query(spark: Any, endpoints: str, chk: Path, sub: Collect, ledger: Path) -> Any:
