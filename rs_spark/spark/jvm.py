@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ..jvm.gateway import ShimNotFound, jar_path, shim
+from .internals import add_to_driver_classpath
 from .options import OptionValue, spark_options
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
     """``spark._jvm`` with the shim (and ``extra_jars``) loadable: the one helper call.
 
     If the session was not started with the jars on ``spark.jars``, they are added now to the
-    driver's class loader (Spark's ``MutableURLClassLoader``) and with ``addJar`` for executors.
+    driver's class loader (Spark's ``MutableURLClassLoader``: :mod:`rs_spark.spark.internals`) and
+    with ``addJar`` for executors.
     """
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         raise ShimNotFound(
@@ -55,16 +57,8 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
     wanted = jars(extra_jars)
     missing = [p for p in wanted if not _loaded(spark, p)]
     if missing:
-        loader = j.Thread.currentThread().getContextClassLoader()
-        if loader.getClass().getName() != "org.apache.spark.util.MutableURLClassLoader":
-            raise ShimNotFound(
-                f"cannot add {missing} to this driver's class loader ({loader.getClass().getName()}); start the "
-                "session with rs_spark.spark.jvm.configure(SparkSession.builder) or --jars instead"
-            )
-        for p in missing:
-            loader.addURL(j.java.io.File(os.path.abspath(p)).toURI().toURL())
-            spark.sparkContext._jsc.addJar(p)
-            _loaded_jars(spark).add(os.path.abspath(p))
+        add_to_driver_classpath(spark, missing)
+        _loaded_jars(spark).update(os.path.abspath(p) for p in missing)
     shim(j)
     return j
 

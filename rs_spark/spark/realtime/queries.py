@@ -30,6 +30,7 @@ from pyspark.sql.types import StructType
 
 from ...net.protocol.tls_files import TlsFiles
 from ...streams.types import Publisher, Subscriber
+from ..internals import wrap_query
 from ..options import OptionValue, lookup, spark_options
 from ..served import keep, stop_served
 from ..session import check_reachable
@@ -195,7 +196,7 @@ def write_stream(
         endpoint = hub.serve(bind, ssl=ssl)
     try:
         w = _jvm_writer(df, j, endpoint, sink_options, trigger, checkpoint, query_name, output_mode)
-        query = StreamingQuery(w.start())
+        query = wrap_query(spark, w.start())
     except BaseException as exc:
         if hub is not None:
             hub.finish(exc if isinstance(exc, Exception) else RuntimeError(f"the query did not start: {exc!r}"))
