@@ -47,6 +47,14 @@ REACHES = (
         "returns False; the caller stops the query with stop() (the batch under way is interrupted)",
     ),
     Reach(
+        "mark_terminated_if_idle",
+        "StreamExecution.queryExecutionThread() (its stack, from the JDK's ThreadMXBean: Clock.waitTillTime "
+        "called by ProcessingTimeExecutor.execute), StreamExecution.awaitProgressLock() (a ReentrantLock that "
+        "MicroBatchExecution.constructNextBatch takes) and the state of mark_terminated",
+        "examples/stopping.py stop_when_idle: stop between batches, never inside one",
+        "returns None; stop_when_idle stops the query right after a batch ended (a trigger in between is interrupted)",
+    ),
+    Reach(
         "make_env_thread_safe",
         "the registered data source's PythonFunction (dataSourceManager().lookupDataSource(name).dataSourceCls()): "
         "its final field envVars, replaced by reflection",
@@ -95,18 +103,16 @@ def mark_terminated(query: Any) -> bool:
     """
     try:
         state = query._jsq.streamingQuery().state()
-        active, terminated = _state_objects(state.get())
+        active, terminated = _states(state.get())
     except Exception as exc:  # Spark Connect (no _jsq), or another Spark's internals
         log.debug("rs_spark: cannot mark query %s terminated (%s)", _name(query), exc)
-        return False
-    if active is None:  # the query is not ACTIVE: leave it as it is
         return False
     return bool(state.compareAndSet(active, terminated))
 
 
-def _state_objects(current: Any) -> tuple[Any, Any]:
-    """(ACTIVE or None when ``current`` is another state, TERMINATED): Spark's State singletons,
-    found beside ``current``'s class (the package moved to ``...streaming.runtime`` in Spark 4.1)."""
+def _states(current: Any) -> tuple[Any, Any]:
+    """Spark's (ACTIVE, TERMINATED) State singletons, found beside ``current``'s class (the package
+    moved to ``...streaming.runtime`` in Spark 4.1)."""
     cls = current.getClass()
     package = cls.getName().rsplit(".", 1)[0]
     loader = cls.getClassLoader()
@@ -114,9 +120,69 @@ def _state_objects(current: Any) -> tuple[Any, Any]:
     def module(name: str) -> Any:
         return loader.loadClass(f"{package}.{name}$").getField("MODULE$").get(None)
 
-    terminated = module("TERMINATED")
-    active = module("ACTIVE")
-    return (active if current.equals(active) else None), terminated
+    return module("ACTIVE"), module("TERMINATED")
+
+
+def mark_terminated_if_idle(query: Any) -> bool | None:
+    """Mark ``query`` terminated only while its thread waits for its next processing-time trigger.
+
+    True if marked so: that trigger reads TERMINATED and ends the query before any batch starts.
+    False, the state left ACTIVE, while a batch runs or when the trigger fires between the look and
+    the mark. None without a driver JVM (Spark Connect) or with other Spark internals. It holds the
+    query's ``awaitProgressLock`` throughout: a trigger that fires meanwhile cannot construct its
+    batch (``constructNextBatch`` takes that lock) before the mark is withdrawn, so it runs unharmed.
+    """
+    from py4j.clientserver import ClientServer
+    from pyspark import SparkContext
+
+    if not isinstance(SparkContext._gateway, ClientServer):
+        return None  # py4j not pinning threads: the lock could be taken and released on two JVM threads
+    try:
+        execution = query._jsq.streamingQuery()
+        thread, lock = execution.queryExecutionThread(), execution.awaitProgressLock()
+        jvm = SparkContext._jvm
+    except Exception as exc:  # Spark Connect (no _jsq), or another Spark's internals
+        log.debug("rs_spark: cannot see whether query %s is idle (%s)", _name(query), exc)
+        return None
+    if not lock.tryLock():  # the thread constructs or ends a batch now: not idle
+        return False
+    try:
+        try:
+            idle = _waits_for_trigger(jvm, thread)
+        except Exception as exc:  # the JDK's thread view differs: cannot tell
+            log.debug("rs_spark: cannot read query %s's thread (%s)", _name(query), exc)
+            return None
+        if not idle or not mark_terminated(query):
+            return False
+        if _still_waits(jvm, thread):  # still waiting after the mark: its trigger reads it
+            return True
+        # It woke in between and may have read ACTIVE: withdraw the mark. (Had it read TERMINATED,
+        # it ends anyway: the end of its run sets TERMINATED again.)
+        active, terminated = _states(execution.state().get())
+        execution.state().compareAndSet(terminated, active)
+        return False
+    finally:
+        lock.unlock()
+
+
+def _still_waits(jvm: Any, thread: Any) -> bool:
+    """The look after the mark: any doubt counts as awake (the mark is then withdrawn)."""
+    try:
+        return _waits_for_trigger(jvm, thread)
+    except Exception:  # worked a moment ago: treat as awake
+        return False
+
+
+def _waits_for_trigger(jvm: Any, thread: Any) -> bool:
+    """Whether ``thread`` is in ``Clock.waitTillTime`` called by ``ProcessingTimeExecutor.execute``:
+    past one batch's end and before the next trigger reads the query's state. (ThreadInfo's text
+    holds the top 8 frames; the wait is 2 or 3 deep.)"""
+    info = jvm.java.lang.management.ManagementFactory.getThreadMXBean().getThreadInfo(thread.getId(), 8)
+    frames = [ln.strip() for ln in str(info).splitlines() if ln.strip().startswith("at ")] if info else []
+    for i, frame in enumerate(frames[:-1]):
+        if ".waitTillTime(" in frame:
+            return "ProcessingTimeExecutor.execute(" in frames[i + 1]
+    return False
 
 
 def _name(query: Any) -> str:
@@ -238,6 +304,7 @@ __all__ = [
     "Reach",
     "REACHES",
     "mark_terminated",
+    "mark_terminated_if_idle",
     "make_env_thread_safe",
     "data_source_exists",
     "end_only_listener",

@@ -71,6 +71,28 @@ def test_mark_terminated_moves_an_active_query_to_terminated_once_and_it_ends_wi
     assert idle_query.exception() is None
 
 
+def test_an_idle_query_s_thread_waits_in_the_trigger_clock_and_its_progress_lock_is_free(spark, tmp_path):
+    q = (
+        spark.readStream.format("rate")
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(processingTime="1 hour")
+        .start()
+    )
+    try:
+        wait_until(lambda: q.lastProgress is not None, "the first batch")
+        execution = q._jsq.streamingQuery()
+        lock = execution.awaitProgressLock()
+        assert lock.getClass().getName() == "java.util.concurrent.locks.ReentrantLock"
+        assert not lock.isLocked()
+        assert internals._waits_for_trigger(spark._jvm, execution.queryExecutionThread())
+        assert internals.mark_terminated_if_idle(q) is True
+        assert q.awaitTermination(60) and q.exception() is None
+    finally:
+        q.stop()
+
+
 def test_mark_terminated_without_a_driver_jvm_changes_nothing():
     class ConnectLike:  # Spark Connect's query has no _jsq
         name = "q"
