@@ -23,7 +23,7 @@ from pyspark.sql.types import StructType
 
 from ..jvm.gateway import ShimNotFound, jar_path, shim
 from .internals import add_to_driver_classpath
-from .options import OptionValue, spark_options
+from .options import OptionValue
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -96,7 +96,6 @@ def read_jvm_stream(
     options: Mapping[str, OptionValue] | None = None,
     batch_rows: int = 65536,
     codec: str = "arrow",
-    **legacy_options: OptionValue,
 ) -> DataFrame:
     """``spark.readStream.format("reactive")`` over a JVM Publisher built in this driver.
 
@@ -104,14 +103,12 @@ def read_jvm_stream(
     Publisher of Arrow batches and served to the reader by :func:`rs_spark.read_stream` (codec
     ``arrow``). ``schema``: DDL, StructType, pyarrow.Schema or ``"id:int64,name:string"``;
     None: declared by a record / bean / scalar class via ``schema_of`` is not known up front,
-    so give one. ``options``: the source's options, e.g. ``{"maxRecordsPerTrigger": 1000}`` (as
-    keyword arguments: deprecated, as in :func:`rs_spark.read_stream`). ``batch_rows``: most rows
+    so give one. ``options``: the source's options, e.g. ``{"maxRecordsPerTrigger": 1000}``. ``batch_rows``: most rows
     per Arrow batch the JVM hands over.
     """
     from .source.read_stream import read_stream
 
-    spark_opts = spark_options(options, legacy_options, "read_jvm_stream")
-    codec = str(spark_opts.pop("codec", codec))  # the old call style passed it with the options
+    spark_opts = dict(options or {})
     pa_schema = arrow_schema(schema)
     if pa_schema is None:
         raise ValueError(
