@@ -42,7 +42,6 @@ def read_stream(
     retention: Retention | None = None,
     codec: str = "json",
     ssl: _ssl.SSLContext | None = None,
-    **legacy_options: OptionValue,
 ) -> DataFrame:
     """A streaming DataFrame over ``publisher`` from this process, or over a mapping of partition ids
     to Publishers; ``options`` are the source's (see rs_spark.spark.source.read_stream); ``ssl``: a
@@ -58,7 +57,6 @@ def read_stream(
         retention=retention,
         codec=codec,
         ssl=ssl,
-        **legacy_options,
     )
 
 
@@ -76,7 +74,6 @@ def write_stream(
     end_on_stop: bool = True,
     bind: str = "tcp://127.0.0.1:0",
     ssl: _ssl.SSLContext | None = None,
-    **legacy_options: OptionValue,
 ) -> StreamingQuery:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber``; ``options`` are the sink's
     (see rs_spark.spark.sink.write_stream)."""
@@ -95,7 +92,6 @@ def write_stream(
         end_on_stop=end_on_stop,
         bind=bind,
         ssl=ssl,
-        **legacy_options,
     )
 
 

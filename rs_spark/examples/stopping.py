@@ -19,7 +19,8 @@ Two ways to stop at a boundary instead:
   thread ends by itself; ``stop()`` then finds nothing to interrupt. On Spark Connect (no driver
   JVM to mark) it falls back to ``stop()`` from another thread while the commit is held.
 - :func:`stop_when_idle`, for any query whose batches are shorter than its processing-time
-  trigger: it stops right after a batch ended, while the query waits for its next trigger.
+  trigger: it marks the query terminated while its thread waits for the next trigger (seen in
+  the thread's stack, the mark withdrawn if the trigger fired meanwhile), so that trigger ends it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import time
 from typing import Any
 
 from ..spark.batch_end import mark_terminated
+from ..spark.internals import mark_terminated_if_idle
 from ..streams.types import Subscriber, Subscription
 
 
@@ -129,20 +131,37 @@ def _stop_while_held(query: Any, brake: Brake) -> bool:
 
 
 def stop_when_idle(query: Any, timeout: float = 60.0, poll: float = 0.02) -> bool:
-    """Stop ``query`` right after a micro-batch ended, while it waits for its next trigger.
+    """Stop ``query`` while it waits for its next processing-time trigger: no batch is cut short.
 
-    Returns True if it stopped while idle, False if it was still busy after ``timeout`` seconds
-    (stopped anyway). With batches as long as the trigger interval there is no idle moment.
+    Returns True if it ended so (or by itself), False if no idle moment came within ``timeout``
+    seconds (then it is stopped anyway, interrupted). The query is marked terminated only while its
+    thread is seen waiting for its trigger, and the mark is withdrawn when that trigger fired
+    meanwhile (:func:`rs_spark.spark.internals.mark_terminated_if_idle`), so the batch it starts is
+    never the one interrupted. With batches as long as the trigger interval there is no idle moment.
     """
     deadline = time.monotonic() + timeout
+    while query.isActive:
+        marked = mark_terminated_if_idle(query)
+        if marked is None:  # Spark Connect: no thread to look at
+            return _stop_after_a_batch(query, deadline, poll)
+        if marked:  # the thread leaves at its next trigger, by itself
+            _await_end(query, timeout)
+            query.stop()
+            return True
+        if time.monotonic() >= deadline:
+            query.stop()
+            return False
+        time.sleep(poll)
+    return True
+
+
+def _stop_after_a_batch(query: Any, deadline: float, poll: float) -> bool:
+    """Spark Connect: ``stop()`` right after a batch ended, while the query waits for its trigger (a
+    trigger that fires between that look and the stop is interrupted: no thread to hold here)."""
     last = _batch_id(query)
     while query.isActive:
         now = _batch_id(query)
         if now != last and not query.status["isTriggerActive"]:
-            # A batch just ended and the thread waits for the next trigger, most of an interval away:
-            # marked now, the query ends at that trigger without an interrupt.
-            if mark_terminated(query):
-                _await_end(query, timeout)
             query.stop()
             return True
         last = now

@@ -15,44 +15,27 @@ terminated *while its thread is inside a batch's write or commit* (for the ``rea
 while :class:`~rs_spark.examples.stopping.Brake` holds a delivery) lets that batch end normally,
 its commit and commit-log entry included, and starts no other: the thread then leaves the loop by
 itself and the query ends as a stopped one. :func:`mark_terminated` does that marking. It uses
-the classic driver's JVM objects (``StreamExecution.state``), so it returns False on Spark
-Connect, or on a Spark whose internals differ; callers fall back to ``stop()``.
+the classic driver's JVM objects (``StreamExecution.state``: :mod:`rs_spark.spark.internals`), so it
+returns False on Spark Connect, or on a Spark whose internals differ; callers fall back to ``stop()``.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
-log = logging.getLogger("rs_spark.spark")
+from . import internals
 
 
 def mark_terminated(query: Any) -> bool:
-    """Mark ``query`` terminated without interrupting its thread; True if it could be marked.
+    """Mark ``query`` terminated without interrupting its thread; True if this call marked it.
 
     Call it only while the query's thread is past the start of a batch's write (e.g. a commit held
-    at a :class:`~rs_spark.examples.stopping.Brake`): marked earlier, Spark's ``runBatch``
-    interrupts the batch itself. Then wait for the query to end (``awaitTermination``).
+    at a :class:`~rs_spark.examples.stopping.Brake`) or waits for its next trigger: marked while a
+    trigger plans its batch, Spark's ``runBatch`` interrupts that batch itself. Then wait for the
+    query to end (``awaitTermination``). A compare-and-set from ACTIVE, as Spark's own end does:
+    a query that ended meanwhile, or is not yet active, is left as it is (False).
     """
-    try:
-        # No public API ends a query without an interrupt: the driver JVM's StreamExecution does.
-        state = query._jsq.streamingQuery().state()
-        current = state.get()
-        cls = current.getClass()
-        package = cls.getName().rsplit(".", 1)[0]
-        terminated = cls.getClassLoader().loadClass(f"{package}.TERMINATED$").getField("MODULE$").get(None)
-    except Exception as exc:  # Spark Connect (no _jsq), or another Spark's internals
-        log.debug("rs_spark: cannot end query %s after its batch (%s); it will be stopped", _name(query), exc)
-        return False
-    state.set(terminated)
-    return True
-
-
-def _name(query: Any) -> str:
-    try:
-        return str(query.name or query.id)
-    except Exception:
-        return "?"
+    return internals.mark_terminated(query)
 
 
 __all__ = ["mark_terminated"]

@@ -22,7 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ..jvm.gateway import ShimNotFound, jar_path, shim
-from .options import OptionValue, spark_options
+from .internals import add_to_driver_classpath
+from .options import OptionValue
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -43,7 +44,8 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
     """``spark._jvm`` with the shim (and ``extra_jars``) loadable: the one helper call.
 
     If the session was not started with the jars on ``spark.jars``, they are added now to the
-    driver's class loader (Spark's ``MutableURLClassLoader``) and with ``addJar`` for executors.
+    driver's class loader (Spark's ``MutableURLClassLoader``: :mod:`rs_spark.spark.internals`) and
+    with ``addJar`` for executors.
     """
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         raise ShimNotFound(
@@ -55,16 +57,8 @@ def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
     wanted = jars(extra_jars)
     missing = [p for p in wanted if not _loaded(spark, p)]
     if missing:
-        loader = j.Thread.currentThread().getContextClassLoader()
-        if loader.getClass().getName() != "org.apache.spark.util.MutableURLClassLoader":
-            raise ShimNotFound(
-                f"cannot add {missing} to this driver's class loader ({loader.getClass().getName()}); start the "
-                "session with rs_spark.spark.jvm.configure(SparkSession.builder) or --jars instead"
-            )
-        for p in missing:
-            loader.addURL(j.java.io.File(os.path.abspath(p)).toURI().toURL())
-            spark.sparkContext._jsc.addJar(p)
-            _loaded_jars(spark).add(os.path.abspath(p))
+        add_to_driver_classpath(spark, missing)
+        _loaded_jars(spark).update(os.path.abspath(p) for p in missing)
     shim(j)
     return j
 
@@ -102,7 +96,6 @@ def read_jvm_stream(
     options: Mapping[str, OptionValue] | None = None,
     batch_rows: int = 65536,
     codec: str = "arrow",
-    **legacy_options: OptionValue,
 ) -> DataFrame:
     """``spark.readStream.format("reactive")`` over a JVM Publisher built in this driver.
 
@@ -110,14 +103,12 @@ def read_jvm_stream(
     Publisher of Arrow batches and served to the reader by :func:`rs_spark.read_stream` (codec
     ``arrow``). ``schema``: DDL, StructType, pyarrow.Schema or ``"id:int64,name:string"``;
     None: declared by a record / bean / scalar class via ``schema_of`` is not known up front,
-    so give one. ``options``: the source's options, e.g. ``{"maxRecordsPerTrigger": 1000}`` (as
-    keyword arguments: deprecated, as in :func:`rs_spark.read_stream`). ``batch_rows``: most rows
+    so give one. ``options``: the source's options, e.g. ``{"maxRecordsPerTrigger": 1000}``. ``batch_rows``: most rows
     per Arrow batch the JVM hands over.
     """
     from .source.read_stream import read_stream
 
-    spark_opts = spark_options(options, legacy_options, "read_jvm_stream")
-    codec = str(spark_opts.pop("codec", codec))  # the old call style passed it with the options
+    spark_opts = dict(options or {})
     pa_schema = arrow_schema(schema)
     if pa_schema is None:
         raise ValueError(

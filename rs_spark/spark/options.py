@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import sys
-import warnings
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -82,32 +80,6 @@ OptionValue = str | int | float | bool
 """A Spark option's value as the Python helpers take it (sent as its ``str``; booleans as true/false)."""
 
 
-def spark_options(options: Mapping[str, OptionValue] | None, legacy: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The Spark options a helper was given: ``options=`` plus, deprecated, the old call style's
-    keyword arguments (a DeprecationWarning names them, pointing at the user's line)."""
-    merged = dict(options or {})
-    if legacy:
-        both = sorted(set(merged) & set(legacy))
-        if both:
-            raise TypeError(f"{where}(): option(s) {both} given both in options= and as keyword arguments")
-        shown = ", ".join(f"{k!r}: ..." for k in legacy)
-        warnings.warn(
-            f"{where}(): Spark options as keyword arguments are deprecated; pass options={{{shown}}}",
-            DeprecationWarning,
-            stacklevel=_callers_level(),
-        )
-        merged.update(legacy)
-    return merged
-
-
-def _callers_level() -> int:
-    """The ``stacklevel`` of the first frame outside rs_spark (for warnings about the user's call)."""
-    frame, level = sys._getframe(1), 2
-    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).startswith("rs_spark"):
-        frame, level = frame.f_back, level + 1
-    return level - 1
-
-
 def check_known(
     options: Mapping[str, Any],
     known: Mapping[str, str],
@@ -167,7 +139,6 @@ __all__ = [
     "lookup",
     "factory_options",
     "redacted_repr",
-    "spark_options",
     "OptionValue",
     "PASS_THROUGH_PREFIX",
 ]

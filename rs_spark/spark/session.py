@@ -31,15 +31,12 @@ def register(spark: SparkSession, replace: bool = False) -> None:
     so call it before starting queries on a session rs_spark did not create.
     """
     from .datasource import ReactiveDataSource
+    from .internals import data_source_exists
     from .shared_env import guard_shared_env
 
-    if not replace:
-        try:
-            if spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists("reactive"):
-                guard_shared_env(spark)
-                return
-        except Exception:  # Spark Connect or an internal API change: just register
-            pass
+    if not replace and data_source_exists(spark, "reactive"):  # None (cannot tell): just register
+        guard_shared_env(spark)
+        return
     spark.dataSource.register(ReactiveDataSource)
     guard_shared_env(spark)
 

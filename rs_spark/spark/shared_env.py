@@ -12,7 +12,7 @@ holds the data source fails to serialize: ``Task not serializable ... IllegalSta
 Illegal size 5 of collection, expected 6``. See docs/guarantees.md.
 
 rs_spark swaps that map for a ``ConcurrentHashMap`` with the same entries before its queries
-start, so concurrent puts and serialization are safe.
+start, so concurrent puts and serialization are safe (the reflection: :mod:`rs_spark.spark.internals`).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import logging
 import threading
 from typing import Any
 
+from .internals import make_env_thread_safe
+
 log = logging.getLogger("rs_spark.spark")
 
-_CONCURRENT = "java.util.concurrent.ConcurrentHashMap"
 _lock = threading.Lock()
 
 
@@ -34,19 +35,9 @@ def guard_shared_env(spark: Any, name: str = "reactive") -> bool:
     map is (now) a ``ConcurrentHashMap``; False where there is no driver JVM here (Spark Connect) or
     Spark's classes differ (then a warning says so).
     """
-    jsession = getattr(spark, "_jsparkSession", None)
-    if jsession is None:  # Spark Connect: the server's JVM is out of reach
-        return False
     with _lock:
         try:
-            function = jsession.sessionState().dataSourceManager().lookupDataSource(name).dataSourceCls()
-            env = function.envVars()
-            if env.getClass().getName() == _CONCURRENT:
-                return True
-            field = function.getClass().getDeclaredField("envVars")
-            field.setAccessible(True)
-            field.set(function, spark._jvm.java.util.concurrent.ConcurrentHashMap(env))
-            return True
+            return make_env_thread_safe(spark, name)
         except Exception as exc:  # another Spark version's classes: keep working, say what is at risk
             log.warning(
                 "could not make data source %r's shared environment map thread-safe (%s): several queries "

@@ -48,18 +48,6 @@ def test_submission_publisher_feeds_read_stream(spark, j):
     assert max(sizes) <= 2000 and sum(sizes) == 5000
 
 
-def test_read_jvm_stream_options_as_keyword_arguments_are_deprecated_and_still_count(spark, j):
-    """The old call style, as read_stream's: a DeprecationWarning at the caller's line, the options applied."""
-    from rs_spark.spark.jvm import read_jvm_stream
-
-    with pytest.warns(DeprecationWarning, match=r"read_jvm_stream\(\): .*pass options=\{'maxRecordsPerTrigger'") as w:
-        df = read_jvm_stream(spark, j.rsspark.jvm.Sources.submissionLongs(900), "value:int64", maxRecordsPerTrigger=300)
-    assert w[0].filename == __file__
-    values, q = _collect(spark, df)
-    assert values == list(range(900))
-    assert max(p["numInputRows"] for p in q.recentProgress) <= 300
-
-
 def test_netty_reactive_streams_handler_publisher_feeds_read_stream(spark, j):
     from rs_spark.spark.jvm import read_jvm_stream
 

@@ -6,10 +6,12 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import rs_spark
 from rs_spark.spark import register
-from rs_spark.spark.sink.query_end import watched
+from rs_spark.spark.internals import wait_listener_bus
+from rs_spark.spark.sink.query_end import EndWorker, on_query_end, watched, worker
 
 from ..subscribers import Recorder
 from ..waits import wait_until
@@ -75,3 +77,34 @@ def test_the_listener_is_removed_once_no_run_is_watched(spark, tmp_path):
     assert q.awaitTermination(120)
     assert rec.wait_done(60).completed
     wait_until(lambda: not watched(session).attached, "the query-end listener to be removed")
+
+
+def test_query_end_callbacks_run_on_the_worker_not_on_spark_s_listener_bus_thread(spark, tmp_path):
+    session = spark.newSession()
+    threads: list[str] = []
+    q = (
+        session.readStream.format("rate")
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .start()
+    )
+    on_query_end(session, q, lambda error: threads.append(threading.current_thread().name))
+    q.stop()
+    # The bus has handed the terminated event to the listener, the worker has run what it got: no waiting on time.
+    assert wait_listener_bus(session, 60_000)
+    assert worker.flush(60)
+    assert threads == ["rs-spark-query-end"]
+
+
+def test_the_worker_runs_tasks_in_order_survives_a_failing_one_and_flush_waits_for_all():
+    w = EndWorker(size=2)
+    done: list[int] = []
+    gate = threading.Event()
+    w.submit(gate.wait)
+    w.submit(lambda: 1 / 0)  # logged; the next task still runs
+    w.submit(lambda: done.append(1))
+    assert not w.flush(0.05)  # the gate holds the worker, closed until set below: cannot be flushed
+    gate.set()
+    w.submit(lambda: done.append(2))
+    assert w.flush(30) and done == [1, 2]

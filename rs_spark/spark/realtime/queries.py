@@ -30,7 +30,8 @@ from pyspark.sql.types import StructType
 
 from ...net.protocol.tls_files import TlsFiles
 from ...streams.types import Publisher, Subscriber
-from ..options import OptionValue, lookup, spark_options
+from ..internals import wrap_query
+from ..options import OptionValue, lookup
 from ..served import keep, stop_served
 from ..session import check_reachable
 
@@ -44,7 +45,6 @@ log = logging.getLogger("rs_spark.realtime")
 SOURCE = "reactive-rt"
 """The real-time source's name (``reactive`` stays the Python source: a JVM source of the same name
 would take precedence over it whenever the shim jar is on the classpath)."""
-WRITER = "rsspark.rt.ReactiveSinkWriter"
 
 
 def read_stream(
@@ -58,14 +58,13 @@ def read_stream(
     bind: str = "tcp://127.0.0.1:0",
     retention: Retention | None = None,
     ssl: _ssl.SSLContext | None = None,
-    **legacy_options: OptionValue,
 ) -> DataFrame:
     """``spark.readStream.format("reactive-rt")`` over exactly one of: ``publisher`` (a Python
     Publisher of pyarrow RecordBatches or of dicts/tuples, served here on ``bind`` with resumption:
     ``retention`` is its :class:`rs_spark.net.Retention`), ``endpoint`` (the address of a Publisher
     served by rs_spark.net with codec arrow) or ``jvm_publisher`` (``"com.example.Feeds#quotes"``).
     ``schema``: DDL, StructType or pyarrow.Schema (required). ``options``: source options
-    (``{"maxInFlight": 16}``, ...; as keyword arguments: deprecated). ``ssl``: a server
+    (``{"maxInFlight": 16}``, ...). ``ssl``: a server
     ``ssl.SSLContext`` to serve ``publisher`` on ``tls://`` (give option ``tlsCaFile`` too, unless the
     JVM's default trust store trusts its certificate)."""
     from ..jvm import jvm
@@ -89,7 +88,7 @@ def read_stream(
         reader = reader.option("endpoint", endpoint)
     if jvm_publisher is not None:
         reader = reader.option("jvmPublisher", jvm_publisher)
-    for k, v in spark_options(options, legacy_options, "realtime.read_stream").items():
+    for k, v in (options or {}).items():
         reader = reader.option(k, str(v).lower() if isinstance(v, bool) else str(v))
     return reader.load()
 
@@ -164,7 +163,6 @@ def write_stream(
     output_mode: str = "update",
     bind: str = "tcp://127.0.0.1:0",
     ssl: _ssl.SSLContext | None = None,
-    **legacy_options: OptionValue,
 ) -> StreamingQuery:
     """Start ``df`` into ``subscriber`` through the shim's real-time ForeachWriter; return the query.
 
@@ -174,15 +172,14 @@ def write_stream(
     5 s by default), or keyword arguments of ``DataStreamWriter.trigger`` for another trigger
     (``{"processingTime": "0 seconds"}``), or None (Spark's default). ``elements``, ``ledger``,
     ``ssl``: as for :func:`rs_spark.serve_sink` (with ``ssl``, give option ``tlsCaFile`` too). ``options``: sink
-    options (``maxRowsPerPayload``, ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``, the TLS options; as
-    keyword arguments: deprecated). When the query stops the Subscriber gets ``on_complete``; when it fails,
-    ``on_error``."""
+    options (``maxRowsPerPayload``, ``maxQueuedRows``, ``ackTimeout``, ``connectTimeout``, the TLS options).
+    When the query stops the Subscriber gets ``on_complete``; when it fails, ``on_error``."""
     from ...delivery import DeliveryHub
     from ..jvm import jvm
     from ..sink.query_end import on_query_end
     from ..sink.state import run_started
 
-    sink_options = spark_options(options, legacy_options, "realtime.write_stream")
+    sink_options = dict(options or {})
     spark = df.sparkSession
     j = jvm(spark)
     hub: DeliveryHub | None = None
@@ -195,7 +192,7 @@ def write_stream(
         endpoint = hub.serve(bind, ssl=ssl)
     try:
         w = _jvm_writer(df, j, endpoint, sink_options, trigger, checkpoint, query_name, output_mode)
-        query = StreamingQuery(w.start())
+        query = wrap_query(spark, w.start())
     except BaseException as exc:
         if hub is not None:
             hub.finish(exc if isinstance(exc, Exception) else RuntimeError(f"the query did not start: {exc!r}"))

@@ -10,12 +10,17 @@ checkpoint keeps its id, and the listener bus may deliver the stopped run's ``Qu
 restarted run is watched. The listener is registered while a run is watched, and removed when none is left
 (classic sessions) and at interpreter exit (after the callbacks under way have returned), so no event reaches a
 Python process that is gone.
+
+The callbacks do network I/O (an ``end`` message to a remote hub) and remove folders: they run on one daemon
+thread of this module (:class:`EndWorker`, fed through a bounded queue), never on Spark's listener-bus thread,
+which every query of the driver shares. ``flush()`` waits until the work handed over so far is done.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import queue
 import threading
 import weakref
 from collections.abc import Callable
@@ -23,12 +28,60 @@ from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
 
+from ..internals import end_only_listener, wait_listener_bus
+
 Callback = Callable[[str | None], None]
 
 log = logging.getLogger("rs_spark.sink")
 
 EXIT_WAIT = 30.0
 """Longest the interpreter's exit waits for query-end callbacks under way (seconds)."""
+QUEUE_SIZE = 1024
+"""Most query ends waiting for the worker; beyond it the listener bus waits (memory stays bounded)."""
+
+
+class EndWorker:
+    """One daemon thread running query-end work in the order it was handed over, off the listener bus."""
+
+    def __init__(self, size: int = QUEUE_SIZE) -> None:
+        self._queue: queue.Queue[Callable[[], None]] = queue.Queue(size)
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._pending = 0  # handed over, not yet done
+        self._thread: threading.Thread | None = None
+
+    def submit(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on the worker (blocks while the queue is full)."""
+        with self._lock:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rs-spark-query-end", daemon=True)
+                self._thread.start()
+        self._queue.put(task)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every task handed over so far is done; False on ``timeout`` (seconds), or when
+        called from the worker itself (it would wait for itself)."""
+        if threading.current_thread() is self._thread:
+            return False
+        with self._lock:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    def _run(self) -> None:
+        while True:
+            task = self._queue.get()
+            try:
+                task()
+            except Exception:  # one callback's failure must not stop the ends of other queries
+                log.exception("query end: a callback failed")
+            finally:
+                with self._lock:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+
+worker = EndWorker()
+"""The process's query-end worker (tests call ``worker.flush()`` to wait for the callbacks)."""
 
 
 class QueryEndListener(StreamingQueryListener):
@@ -47,20 +100,21 @@ class QueryEndListener(StreamingQueryListener):
         pass
 
     def onQueryTerminated(self, event: Any) -> None:
-        self._runs.fire(str(event.runId), event.exception)
+        # On Spark's listener-bus thread: read the event, hand the work on.
+        run, exception = str(event.runId), event.exception
+        worker.submit(lambda: self._runs.fire(run, exception))
 
     @property
     def _jlistener(self) -> Any:
         # pyspark's own wrapper converts every progress event field by field over py4j (about 100 ms
         # of both processes' CPU per micro-batch, profiled in benchmarks/sink.py) before calling
         # onQueryProgress, which ignores it: this one converts the terminated events only.
-        from pyspark import SparkContext
-
         obj = getattr(self, "_jlistener_end_only", None)
         if obj is None:
-            jvm = SparkContext._jvm
-            assert jvm is not None  # addListener is called on a classic session: its JVM is up
-            obj = self._jlistener_end_only = jvm.PythonStreamingQueryListenerWrapper(_EndOnly(self))
+            obj = end_only_listener(_EndOnly(self))
+            if obj is None:  # Spark changed its wrapper: pyspark's own one (slower, as correct)
+                obj = super()._jlistener
+            self._jlistener_end_only = obj
         return obj
 
 
@@ -151,7 +205,7 @@ class WatchedRuns:
                 self._idle.notify_all()
                 left = bool(self._runs)
             if not left and not self._connect and not _exiting.is_set():
-                threading.Thread(target=self.detach, name="rs-spark-query-end-detach", daemon=True).start()
+                self.detach()  # never on the bus thread: fire runs on the worker or the caller's thread
 
     def detach(self, force: bool = False) -> None:
         """Remove the listener when no run is watched (``force``: in any case)."""
@@ -176,6 +230,7 @@ class WatchedRuns:
         for the next event it cannot deliver)."""
         with self._lock:
             watched = list(self._runs.items())
+        worker.flush(EXIT_WAIT)
         for run, w in watched:
             end = _ended(w.query)
             if end is not None:
@@ -191,12 +246,8 @@ class WatchedRuns:
         listener removed). Delivered now, to a process that still answers, rather than after it is gone,
         which Spark logs as an ERROR (seen on pyspark 4.2.1 in 2 of 7 runs of the README's snippets)."""
         spark = self._spark()
-        if spark is None or self._connect:
-            return
-        try:
-            spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(int(EXIT_WAIT * 1000))
-        except Exception as exc:  # the session is stopping, or the bus did not empty in time
-            log.debug("query end: the listener bus did not empty: %s", exc)
+        if spark is not None and not self._connect:
+            wait_listener_bus(spark, int(EXIT_WAIT * 1000))
 
 
 def _ended(query: Any) -> tuple[str | None] | None:
@@ -277,4 +328,4 @@ def _is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-__all__ = ["on_query_end", "watched", "QueryEndListener", "WatchedRuns"]
+__all__ = ["on_query_end", "watched", "worker", "EndWorker", "QueryEndListener", "WatchedRuns"]

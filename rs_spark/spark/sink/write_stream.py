@@ -14,7 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from ...delivery import DeliveryHub, QueryFailed
 from ...streams.types import Subscriber
-from ..options import OptionError, OptionValue, lookup, spark_options
+from ..options import OptionError, OptionValue, lookup
 from ..session import check_reachable, is_local
 from .options import keep_window
 
@@ -35,7 +35,6 @@ def write_stream(
     end_on_stop: bool = True,
     bind: str = "tcp://127.0.0.1:0",
     ssl: _ssl.SSLContext | None = None,
-    **legacy_options: OptionValue,
 ) -> StreamingQuery:
     """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
 
@@ -49,10 +48,10 @@ def write_stream(
     ``output_mode``: ``append`` (default), ``update`` or ``complete``.
     ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`);
     ``ssl``: a server ``ssl.SSLContext`` to serve it on ``tls://`` (give option ``tlsCaFile`` too).
-    ``options``: the sink's options, e.g. ``{"commitTimeout": "30s"}`` (as keyword arguments:
-    deprecated); with ``keepSubscriberOnAbort`` a failed query leaves the Subscriber waiting for the
-    query restarted from its checkpoint (pass it again). In local mode without option ``stagingLocation``,
-    partitions are staged in a temporary folder of ours and ``inlineMaxBytes`` defaults to ``1m``, not 64m.
+    ``options``: the sink's options, e.g. ``{"commitTimeout": "30s"}``; with ``keepSubscriberOnAbort`` a
+    failed query leaves the Subscriber waiting for the query restarted from its checkpoint (pass it again). In
+    local mode without option ``stagingLocation``, partitions are staged in a temporary folder of ours and
+    ``inlineMaxBytes`` defaults to ``1m``, not 64m.
     :func:`rs_spark.sink_state` finds the run's hub from any handle of the query.
     """
     from ..session import register
@@ -62,7 +61,7 @@ def write_stream(
 
     spark = df.sparkSession
     register(spark)
-    requested = spark_options(options, legacy_options, "write_stream")
+    requested = dict(options or {})
     keep = keep_window(lookup(requested).get("keepsubscriberonabort"))
     checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint, keep)
     resumed = None if isinstance(subscriber, str) else take_kept(subscriber, checkpoint)

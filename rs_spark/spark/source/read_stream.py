@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 from ...net.protocol.address import parse
 from ...net.zero_loss.retention import Retention
 from ...streams.types import Publisher
-from ..options import OptionValue, spark_options
+from ..options import OptionValue
 from ..served import keep, served, stop_served
 from ..session import check_reachable, is_local
 from .options import PARTITION_ID
@@ -35,7 +35,6 @@ def read_stream(
     retention: Retention | None = None,
     codec: str = "json",
     ssl: _ssl.SSLContext | None = None,
-    **legacy_options: OptionValue,
 ) -> DataFrame:
     """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
 
@@ -44,7 +43,7 @@ def read_stream(
 
     ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
     :func:`rs_spark.arrow.with_schema`). ``options``: the source's options, e.g.
-    ``{"maxRecordsPerTrigger": 1000}`` (as keyword arguments: deprecated). ``codec``: how elements
+    ``{"maxRecordsPerTrigger": 1000}``. ``codec``: how elements
     cross (``arrow`` for publishers of pyarrow RecordBatches).
     ``bind``: where Spark's reader connects back to this process; the default (loopback)
     serves a driver on this machine. For a Spark Connect server elsewhere, bind an address of
@@ -56,8 +55,7 @@ def read_stream(
     """
     from ..session import register
 
-    spark_opts = spark_options(options, legacy_options, "read_stream")
-    codec = str(spark_opts.pop("codec", codec))  # the old call style passed it with the options
+    spark_opts = dict(options or {})
     publishers = _by_partition(publisher)
     declared = _declared_schema(schema, next(iter(publishers.values())))
     check_reachable(spark, bind, "read_stream")

@@ -431,11 +431,13 @@ class IntakeStats:
     """What :meth:`Intake.stats` reports."""
 
     requested: int
-    """Elements requested from the publisher in total (saturating), and received from it in total."""
+    """Elements requested from the publisher in total (saturating)."""
     received: int
+    """Elements received from the publisher in total."""
     buffered: int
-    """Elements received and not yet taken by the reader, and demand requested but not yet received."""
+    """Elements received and not yet taken by the reader."""
     outstanding: int
+    """Demand requested but not yet received."""
 
 
 __all__ = ["Intake", "IntakeStats", "Chunk", "Precompute"]
