@@ -16,7 +16,7 @@ Two rooms:
 
 * :mod:`.protocol`, the general RSocket layer: frames, metadata and the SETUP token check; the
   transports (TCP, Unix sockets, TLS, WebSocket) and framing; the connection (multiplexing,
-  keepalive, limits) with its signal thread; a stream's two directions (:mod:`.protocol.bridge`
+  keepalive, limits) with its signal thread; accepting and dialling; a stream's two directions (:mod:`.protocol.bridge`
   frames in, :mod:`.protocol.outbound` frames out), channels, codecs, errors, addresses;
 * :mod:`.zero_loss`, rows kept until acknowledged and what is built on them: retention, the
   spill to disk, resumption (wire conventions, server and client side) and the batch fetch of

@@ -1,16 +1,14 @@
 """Reach served Publishers and Subscribers: :func:`connect`, :func:`connect_subscriber`, :class:`Client`.
 
-Why this module is a little long (about 510 lines): it is the client's API in one place: its
-:class:`Options` (the ``connect*`` keywords, checked), the :class:`Client` (one connection, opened
-lazily, dialled here) and the two faces it hands out (the remote Publisher and Subscriber) with the
-``connect*`` functions that make them; the processor and the resumable publisher live with their
-protocols (:mod:`.protocol.channel`, :mod:`.zero_loss`).
+Why this module is longer than the wiring around it (about 390 lines): it is the client's API in
+one place: the :class:`Client` (one connection, opened lazily) and the two faces it hands out (the
+remote Publisher and Subscriber) with the ``connect*`` functions that make them. Dialling and the
+client's :class:`Options` are the protocol's (:mod:`.protocol.dialling`); the processor and the
+resumable publisher live with their protocols (:mod:`.protocol.channel`, :mod:`.zero_loss`).
 """
 
 from __future__ import annotations
 
-import logging
-import ssl as _ssl
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -19,86 +17,22 @@ from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
 from ..streams.types import Subscriber, Subscription
 from .protocol import frames as F
-from .protocol.address import Address, parse
-from .protocol.auth import setup_metadata
+from .protocol.address import parse
 from .protocol.bridge import InboundSubscription
 from .protocol.channel import RemoteProcessor
-from .protocol.codecs import MIMES, make_codec
+from .protocol.codecs import make_codec
 from .protocol.connection import Connection
 from .protocol.conventions import ChannelOpen
-from .protocol.errors import ConnectionLost, NetError, Refused
-from .protocol.limits import Limits
-from .protocol.metadata import COMPOSITE, request_metadata
+from .protocol.dialling import Dialler, Options
+from .protocol.errors import NetError
+from .protocol.metadata import request_metadata
 from .protocol.outbound import OutboundStream
-from .protocol.tls_files import TlsFiles
-from .protocol.transport import dial
+from .protocol.worker import in_background
 from .zero_loss.resume import ResumeRequest
 
 if TYPE_CHECKING:
     from .zero_loss.outage import Backoff
     from .zero_loss.resume_client import ResumablePublisher
-from .protocol.worker import in_background
-
-log = logging.getLogger(__name__)
-
-
-class Options:
-    """Client settings; picklable when ``ssl`` is None (a ``tls://`` address then uses ``tls``, or
-    the system CAs)."""
-
-    def __init__(
-        self,
-        *,
-        token: str | None = None,
-        ssl: _ssl.SSLContext | None = None,
-        tls: TlsFiles | None = None,
-        codec: str | None = None,
-        keepalive: float = 2.0,
-        lifetime: float = 10.0,
-        connect_timeout: float = 5.0,
-        limits: Limits | None = None,
-        batch_rows: int = 65536,
-    ) -> None:
-        if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-            raise ValueError(f"batch_rows must be an int >= 1, got {batch_rows!r}")
-        if keepalive <= 0 or lifetime <= keepalive:
-            raise ValueError(f"need 0 < keepalive < lifetime (seconds), got keepalive={keepalive}, lifetime={lifetime}")
-        if codec is not None:
-            make_codec(codec)  # validate early, with the list of valid names
-        if ssl is not None and tls is not None:
-            raise ValueError("give ssl= (an SSLContext) or tls= (TlsFiles, picklable), not both")
-        self.token = token
-        self.ssl = ssl
-        self.tls = tls
-        self.codec = codec
-        self.keepalive = keepalive
-        self.lifetime = lifetime
-        self.connect_timeout = connect_timeout
-        self.limits = limits or Limits()
-        self.batch_rows = batch_rows
-
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_if_token_in_clear_text(address: Address, token: str | None) -> bool:
-    """Warn once per address when ``token`` would cross a network unencrypted (``tcp://`` or
-    ``ws://`` to a host that is not loopback); returns whether it warned now."""
-    if not token or address.scheme not in ("tcp", "ws") or address.is_loopback:
-        return False
-    with _warned_lock:
-        if address.base in _warned:
-            return False
-        _warned.add(address.base)
-    log.warning(
-        "rs_spark.net: sending a token to %s over %s:// without TLS: anyone on the network path can "
-        "read it and the data; use %s:// with ssl= on untrusted networks",
-        address.base,
-        address.scheme,
-        "tls" if address.scheme == "tcp" else "wss",
-    )
-    return True
 
 
 class Client:
@@ -115,6 +49,7 @@ class Client:
         self._codec = self._opts.codec or self._addr.codec or "json"
         self._lock = threading.Lock()
         self._conn: Connection | None = None
+        self._dialler = Dialler(self._addr, self._opts, self._token, self._codec)
 
     @property
     def codec_name(self) -> str:
@@ -168,83 +103,18 @@ class Client:
             return c
 
     def _open(self) -> Connection:
-        conn = self._dial()
-        conn.send(self._setup_frame(None, None))
-        conn.start()
-        return conn
+        return self._dialler.open()
 
     def open_resumable(self, token: bytes, request: ResumeRequest) -> Connection:
         """A new connection (not shared) whose SETUP asks for a resumable stream with ``token``
         (:mod:`.resume`): its window and whether rows or only positions are delivered."""
-        conn = self._dial()
-        conn.send(self._setup_frame(token, request))
-        conn.start()
-        return conn
+        return self._dialler.open(token, [request.entry()])
 
     def resume(self, token: bytes, position: int, on_push: Callable[[F.Frame], None] | None = None) -> Connection:
         """A new connection continuing the stream of ``token`` from ``position``: blocks until the
         server's RESUME_OK (up to ``connect_timeout``); raises ResumeRejected when it cannot.
-        ``on_push``: the connection's METADATA_PUSH handler, set before any frame is read (the
-        server states the stream's window right after RESUME_OK)."""
-        answered = threading.Event()  # RESUME_OK, or the connection closed (refused)
-        conn = self._dial(on_closed=lambda _conn: answered.set())
-        conn.on_push = on_push
-        conn.on_resumed = lambda _position: answered.set()
-        conn.send(F.encode_resume(token, position))
-        conn.start()
-        timeout = self._opts.connect_timeout
-        if not answered.wait(timeout) or conn.closed is not None:
-            err = conn.closed
-            conn.close(None, final=[])
-            if err is not None:
-                raise err
-            raise ConnectionLost(f"{self._addr.base} did not answer RESUME within {timeout} s", self._addr.base)
-        return conn
-
-    def _setup_frame(self, resume_token: bytes | None, request: ResumeRequest | None) -> list[F.Buffer]:
-        o = self._opts
-        entries = [] if request is None else [request.entry()]
-        return F.encode_setup(
-            int(o.keepalive * 1000),
-            int(o.lifetime * 1000),
-            COMPOSITE,
-            MIMES[make_codec(self._codec).name],
-            metadata=setup_metadata(self._token, entries),
-            resume_token=resume_token,
-        )
-
-    def _dial(self, on_closed: Callable[[Connection], None] | None = None) -> Connection:
-        """A started-to-be connection (not yet started, nothing sent) to this client's server."""
-        a, o = self._addr, self._opts
-        warn_if_token_in_clear_text(a, self._token)
-        ctx, hostname = o.ssl, None
-        if o.tls is not None:  # built here, in the process that connects, from the files as they are here
-            ctx, hostname = o.tls.context(), o.tls.hostname
-        try:
-            sock = dial(a, o.connect_timeout, ctx, o.limits.max_frame_bytes, hostname)
-        except TimeoutError as exc:
-            raise ConnectionLost(
-                f"could not connect to {a.base} within {o.connect_timeout} s ({exc}); check the "
-                "address and that the server is running",
-                a.base,
-            ) from exc
-        except _ssl.SSLError as exc:
-            raise Refused(f"TLS with {a.base} failed: {exc}; check ssl= and the server certificate", a.base) from exc
-        except OSError as exc:
-            raise ConnectionLost(
-                f"could not connect to {a.base}: {exc}; check the address and that the server is running", a.base
-            ) from exc
-        conn = Connection(
-            sock,
-            client=True,
-            label=a.base,
-            limits=o.limits,
-            keepalive=o.keepalive,
-            lifetime=o.lifetime,
-            on_closed=on_closed,
-        )
-        conn.metadata_mime, conn.data_mime = COMPOSITE, MIMES[make_codec(self._codec).name]
-        return conn
+        ``on_push``: the connection's METADATA_PUSH handler, set before any frame is read."""
+        return self._dialler.resume(token, position, on_push)
 
     @property
     def token(self) -> str | None:

@@ -44,7 +44,7 @@ def test_address_errors_mask_the_token():
 
 
 def test_a_token_sent_in_clear_text_beyond_loopback_is_warned_about_once_per_address(caplog):
-    from rs_spark.net.client import warn_if_token_in_clear_text
+    from rs_spark.net.protocol.dialling import warn_if_token_in_clear_text
 
     far = parse("tcp://feeds.example.internal:7000/x", need_name=False)
     with caplog.at_level(logging.WARNING):

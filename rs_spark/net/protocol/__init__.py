@@ -2,7 +2,8 @@
 
 Frames and their codec, metadata and the SETUP token check; the transports (TCP, Unix sockets,
 TLS, WebSocket) and length-prefixed framing; the multiplexed :mod:`.connection` with its signal
-thread and outbound budget; the two directions of a stream (:mod:`.bridge` frames in,
+thread and outbound budget; :mod:`.accepting` (the server's accept loop, wrapping and SETUP checks)
+and :mod:`.dialling` (the client's connections); the two directions of a stream (:mod:`.bridge` frames in,
 :mod:`.outbound` frames out) and :mod:`.channel`, both at once; element codecs, the channel
 conventions, the errors and the address strings.
 

@@ -32,6 +32,7 @@ from ..protocol.connection import Connection
 from ..protocol.errors import NetError, Refused, RemoteError, ResumeRejected
 from ..protocol.metadata import MetadataError, request_metadata
 from ..protocol.worker import in_background
+from .dialler import ResumeDialler
 from .outage import Backoff, Outage, OutageReport, retry_bound
 from .resume import (
     STREAM_ID,
@@ -373,7 +374,7 @@ class ResumablePublisher(PublisherBase[Any]):
 
     def __init__(
         self,
-        client: Any,
+        client: ResumeDialler,
         name: str | None,
         key: str | None = None,
         *,
@@ -403,13 +404,13 @@ class ResumablePublisher(PublisherBase[Any]):
     @property
     def batch_rows(self) -> int:
         """Arrow: the most rows per delivered batch (``batch_rows=`` of :func:`~rs_spark.net.connect`)."""
-        return int(self._client.batch_rows)
+        return self._client.batch_rows
 
     def retry_bound(self) -> float:
         """Seconds a subscription tries to resume after a drop (see the class)."""
         if self.reconnect_for is not None:
             return float(self.reconnect_for)
-        return retry_bound(self.stated_window, self.window, float(self._client.lifetime))
+        return retry_bound(self.stated_window, self.window, self._client.lifetime)
 
     def subscribe(self, subscriber: Subscriber[Any]) -> None:
         """``subscribe_at(subscriber, 0)``: a new stream from its first row, or a kept stream from position 0."""
@@ -490,7 +491,9 @@ class ResumablePublisher(PublisherBase[Any]):
         return f"<ResumablePublisher {self.address} stream {self.key}>"
 
 
-def fetch_range(client: Any, name: str | None, key: str, lo: int, hi: int, prefetch: int = 4) -> Iterator[Any]:
+def fetch_range(
+    client: ResumeDialler, name: str | None, key: str, lo: int, hi: int, prefetch: int = 4
+) -> Iterator[Any]:
     """Rows ``[lo, hi)`` kept for stream ``key`` of endpoint ``name`` (see :meth:`ResumablePublisher.fetch`)."""
     from ...streams.subscribers import BlockingIterator
 
