@@ -127,7 +127,10 @@ def sink_state_from_any_handle(spark):
     got, ended = [], threading.Event()
     sub = rs.CallbackSubscriber(got.append, on_complete=ended.set, on_error=lambda e: ended.set(), request_size=64)
     src = rs_spark.read_stream(
-        spark, rs.range_(2000).pipe(rs.map(lambda i: {"seq": i})), schema="seq LONG", maxRecordsPerTrigger=500
+        spark,
+        rs.range_(2000).pipe(rs.map(lambda i: {"seq": i})),
+        schema="seq LONG",
+        options={"maxRecordsPerTrigger": 500},
     )
     q = rs_spark.write_stream(
         src, sub, checkpoint=tempfile.mkdtemp(prefix="rs-connect-ck-"), trigger={"processingTime": "200 milliseconds"}
