@@ -77,7 +77,7 @@ def test_an_idle_query_s_thread_waits_in_the_trigger_clock_and_its_progress_lock
         .load()
         .writeStream.format("noop")
         .option("checkpointLocation", str(tmp_path / "ck"))
-        .trigger(processingTime="1 hour")
+        .trigger(processingTime="10 seconds")  # room for the looks below before the next trigger
         .start()
     )
     try:
@@ -86,9 +86,15 @@ def test_an_idle_query_s_thread_waits_in_the_trigger_clock_and_its_progress_lock
         lock = execution.awaitProgressLock()
         assert lock.getClass().getName() == "java.util.concurrent.locks.ReentrantLock"
         assert not lock.isLocked()
-        assert internals._waits_for_trigger(spark._jvm, execution.queryExecutionThread())
+        thread = execution.queryExecutionThread()
+        assert internals._waits_for_trigger(spark._jvm, thread)
+        batches = execution.lastExecution().currentBatchId()
         assert internals.mark_terminated_if_idle(q) is True
-        assert q.awaitTermination(60) and q.exception() is None
+        # The mark alone makes isActive false; the query ends when its thread, woken by the next
+        # trigger, reads it and returns without starting a batch.
+        wait_until(lambda: not thread.isAlive(), "the query's thread to end at its next trigger", 60)
+        assert execution.lastExecution().currentBatchId() == batches, "a batch started after the mark"
+        assert q.exception() is None
     finally:
         q.stop()
 
