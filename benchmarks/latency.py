@@ -1,22 +1,28 @@
 """End-to-end latency through Spark: publisher on_next -> subscriber on_next, in micro-batches and in
-Spark's real-time mode, next to Spark's own rate source into foreachBatch.
+Spark's real-time mode, next to Spark's own rate source into foreachBatch; and, with --max-rate,
+the highest rate each path sustains.
 
     .venv/bin/python benchmarks/latency.py [--seconds 30] [--warmup 10] [--runs 3] [--rates 20,10000]
+        [--paths ...] [--elements dicts,batches] [--max-rate [--start-rate 25000]]
 
 A Publisher in this process emits rows {"id", "t"} at a steady rate (``--rates``, rows per second;
 one row per tick up to 1000/s, then ticks of 1 ms carrying rate/1000 rows), stamped with
-time.time() when emitted, as Arrow record batches. Paths, each run ``--runs`` times per rate:
+time.time() when emitted, as Arrow record batches, and logs what it emitted. The Subscriber takes
+its rows as ``--elements`` (``dicts``: one row an on_next; ``batches``: a record batch an on_next).
+Paths, each run ``--runs`` times per rate and element form:
 
 * ``real-time``: format("reactive-rt") -> the shim's ForeachWriter -> a Subscriber here
   (rs_spark.spark.realtime), one real-time batch longer than the run (warmup + seconds + 5 s):
   no batch boundary falls in a run;
 * ``real-time 10s batches``: the same with 10 s batches, boundaries included;
-* ``real-time 2 partitions``: two publishers (half the rate each) served on two endpoints, read as
-  two partitions (option endpoint ``p0=...,p1=...``: two long-running tasks, both of local[2]'s
-  slots) into the same Subscriber through the hub's two lanes, one batch as for ``real-time``;
+* ``real-time 2 partitions``: two publishers (half the rate each, each ticking every millisecond)
+  served on two endpoints, read as two partitions (option endpoint ``p0=...,p1=...``: two
+  long-running tasks, both of local[2]'s slots) into the same Subscriber through the hub's two
+  lanes, one batch as for ``real-time``;
 * ``real-time TLS``: ``real-time`` with both hops over tls:// (the publisher's server and the
   Subscriber's hub; a throwaway self-signed certificate in a private temporary directory, removed
   after the run, trusted by the JVM through option tlsCaFile);
+* ``real-time TLS 2 partitions``: ``real-time 2 partitions`` with every hop over tls://;
 * ``real-time TLS source hop``, ``real-time TLS sink hop``: only that hop over tls://, to tell what
   each costs (not in the default ``--paths``);
 * ``micro-batch``: format("reactive") -> format("reactive") (processingTime 0, pollTimeout 50ms);
@@ -25,9 +31,17 @@ time.time() when emitted, as Arrow record batches. Paths, each run ``--runs`` ti
 * ``floor``: the publisher straight into the subscriber, no Spark.
 
 Each query ends at the end of a batch (rs_spark.spark.batch_end), so Spark aborts nothing. The
-first ``--warmup`` seconds of each run are not counted. The table shows, per path and rate,
-the median over runs of n, p50, p90, p99 and max, with the spread of p50 and p99 across runs
-[min-max]. local[2]; the machine's other load shows in the spread: say so when quoting it.
+first ``--warmup`` seconds of each run are not counted; the rows emitted in the ``--seconds`` after
+them are the run's window, and each of them is waited for (2 s at most) and measured. The table
+shows, per path and rate, the median over runs of the rows offered in the window, the rows
+measured (n), the most a run missed, p50, p90, p99 and max, with the spread of p50 and p99 across
+runs [min-max], then each target's verdict: issue 29's latency, TLS within 20% of plain TCP, two
+partitions within 1.5x of one. local[2]; the machine's other load shows in the spread: say so when
+quoting it.
+
+``--max-rate``: per path and element form, from ``--start-rate``, the rate doubles while a run
+sustains it (every row offered measured, the publisher kept its rate, p99 <= 50 ms over
+``--seconds``), then two halvings of the gap to the first rate not sustained (_max_rate.py).
 """
 
 from __future__ import annotations
@@ -44,79 +58,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _max_rate import Trial, find_max_rate  # noqa: E402
+from _rows import Emitted, Lat, percentiles, ticking  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCHEMA = pa.schema([("id", pa.int64()), ("t", pa.float64())])
 # Issue 29's targets on this machine: p50 <= 5 ms and p99 <= 20 ms at 10,000 rows/s; p99 <= 50 ms at 100,000.
 RT_TARGETS: dict[float, tuple[float | None, float]] = {10_000.0: (0.005, 0.020), 100_000.0: (None, 0.050)}
-
-
-def percentiles(xs: list[float]) -> dict[str, float]:
-    xs = sorted(xs)
-    if not xs:
-        return {"n": 0, "p50": float("nan"), "p90": float("nan"), "p99": float("nan"), "max": float("nan")}
-
-    def q(p: float) -> float:
-        return xs[min(len(xs) - 1, int(p * len(xs)))]
-
-    return {"n": len(xs), "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": xs[-1]}
-
-
-def ticking(rate: float) -> Any:
-    """A hot Publisher of {"id", "t"} rows at ``rate`` rows/s, as record batches."""
-    from rs_spark.streams import Overflow, create
-
-    per_tick = max(1, int(rate // 1000))
-    interval = per_tick / rate
-
-    def run(emitter: Any) -> None:
-        stop = threading.Event()
-        emitter.on_cancel(stop.set)
-
-        def loop() -> None:
-            i = 0
-            nxt = time.time()
-            while not stop.is_set():
-                now = time.time()
-                ids = pa.array(range(i, i + per_tick), pa.int64())
-                emitter.next(pa.record_batch([ids, pa.array([now] * per_tick, pa.float64())], schema=SCHEMA))
-                i += per_tick
-                nxt += interval
-                time.sleep(max(0.0, nxt - time.time()))
-
-        threading.Thread(target=loop, daemon=True, name="bench-ticks").start()
-
-    return create(run, Overflow.ERROR, buffer_size=1_000_000)
-
-
-class Lat:
-    """Takes every row; records now - t for rows emitted after ``warmup_until``."""
-
-    def __init__(self, warmup_until: float) -> None:
-        self.warmup_until = warmup_until
-        self.recording = True  # False once the run ends: what the stop holds back is not measured
-        self.lat: list[float] = []
-        self.last_arrival = 0.0  # time.time() of the latest on_next, recording or not
-        self.error: BaseException | None = None
-
-    def on_subscribe(self, s: Any) -> None:
-        self.s = s
-        s.request(2**62)
-
-    def on_next(self, row: Any) -> None:
-        now = time.time()
-        self.last_arrival = now
-        if not self.recording:
-            return
-        ts = row.column(1).to_pylist() if isinstance(row, pa.RecordBatch) else (row["t"],)
-        self.lat.extend(now - t for t in ts if t >= self.warmup_until)
-
-    def on_error(self, e: BaseException) -> None:
-        self.error = e
-
-    def on_complete(self) -> None:
-        pass
 
 
 def realtime_trigger(a: argparse.Namespace) -> str:
@@ -146,29 +94,30 @@ def end_realtime(q: Any, sub: Lat, longest_batch: float) -> None:
     q.stop()
 
 
-def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | None = None) -> list[float]:
+def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | None = None) -> Lat:
     from rs_spark.spark import realtime
 
-    sub = Lat(time.time() + a.warmup)
+    emitted = Emitted()
+    sub = Lat(time.time() + a.warmup, emitted)
     checkpoint = tempfile.mkdtemp(prefix="rs-bench-rt-")
-    df = realtime.read_stream(spark, ticking(rate), schema="id LONG, t DOUBLE")
+    df = realtime.read_stream(spark, ticking(rate, emitted), schema="id LONG, t DOUBLE")
     trigger = batch or realtime_trigger(a)
-    q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint)
+    q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint, elements=a.elements)
     time.sleep(a.warmup + a.seconds)
+    sub.close_window()
     end_realtime(q, sub, float(trigger.split()[0]))
     realtime.stop_served()
     shutil.rmtree(checkpoint, ignore_errors=True)
-    return sub.lat
+    return sub
 
 
 def run_realtime_tls(
     spark: Any, rate: float, a: argparse.Namespace, source_hop: bool = True, sink_hop: bool = True
-) -> list[float]:
+) -> Lat:
     """As ``real-time``, both hops over tls://: the publisher's server and the Subscriber's hub, each
     with a throwaway self-signed certificate that the JVM client trusts through option tlsCaFile
     (``source_hop`` / ``sink_hop`` False: that hop stays on plain TCP, to tell what each costs)."""
     import secrets
-    import ssl
 
     from pyspark.sql.types import _parse_datatype_string
 
@@ -177,23 +126,19 @@ def run_realtime_tls(
     from rs_spark.net.zero_loss.retention import Retention
     from rs_spark.spark import realtime
 
-    sys.path.insert(0, ROOT)
-    from tests.certs import make_self_signed
-
     private = tempfile.mkdtemp(prefix="rs-bench-tls-")  # mode 0700: the key stays private
     try:
-        cert, key = make_self_signed(Path(private))
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(cert, key)
+        cert, context = tls_material(private)
         token = secrets.token_urlsafe(24)
         struct = _parse_datatype_string("id LONG, t DOUBLE")
-        publisher = realtime.as_record_batches(ticking(rate), struct)
+        emitted = Emitted()
+        publisher = realtime.as_record_batches(ticking(rate, emitted), struct)
         server = net.serve(
             publisher, name="rt", token=token, ssl=context if source_hop else None, retention=Retention()
         )
         try:
             address = parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
-            sub = Lat(time.time() + a.warmup)
+            sub = Lat(time.time() + a.warmup, emitted)
             tls = {"tlsCaFile": cert}
             df = realtime.read_stream(
                 spark, endpoint=address, schema="id LONG, t DOUBLE", options=tls if source_hop else {}
@@ -206,17 +151,68 @@ def run_realtime_tls(
                 checkpoint=os.path.join(private, "chk"),
                 ssl=context if sink_hop else None,
                 options=tls if sink_hop else {},
+                elements=a.elements,
             )
             time.sleep(a.warmup + a.seconds)
+            sub.close_window()
             end_realtime(q, sub, float(trigger.split()[0]))
         finally:
             server.stop()
     finally:
         shutil.rmtree(private, ignore_errors=True)
-    return sub.lat
+    return sub
 
 
-def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, parts: int = 2) -> list[float]:
+def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, parts: int = 2, tls: bool = False) -> Lat:
+    """``parts`` publishers at rate/parts each, served on their own endpoints and read as partitions
+    (``tls``: every hop over tls://, as ``real-time TLS``)."""
+    from rs_spark.spark import realtime
+
+    private = tempfile.mkdtemp(prefix="rs-bench-rt-")  # mode 0700: a TLS key stays private
+    try:
+        cert, context = tls_material(private) if tls else (None, None)
+        emitted = Emitted()
+        servers, endpoints = serve_partitions(rate, parts, emitted, context)
+        try:
+            sub = Lat(time.time() + a.warmup, emitted)
+            options = {"tlsCaFile": cert} if cert else {}
+            df = realtime.read_stream(spark, endpoint=endpoints, schema="id LONG, t DOUBLE", options=options)
+            trigger = realtime_trigger(a)
+            q = realtime.write_stream(
+                df,
+                sub,
+                trigger=trigger,
+                checkpoint=os.path.join(private, "chk"),
+                ssl=context,
+                options=options,
+                elements=a.elements,
+            )
+            time.sleep(a.warmup + a.seconds)
+            sub.close_window()
+            end_realtime(q, sub, float(trigger.split()[0]))
+        finally:
+            for sv in servers:
+                sv.stop()
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    return sub
+
+
+def tls_material(private: str) -> tuple[str, Any]:
+    """A throwaway self-signed certificate in ``private`` and a server context holding it."""
+    import ssl
+
+    sys.path.insert(0, ROOT)
+    from tests.certs import make_self_signed
+
+    cert, key = make_self_signed(Path(private))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return str(cert), context
+
+
+def serve_partitions(rate: float, parts: int, emitted: Emitted, context: Any) -> tuple[list[Any], str]:
+    """``parts`` ticking publishers served with resumption; the servers and the option endpoint naming them."""
     import secrets
 
     from pyspark.sql.types import _parse_datatype_string
@@ -230,7 +226,11 @@ def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, part
     token = secrets.token_urlsafe(24)
     servers = [
         net.serve(
-            realtime.as_record_batches(ticking(rate / parts), struct), name=f"p{i}", token=token, retention=Retention()
+            realtime.as_record_batches(ticking(rate / parts, emitted), struct),
+            name=f"p{i}",
+            token=token,
+            ssl=context,
+            retention=Retention(),
         )
         for i in range(parts)
     ]
@@ -238,43 +238,37 @@ def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, part
         f"p{i}=" + parse(sv.address).with_token(token).with_codec("arrow").format(with_token=True)
         for i, sv in enumerate(servers)
     )
-    sub = Lat(time.time() + a.warmup)
-    checkpoint = tempfile.mkdtemp(prefix="rs-bench-rt-")
-    df = realtime.read_stream(spark, endpoint=endpoints, schema="id LONG, t DOUBLE")
-    trigger = realtime_trigger(a)
-    q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint)
-    time.sleep(a.warmup + a.seconds)
-    end_realtime(q, sub, float(trigger.split()[0]))
-    for sv in servers:
-        sv.stop()
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    return sub.lat
+    return servers, endpoints
 
 
-def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
+def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> Lat:
     import rs_spark
     from rs_spark.examples.stopping import Brake, stop_at_batch_end
 
-    sub = Lat(time.time() + a.warmup)
+    emitted = Emitted()
+    sub = Lat(time.time() + a.warmup, emitted)
     brake = Brake(sub)  # to stop at the end of a micro-batch: Spark then has nothing to abort
     df = rs_spark.read_stream(
-        spark, ticking(rate), schema="id LONG, t DOUBLE", options={"pollTimeout": "50ms"}, codec="arrow"
+        spark, ticking(rate, emitted), schema="id LONG, t DOUBLE", options={"pollTimeout": "50ms"}, codec="arrow"
     )
     checkpoint = tempfile.mkdtemp(prefix="rs-bench-latency-")
-    q = rs_spark.write_stream(df, brake, checkpoint=checkpoint, trigger={"processingTime": "0 seconds"})
+    q = rs_spark.write_stream(
+        df, brake, checkpoint=checkpoint, trigger={"processingTime": "0 seconds"}, elements=a.elements
+    )
     time.sleep(a.warmup + a.seconds)
+    sub.close_window()
     sub.recording = False
     stop_at_batch_end(q, brake)
     rs_spark.stop_served()
     shutil.rmtree(checkpoint, ignore_errors=True)
-    return sub.lat
+    return sub
 
 
-def run_rate(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
+def run_rate(spark: Any, rate: float, a: argparse.Namespace) -> Lat:
     from rs_spark.spark.batch_end import mark_terminated
 
-    lat: list[float] = []
-    warmup_until = time.time() + a.warmup
+    sub = Lat(time.time() + a.warmup)
+    warmup_until = sub.warmup_until
     stopping, held, gate = threading.Event(), threading.Event(), threading.Event()
 
     def each(batch: Any, _batch_id: int) -> None:
@@ -284,7 +278,9 @@ def run_rate(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
             held.set()
             gate.wait()
             return
-        lat.extend(now - t for t in ts if t >= warmup_until)
+        for t in ts:
+            if t >= warmup_until:
+                sub.on_next({"t": t}, now)
 
     df = spark.readStream.format("rate").option("rowsPerSecond", int(rate)).load()
     q = df.writeStream.foreachBatch(each).trigger(processingTime="0 seconds").start()
@@ -295,15 +291,17 @@ def run_rate(spark: Any, rate: float, a: argparse.Namespace) -> list[float]:
         q.awaitTermination(60)
     gate.set()
     q.stop()
-    return lat
+    return sub
 
 
-def run_floor(rate: float, a: argparse.Namespace) -> list[float]:
-    sub = Lat(time.time() + 1)
-    ticking(rate).subscribe(sub)
+def run_floor(rate: float, a: argparse.Namespace) -> Lat:
+    emitted = Emitted()
+    sub = Lat(time.time() + 1, emitted)
+    ticking(rate, emitted).subscribe(sub)
     time.sleep(1 + min(a.seconds, 6))
+    sub.close_window()
     sub.s.cancel()
-    return sub.lat
+    return sub
 
 
 PATHS = {
@@ -311,6 +309,7 @@ PATHS = {
     "real-time 10s batches": lambda spark, rate, a: run_realtime(spark, rate, a, "10 seconds"),
     "real-time 2 partitions": run_realtime_partitions,
     "real-time TLS": run_realtime_tls,
+    "real-time TLS 2 partitions": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, tls=True),
     "real-time TLS source hop": lambda spark, rate, a: run_realtime_tls(spark, rate, a, sink_hop=False),
     "real-time TLS sink hop": lambda spark, rate, a: run_realtime_tls(spark, rate, a, source_hop=False),
     "micro-batch": run_microbatch,
@@ -319,9 +318,19 @@ PATHS = {
 }
 
 
+def measure(sub: Lat) -> dict[str, float]:
+    """A run's figures: n, p50, p90, p99, max (seconds), and the rows offered inside its window (NaN: not counted)."""
+    p = percentiles(sub.latencies())
+    p["offered"] = float("nan") if sub.offered is None else sub.offered
+    return p
+
+
 def summarize(runs: list[dict[str, float]]) -> dict[str, Any]:
-    """Median over runs of each figure, and the spread (min, max) of p50 and p99."""
-    out: dict[str, Any] = {k: statistics.median(r[k] for r in runs) for k in ("n", "p50", "p90", "p99", "max")}
+    """Median over runs of each figure, the spread (min, max) of p50 and p99, and the most rows a run missed."""
+    out: dict[str, Any] = {
+        k: statistics.median(r[k] for r in runs) for k in ("n", "offered", "p50", "p90", "p99", "max")
+    }
+    out["missed"] = max(r["offered"] - r["n"] for r in runs)
     out["p50_spread"] = (min(r["p50"] for r in runs), max(r["p50"] for r in runs))
     out["p99_spread"] = (min(r["p99"] for r in runs), max(r["p99"] for r in runs))
     return out
@@ -332,20 +341,21 @@ def print_table(results: list[tuple[str, float, dict[str, Any]]], a: argparse.Na
         f"\nend-to-end latency, local[2], {a.runs} runs x {a.seconds:g} s per row (first {a.warmup:g} s of each not "
         "counted); median over runs, [min-max] across runs; ms"
     )
-    head = f"{'path':<26} {'rate/s':>7} {'n':>7} {'p50':>7} {'p50 spread':>15} {'p90':>8} {'p99':>8}"
-    print(head + f" {'p99 spread':>17} {'max':>8}")
-    print("-" * 112)
+    head = f"{'path':<36} {'rate/s':>7} {'offered':>8} {'n':>8} {'missed':>6} {'p50':>7} {'p50 spread':>15}"
+    print(head + f" {'p90':>8} {'p99':>8} {'p99 spread':>17} {'max':>8}")
+    print("-" * 140)
     for name, rate, s in results:
         ms = {k: s[k] * 1000 for k in ("p50", "p90", "p99", "max")}
         p50s = f"[{s['p50_spread'][0] * 1000:.2f}-{s['p50_spread'][1] * 1000:.2f}]"
         p99s = f"[{s['p99_spread'][0] * 1000:.2f}-{s['p99_spread'][1] * 1000:.2f}]"
+        offered, missed = ("-", "-") if math.isnan(s["offered"]) else (f"{s['offered']:.0f}", f"{s['missed']:.0f}")
         print(
-            f"{name:<26} {rate:>7g} {int(s['n']):>7} {ms['p50']:>7.2f} {p50s:>15} {ms['p90']:>8.2f} {ms['p99']:>8.2f}"
-            f" {p99s:>17} {ms['max']:>8.1f}"
+            f"{name:<36} {rate:>7g} {offered:>8} {int(s['n']):>8} {missed:>6} {ms['p50']:>7.2f} {p50s:>15}"
+            f" {ms['p90']:>8.2f} {ms['p99']:>8.2f} {p99s:>17} {ms['max']:>8.1f}"
         )
     for name, rate, s in results:
         target = RT_TARGETS.get(rate)
-        if name in ("real-time", "real-time 2 partitions", "real-time TLS") and target is not None:
+        if name.startswith("real-time") and "batches" not in name and "hop" not in name and target is not None:
             p50, p99 = target
             met = (p50 is None or s["p50"] <= p50) and s["p99"] <= p99
             want = ("" if p50 is None else f"p50 <= {p50 * 1000:g} ms, ") + f"p99 <= {p99 * 1000:g} ms"
@@ -374,6 +384,73 @@ def print_tls_overhead(results: list[tuple[str, float, dict[str, Any]]]) -> None
         )
 
 
+def print_partitions_cost(results: list[tuple[str, float, dict[str, Any]]]) -> None:
+    """Two partitions against one at the same total rate (target: within 1.5x at p50 and p99)."""
+    by = {(name, rate): s for name, rate, s in results}
+    for (name, rate), two in by.items():
+        one = by.get((name.replace(" 2 partitions", ""), rate))
+        if " 2 partitions" not in name or one is None:
+            continue
+        parts = [f"{k} {two[k] / one[k]:.2f}x ({one[k] * 1000:.2f} -> {two[k] * 1000:.2f} ms)" for k in ("p50", "p99")]
+        met = all(two[k] <= 1.5 * one[k] for k in ("p50", "p99"))
+        print(
+            f"{name} against one partition at {rate:g}/s: {', '.join(parts)} (target within 1.5x): "
+            f"{'met' if met else 'NOT met'}"
+        )
+
+
+def shown(name: str, elements: str) -> str:
+    """A path's name in the table: the Subscriber's element form when it takes batches."""
+    return name if elements == "dicts" else f"{name} [{elements}]"
+
+
+def one_run(spark: Any, name: str, rate: float, a: argparse.Namespace) -> dict[str, float]:
+    """Run path ``name`` once at ``rate`` with ``a.elements``; its figures, also printed to stderr."""
+    p = measure(PATHS[name](spark, rate, a))
+    print(
+        f"{shown(name, a.elements)} @ {rate:g}/s: offered={p['offered']:.0f} n={p['n']} p50={p['p50'] * 1000:.2f} "
+        f"p90={p['p90'] * 1000:.2f} p99={p['p99'] * 1000:.2f} max={p['max'] * 1000:.1f} ms",
+        file=sys.stderr,
+        flush=True,
+    )
+    return p
+
+
+def fixed_rates(spark: Any, a: argparse.Namespace) -> None:
+    """Every path at every rate, ``a.runs`` times each: the latency table."""
+    results = []
+    for rate in (float(r) for r in a.rates.split(",")):
+        for elements in a.elements_list:
+            a.elements = elements
+            for name in a.paths.split(","):
+                runs = [one_run(spark, name, rate, a) for _ in range(a.runs)]
+                results.append((shown(name, elements), rate, summarize(runs)))
+    print_table(results, a)
+    print_partitions_cost(results)
+
+
+def max_rates(spark: Any, a: argparse.Namespace) -> None:
+    """Per path and element form, the highest rate sustained for ``a.seconds`` (see _max_rate)."""
+    found = []
+    for elements in a.elements_list:
+        a.elements = elements
+        for name in a.paths.split(","):
+
+            def trial(rate: float, name: str = name) -> Trial:
+                p = one_run(spark, name, rate, a)
+                return Trial(rate, a.seconds, int(p["offered"]), int(p["n"]), p["p99"])
+
+            best, failed = find_max_rate(trial, a.start_rate)
+            found.append((shown(name, elements), best, failed))
+    print(f"\nhighest rate sustained for {a.seconds:g} s: every row offered measured, p99 <= 50 ms; local[2]")
+    print(f"{'path':<36} {'rows/s':>10} {'p99 ms':>8}   first rate not sustained, and why")
+    print("-" * 110)
+    for name, best, failed in found:
+        rate, p99 = (f"{best.rate:,.0f}", f"{best.p99 * 1000:.1f}") if best else ("none", "-")
+        why = f"{failed.rate:,.0f}: {failed.why_not}" if failed else "none up to the most tried"
+        print(f"{name:<36} {rate:>10} {p99:>8}   {why}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=30, help="measured seconds per run")
@@ -382,7 +459,11 @@ def main() -> None:
     ap.add_argument("--rates", default="20,10000,100000", help="comma-separated rows per second")
     default = [p for p in PATHS if not p.endswith(" hop")]  # the one-hop TLS rows are for diagnosis
     ap.add_argument("--paths", default=",".join(default), help="comma-separated, of: " + ", ".join(PATHS))
+    ap.add_argument("--elements", default="dicts", help="Subscriber element forms: dicts,batches")
+    ap.add_argument("--max-rate", action="store_true", help="find each path's highest sustained rate instead")
+    ap.add_argument("--start-rate", type=float, default=25_000, help="--max-rate: the first rate tried")
     a = ap.parse_args()
+    a.elements_list = a.elements.split(",")
 
     from pyspark.sql import SparkSession
 
@@ -401,23 +482,8 @@ def main() -> None:
     spark = configure(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    results = []
-    for rate in (float(r) for r in a.rates.split(",")):
-        for name in a.paths.split(","):
-            runs = []
-            for i in range(a.runs):
-                lat = PATHS[name](spark, rate, a)
-                p = percentiles(lat)
-                runs.append(p)
-                print(
-                    f"{name} @ {rate:g}/s run {i + 1}: n={p['n']} p50={p['p50'] * 1000:.2f} p90={p['p90'] * 1000:.2f} "
-                    f"p99={p['p99'] * 1000:.2f} max={p['max'] * 1000:.1f} ms",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            results.append((name, rate, summarize(runs)))
+    (max_rates if a.max_rate else fixed_rates)(spark, a)
     spark.stop()
-    print_table(results, a)
 
 
 if __name__ == "__main__":

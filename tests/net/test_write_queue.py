@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from rs_spark.net.protocol import write_queue
 from rs_spark.net.protocol.budget import FRAME_OVERHEAD, OutboundBudget
 from rs_spark.net.protocol.limits import Limits
-from rs_spark.net.protocol.write_queue import BATCH_BYTES, DIRECT_MIN_BYTES, WriteQueue
+from rs_spark.net.protocol.write_queue import BATCH_BYTES, WriteQueue
 
 LIMITS = Limits(max_frame_bytes=1024, high_water_bytes=1000, max_backlog_bytes=5000, reply_high_water_bytes=600)
 
@@ -151,8 +152,11 @@ def test_a_frame_that_never_fits_closes_its_own_queue():
     assert owner.over_budget == [0] and budget.used == 0
 
 
-@pytest.mark.parametrize("sent", [0, 1000, DIRECT_MIN_BYTES])
-def test_a_big_frame_is_sent_at_once_when_the_writer_is_idle_and_the_rest_waits_in_order(sent):
+@pytest.mark.parametrize("size", [100, 65536])
+@pytest.mark.parametrize("part", [0.0, 0.5, 1.0])
+def test_a_frame_is_sent_at_once_when_the_writer_is_idle_and_the_rest_waits_in_order(size, part, monkeypatch):
+    monkeypatch.setattr(write_queue, "BURST_SECONDS", 0.0)
+    sent = int(size * part)
     budget = OutboundBudget(1 << 20)
     calls: list[int] = []
 
@@ -161,21 +165,57 @@ def test_a_big_frame_is_sent_at_once_when_the_writer_is_idle_and_the_rest_waits_
         return sent
 
     q, _ = _queue(budget, send_now)
-    assert q.put(_frame(b"small", 100), reply=False)
-    q.put(_frame(b"BIG", DIRECT_MIN_BYTES), reply=False)
-    assert calls == [], "a frame waits before it: no direct send"
-    q.take()
-    q.written()
-    q.put(_frame(b"BIG", DIRECT_MIN_BYTES), reply=False)
-    assert calls == [DIRECT_MIN_BYTES]
-    left = DIRECT_MIN_BYTES - sent
+    q.put(_frame(b"BIG", size), reply=False)
+    assert calls == [size], "the writer is idle and nothing is queued: the frame goes out at once"
+    left = size - sent
     assert q.bytes == left and budget.used == left + (FRAME_OVERHEAD if left else 0)
     if left:
         taken = q.take()
-        assert (
-            taken is not None
-            and b"".join(bytes(b) for b in taken[0]) == b"".join(_frame(b"BIG", DIRECT_MIN_BYTES))[sent:]
+        assert taken is not None and b"".join(bytes(b) for b in taken[0]) == b"".join(_frame(b"BIG", size))[sent:], (
+            "what the socket did not take waits for the writer, in order"
         )
+        q.written()
+
+
+def test_a_frame_waits_for_a_busy_writer_or_for_frames_before_it(monkeypatch):
+    monkeypatch.setattr(write_queue, "BURST_SECONDS", 0.0)
+    calls: list[int] = []
+
+    def send_now(frame) -> int:
+        calls.append(sum(len(b) for b in frame))
+        return 0  # the socket takes nothing: every frame waits for the writer
+
+    q, _ = _queue(OutboundBudget(1 << 20), send_now)
+    q.put(_frame(b"a", 100), reply=False)
+    assert calls == [100]
+    q.put(_frame(b"b", 200), reply=False)
+    assert calls == [100], "a frame waits before it: no direct send"
+    taken = q.take()
+    assert taken is not None and taken[1] == 300
+    q.put(_frame(b"c", 50), reply=False)
+    assert calls == [100], "the writer is inside a send: the frame waits for it"
+    q.written()
+    taken = q.take()
+    assert taken is not None and taken[1] == 50
+    q.written()
+    q.put(_frame(b"d", 10), reply=False)
+    assert calls == [100, 10], "idle again, nothing queued: at once"
+
+
+def test_a_burst_of_frames_waits_for_the_writer_after_its_first(monkeypatch):
+    monkeypatch.setattr(write_queue, "BURST_SECONDS", 3600.0)  # every frame after the first is "soon"
+    calls: list[int] = []
+
+    def send_now(frame) -> int:
+        calls.append(sum(len(b) for b in frame))
+        return calls[-1]
+
+    q, _ = _queue(OutboundBudget(1 << 20), send_now)
+    for n in (10, 20, 30):
+        q.put(_frame(b"x", n), reply=False)
+    assert calls == [10], "the first frame goes at once; the burst behind it waits for one send"
+    taken = q.take()
+    assert taken is not None and taken[1] == 50
 
 
 def test_unread_replies_pause_reading_until_half_are_written():

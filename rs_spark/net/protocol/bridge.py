@@ -2,8 +2,9 @@
 
 :class:`InboundSubscription` is used on the client side of request-stream and the server side of
 request-channel. ``request(n)`` becomes REQUEST_N credits; PAYLOAD frames are queued and
-delivered by the shared drain loop (:class:`~rs_spark.streams.drain.QueueSubscription`) on the
-connection's signal thread, never more than requested (rule 1.1), never overlapping (rule 1.3).
+delivered by the shared drain loop (:class:`~rs_spark.streams.drain.QueueSubscription`), never
+more than requested (rule 1.1), never overlapping (rule 1.3), on the connection's signal thread or,
+while the Subscriber is quick, on the reader thread itself (:mod:`.drain_place`).
 The other direction (signals in, frames out) is :mod:`.outbound`.
 
 Demand beyond 2^31-1: REQUEST_N carries 31 bits and credits are cumulative, so larger demand is
@@ -14,6 +15,7 @@ Unbounded demand (2^63-1, rule 3.17) stays unbounded: it is topped up for ever.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +24,7 @@ from ...streams.drain import QueueSubscription
 from ...streams.types import Subscriber, Subscription
 from . import frames as F
 from .codecs import Codec
+from .drain_place import DrainPlace, Place, after_drain
 from .errors import ConnectionLost, ProtocolError, Refused, remote_error
 
 _UNDECODABLE = object()  # _decoded's answer for data that failed to decode (already reported)
@@ -42,6 +45,7 @@ class InboundSubscription(QueueSubscription):
         "_opener",
         "_wire_open",
         "_kicked",
+        "_place",
         "_on_end",
         "_requester",
         "_address",
@@ -88,6 +92,7 @@ class InboundSubscription(QueueSubscription):
         self._opener: Callable[[int], object] | None = None
         self._wire_open = False
         self._kicked = False
+        self._place = DrainPlace()  # replaced by the thread that drained last: a stale read only delays a move
         self._on_end = on_end
         self._requester = requester
 
@@ -302,8 +307,15 @@ class InboundSubscription(QueueSubscription):
             conn = self._conn
             if conn is None:
                 self._drain_now()
+            elif self._place.place is Place.READER:
+                self._drain_timed()
             else:
-                conn.worker.submit(self._drain_now)
+                conn.worker.submit(self._drain_timed)
+
+    def _drain_timed(self) -> None:
+        start = time.monotonic()
+        self._drain_now()
+        self._place = after_drain(self._place, time.monotonic() - start)
 
     def _drain_now(self) -> None:
         self._kicked = False

@@ -1,7 +1,12 @@
 """The frames a connection has yet to write, and the memory they hold (:class:`WriteQueue`).
 
-Every thread of a connection queues frames here; only its writer thread takes them (a big frame
-may go out at once, without blocking, when nothing waits before it). The queue counts its bytes
+Every thread of a connection queues frames here and its writer thread takes them. A frame queued
+while the writer is idle and nothing waits before it goes out at once from the queueing thread,
+without blocking (what the socket does not take waits for the writer, in order): a thread's wake-up
+costs more than the send, and at a few thousand frames a second those wake-ups, each contending for
+the GIL, were most of a real-time pipeline's CPU (docs/realtime.md). Frames queued while the writer
+is busy, or in a burst (within :data:`BURST_SECONDS` of the last frame sent at once), wait and leave
+together in one send. The queue counts its bytes
 for three bounds: ``Limits.high_water_bytes`` (outbound streams wait for the queue to drain to half
 of it), ``Limits.reply_high_water_bytes`` (through :class:`~.replies.ReplyGate`: the connection
 stops reading a peer that leaves our replies unread) and the server's :class:`~.budget.OutboundBudget`
@@ -12,6 +17,7 @@ owner is told and closes the connection.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -22,8 +28,11 @@ from .replies import ReplyGate
 
 BATCH_BYTES = 4 * 1024 * 1024
 """About the most bytes the writer takes for one send (one ``sendmsg`` of many frames)."""
-DIRECT_MIN_BYTES = 65536
+DIRECT_MIN_BYTES = 0
 """Frames this big may be sent by the thread queueing them, when nothing waits before them."""
+
+BURST_SECONDS = 0.0001
+"""A frame queued this soon after one sent at once is part of a burst: the writer sends the burst in one go."""
 
 SendNow = Callable[[list[F.Buffer]], int]
 """Sends what the socket takes of a frame without blocking; returns the bytes sent (0 on any error:
@@ -77,6 +86,7 @@ class WriteQueue:
         self._over_budget = over_budget  # closes the owner: it holds the most of the budget, or its frame never fits
         self._over_cap = over_cap  # closes the owner: its peer stopped reading
         self._send_now = send_now
+        self._sent_now_at = -1.0  # time.monotonic() of the last frame sent at once
         self._out: deque[list[F.Buffer]] = deque()
         self._bytes = 0
         self._inflight = (0, 0)  # bytes and frames the writer has taken, not yet written
@@ -119,7 +129,7 @@ class WriteQueue:
                 self._give(n, 1)
                 return False
             self._replies.queued(n, reply)
-            if n >= DIRECT_MIN_BYTES and self._send_now is not None and not self._out and not self._writing:
+            if self._send_now is not None and not self._out and not self._writing and not self._in_burst():
                 frame, n = self._send_directly(frame, n)
                 if n == 0:
                     return True
@@ -132,10 +142,17 @@ class WriteQueue:
             self._over_cap(backlog)
         return True
 
+    def _in_burst(self) -> bool:
+        """Whether a frame sent at once now would follow the last one within BURST_SECONDS (under the lock)."""
+        now = time.monotonic()
+        burst = now - self._sent_now_at < BURST_SECONDS
+        if not burst:
+            self._sent_now_at = now
+        return burst
+
     def _send_directly(self, frame: list[F.Buffer], n: int) -> tuple[list[F.Buffer], int]:
-        """Send what the socket takes of a big frame now, with the writer idle (saves a thread hand-off per
-        frame; small frames stay with the writer, which coalesces them); the rest and its length, for the
-        writer, in order. Under the lock."""
+        """Send what the socket takes of a frame now, with the writer idle and nothing queued (saves a
+        thread hand-off per frame); the rest and its length, for the writer, in order. Under the lock."""
         assert self._send_now is not None
         sent = self._send_now(frame)
         if self._replies.written(sent):
@@ -276,4 +293,4 @@ class WriteQueue:
             self._budget.give(self, n + frames * FRAME_OVERHEAD)
 
 
-__all__ = ["WriteQueue", "SendNow", "frame_length", "BATCH_BYTES", "DIRECT_MIN_BYTES"]
+__all__ = ["WriteQueue", "SendNow", "frame_length", "BATCH_BYTES", "BURST_SECONDS"]
