@@ -1,6 +1,6 @@
-"""The hub's decisions against its ledger (rs_spark/delivery/decide.py) walked as a table: one row per case,
-the partition's ledger line and the record batch offered in, the decision out; then properties over any
-line and batch."""
+"""The hub's decisions against its ledger (rs_spark/delivery/decide.py) walked as tables: one row per case,
+the partition's ledger line and the record batch offered in, the decision out; then the rows taken and a
+finished commit's answer, each a table; then properties over any line and batch."""
 
 from __future__ import annotations
 
