@@ -3,10 +3,11 @@
 The ``reactive`` sink's commits run in short-lived processes; the Subscriber lives here, in a
 long-lived one (a notebook, a service), served on an rs_spark.net endpoint. Modules:
 :mod:`.hub` (the hub and its :class:`DeliveryHubStats`), :mod:`.subscription` (the Subscription
-the Subscriber holds), :mod:`.queued` (the current commit's batches queued for it), :mod:`.end`
-(why the hub ended: the query's end or the Subscriber's; a Subscriber kept after a failure),
-:mod:`.ledger` (what was delivered: exactly once across restarts), :mod:`.decide` (what the hub does
-with a record batch against the ledger: pure, its cases a table), :mod:`.wire` (the commit
+the Subscriber holds), :mod:`.in_flight` (the commits in flight), :mod:`.queued` (their batches
+queued for the Subscriber), :mod:`.lifecycle` (the hub's end; a Subscriber kept after a failure),
+:mod:`.end` (why the hub ended: the query's end or the Subscriber's), :mod:`.ledger` (what was
+delivered: exactly once across restarts), :mod:`.decide` (what the hub does with a record batch
+against the ledger, and a finished commit's answer: pure, its cases tables), :mod:`.wire` (the commit
 channel's record-batch tags and acknowledgement), :mod:`.commit_channel`, :mod:`.control` (abort /
 end messages), :mod:`.endpoint` (:func:`serve_sink`), :mod:`.elements` (what a Subscriber receives per row).
 Never imports pyspark: ``rows`` elements are registered by :mod:`rs_spark.spark`.

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from ..streams.drain import QueueSubscription, subscribe_with
 from ..streams.types import Subscriber, Subscription
+from .decide import Offered
 from .errors import SinkError
 from .wire import ack_batch, batch_meta, is_open_ended, partition_of
 
@@ -22,31 +23,13 @@ class Offer(enum.Enum):
     DUPLICATE = "duplicate"  # the whole micro-batch was delivered before: the commit stops
 
 
-class Sent(NamedTuple):
-    """What a commit's last record batch said: its micro-batch (epoch), where it ended (the rows the
-    commit sent of it) and whether the epoch is open-ended (the real-time sink's)."""
-
-    batch_id: int
-    end: int
-    open_ended: bool
-
-
 class CommitTarget(Protocol):
     """What a commit's channel needs of the hub (:class:`rs_spark.delivery.DeliveryHub` is one): the three
     calls a commit makes, so this module does not import the hub."""
 
     def attach(self, ch: CommitChannel) -> BaseException | None: ...
 
-    def offer(
-        self,
-        ch: CommitChannel,
-        batch: pa.RecordBatch,
-        batch_id: int,
-        start: int,
-        total: int,
-        open_ended: bool = False,
-        partition: int = 0,
-    ) -> Offer: ...
+    def offer(self, ch: CommitChannel, batch: pa.RecordBatch, offered: Offered, partition: int) -> Offer: ...
 
     def channel_done(self, ch: CommitChannel, error: BaseException | None) -> None: ...
 
@@ -70,7 +53,7 @@ class CommitChannel:
         self._piece: tuple[int, int] = (-2, -1)
         self._piece_rows = 0
         self.complete = False  # the commit sent its last record batch
-        self.last_sent: Sent | None = None  # the last record batch it sent: its batch, end and kind
+        self.last_sent: Offered | None = None  # the last record batch it sent: its batch, rows and kind
         self.partition: int | None = None  # the partition it delivers, from its first record batch (set by the hub)
 
     # Subscriber side (the commit's record batches)
@@ -104,9 +87,9 @@ class CommitChannel:
             else:
                 self._piece, self._piece_rows = (bid, start), 0
             self._piece_rows += batch.num_rows
-            open_ended = is_open_ended(batch)
-            self.last_sent = Sent(bid, start + batch.num_rows, open_ended)
-            what = self._hub.offer(self, batch, bid, start, total, open_ended=open_ended, partition=partition_of(batch))
+            offered = Offered(bid, start, batch.num_rows, total, is_open_ended(batch))
+            self.last_sent = offered
+            what = self._hub.offer(self, batch, offered, partition_of(batch))
         except SinkError as exc:
             self.refuse(exc)
             return

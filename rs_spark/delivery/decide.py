@@ -26,6 +26,10 @@ queued
 Within a batch the hub goes on with (not OLDER/DUPLICATE), the rows count against the first row not
 yet delivered or queued: all below it is SKIP (the commit sends its next record batch), a start
 beyond it a GAP, otherwise QUEUE from it (a record batch reaching below it is trimmed).
+
+Two more decisions follow a batch's rows out: :func:`taken` (the ledger line once rows reached
+``on_next``) and :func:`answer` (what a commit that sent everything is answered, an open-ended epoch's
+attempt settled first); tables of their own in the same test.
 """
 
 from __future__ import annotations
@@ -136,6 +140,38 @@ def _rows(offered: Offered, expect: int) -> tuple[Verdict, int]:
     return Verdict.QUEUE, max(offered.start, expect)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Answer:
+    """What a commit that sent everything is answered once its rows were taken, and how its partition's
+    ledger line settles first (``settle``: this run's attempt of an open-ended epoch ended after that
+    many rows, :meth:`Entry.settle`; None: the line stays)."""
+
+    settle: int | None
+    status: str  # "delivered", or "incomplete" when rows of the batch never reached the Subscriber
+    batch_id: int
+    rows: int  # the batch's total
+    delivered: int
+
+
+def answer(line: Entry, last: Offered | None) -> Answer:
+    """The answer to a commit whose last record batch was ``last`` (None: it sent none, an empty
+    micro-batch), against its partition's ledger line (not changed)."""
+    if last is None:
+        return Answer(None, "delivered", -1, 0, 0)
+    settle = last.end if last.open_ended and last.batch_id == line.batch_id else None
+    after = line.copy()
+    if settle is not None:
+        after.settle(settle)
+    status = "delivered" if after.complete else "incomplete"
+    return Answer(settle, status, after.batch_id, after.total, after.rows)
+
+
+def taken(line: Entry, batch_id: int, upto: int) -> int | None:
+    """The line's delivered rows once the rows of ``batch_id`` before row ``upto`` reached ``on_next``;
+    None when the line moved on to a newer batch (a newer commit's) and stays."""
+    return upto if line.batch_id == batch_id else None
+
+
 def delivered_ahead(line: Entry, batch_id: int, next_row: int) -> int | None:
     """Where the drain resumes a queued record batch of ``batch_id`` about to hand out ``next_row``: the
     ledger's delivered rows when they are past it (a superseded commit's drain counted them in after the
@@ -145,4 +181,15 @@ def delivered_ahead(line: Entry, batch_id: int, next_row: int) -> int | None:
     return line.rows
 
 
-__all__ = ["Decision", "LedgerStep", "MovedOn", "Offered", "Verdict", "decide", "delivered_ahead"]
+__all__ = [
+    "Answer",
+    "Decision",
+    "LedgerStep",
+    "MovedOn",
+    "Offered",
+    "Verdict",
+    "answer",
+    "decide",
+    "delivered_ahead",
+    "taken",
+]

@@ -3,6 +3,10 @@
 The first end counts: the query's (``finish``, an abort) or the Subscriber's own (it cancelled,
 raised in ``on_next``, or broke a rule). Every later commit is refused with :meth:`HubEnd.refusal`.
 After a failure the hub may keep its Subscriber for a restarted run instead (:class:`KeptEnd`).
+
+"Kept" in delivery means only that: the Subscriber stays subscribed (no ``on_error`` yet) while the hub
+waits for a run restarted from the checkpoint (option ``keepSubscriberOnAbort``). It is unrelated to the
+rows rs_spark.net keeps for a resumable stream until they are acknowledged.
 """
 
 from __future__ import annotations
@@ -71,8 +75,8 @@ class HubEnd:
 
 
 class KeptEnd:
-    """The Subscriber kept after a failure (:meth:`DeliveryHub.keep`): the error it gets if no run
-    resumes within the window, and the timer that gives it."""
+    """A Subscriber kept subscribed after the query failed (:meth:`DeliveryHub.keep`): the error it gets if
+    no restarted run commits within the window, and the timer that gives it."""
 
     __slots__ = ("error", "timer", "on_expiry")
 

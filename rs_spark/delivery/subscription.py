@@ -12,8 +12,8 @@ from .queued import QueuedBatch
 
 
 class DeliveryFeed(Protocol):
-    """What the Subscription needs of the hub (:class:`rs_spark.delivery.DeliveryHub` is one): the drain's
-    three calls and the three ways the Subscriber ends the stream, so this module does not import the hub."""
+    """What the Subscription's drain needs of the hub (:class:`rs_spark.delivery.DeliveryHub` is one): its
+    three calls, so this module does not import the hub."""
 
     def head(self) -> QueuedBatch | None: ...
 
@@ -21,11 +21,16 @@ class DeliveryFeed(Protocol):
 
     def queue_empty(self) -> HubEnd | None: ...
 
+
+class SubscriberEnds(Protocol):
+    """Where the three ways the Subscriber ends the stream go (the hub's end,
+    :class:`rs_spark.delivery.lifecycle.EndLifecycle`)."""
+
     def subscriber_raised(self, error: BaseException, batch_id: int, row: int) -> None: ...
 
     def subscriber_violated(self, error: BaseException, batch_id: int, row: int) -> None: ...
 
-    def subscription_ended(self) -> None: ...
+    def subscription_ended(self, batch_id: int, row: int) -> None: ...
 
 
 class DeliverySubscription(DrainSubscription):
@@ -35,14 +40,14 @@ class DeliverySubscription(DrainSubscription):
 
     Its drain loop takes record batches from the hub (:meth:`DeliveryHub.head`), delivers them
     within demand and reports what was taken (:meth:`DeliveryHub.took`); how the Subscriber ends
-    the stream reaches the hub through :meth:`DeliveryHub.subscriber_raised`,
-    :meth:`DeliveryHub.subscriber_violated` and :meth:`DeliveryHub.subscription_ended`."""
+    the stream reaches the hub's end (``ends``: :class:`SubscriberEnds`)."""
 
-    __slots__ = ("_hub", "batch_id", "row")
+    __slots__ = ("_hub", "_ends", "batch_id", "row")
 
-    def __init__(self, subscriber: Subscriber[Any], hub: DeliveryFeed) -> None:
+    def __init__(self, subscriber: Subscriber[Any], hub: DeliveryFeed, ends: SubscriberEnds) -> None:
         super().__init__(subscriber)
         self._hub = hub
+        self._ends = ends
         self.batch_id = -1
         self.row = -1
 
@@ -108,7 +113,7 @@ class DeliverySubscription(DrainSubscription):
 
     def _on_next_raised(self, exc: BaseException, batch_id: int, row: int) -> None:
         # Rule 2.13: on_next raised -> the subscription is cancelled; the query must fail with it.
-        self._hub.subscriber_raised(exc, batch_id, row)
+        self._ends.subscriber_raised(exc, batch_id, row)
         self._subscriber_failed(exc, "on_next")
 
     def _signal_end(self, end: HubEnd) -> None:
@@ -122,11 +127,11 @@ class DeliverySubscription(DrainSubscription):
     def _error(self, error: BaseException) -> None:
         # The drain signals on_error itself only when the Subscriber broke a rule (request(n <= 0),
         # rule 3.9) or delivery failed: the hub refuses the next commit with it.
-        self._hub.subscriber_violated(error, self.batch_id, self.row)
+        self._ends.subscriber_violated(error, self.batch_id, self.row)
         super()._error(error)
 
     def _release(self) -> None:
-        self._hub.subscription_ended()
+        self._ends.subscription_ended(self.batch_id, self.row)
 
 
-__all__ = ["DeliveryFeed", "DeliverySubscription"]
+__all__ = ["DeliveryFeed", "DeliverySubscription", "SubscriberEnds"]

@@ -1,6 +1,6 @@
-"""The hub's decisions against its ledger (rs_spark/delivery/decide.py) walked as a table: one row per case,
-the partition's ledger line and the record batch offered in, the decision out; then properties over any
-line and batch."""
+"""The hub's decisions against its ledger (rs_spark/delivery/decide.py) walked as tables: one row per case,
+the partition's ledger line and the record batch offered in, the decision out; then the rows taken and a
+finished commit's answer, each a table; then properties over any line and batch."""
 
 from __future__ import annotations
 
@@ -8,7 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rs_spark.delivery.decide import Decision, LedgerStep, MovedOn, Offered, Verdict, decide, delivered_ahead
+from rs_spark.delivery.decide import (
+    Answer,
+    Decision,
+    LedgerStep,
+    MovedOn,
+    Offered,
+    Verdict,
+    answer,
+    decide,
+    delivered_ahead,
+    taken,
+)
 from rs_spark.delivery.ledger import Entry
 
 # One row a case: the partition's ledger line | the record batch offered | the first row of the
@@ -85,6 +96,47 @@ AHEAD = [
 )
 def test_the_drain_trims_what_the_ledger_says_was_delivered(line, batch_id, next_row, expected):
     assert delivered_ahead(Entry(*line), batch_id, next_row) == expected
+
+
+# (case, ledger line, the commit's last record batch (None: it sent none), expected answer)
+ANSWERS = [
+    ("an empty micro-batch: nothing sent", (5, 10, 10, 0, True), None, Answer(None, "delivered", -1, 0, 0)),
+    ("a batch delivered whole", (5, 10, 10, 0, True), Offered(5, 4, 6, 10), Answer(None, "delivered", 5, 10, 10)),
+    ("a batch cut short", (5, 4, 10, 0, True), Offered(5, 0, 4, 10), Answer(None, "incomplete", 5, 10, 4)),
+    ("a duplicate's late answer", (6, 3, 3, 0, True), Offered(5, 0, 10, 10), Answer(None, "delivered", 6, 3, 3)),
+    ("an epoch's attempt ends", (7, 3, 5, 0, False), Offered(7, 3, 0, 3, True), Answer(3, "delivered", 7, 3, 3)),
+    (
+        "an epoch ends shorter than an earlier attempt: the rest carried",
+        (7, 5, 5, 0, False),
+        Offered(7, 0, 3, 3, True),
+        Answer(3, "delivered", 7, 3, 3),
+    ),
+    (
+        "an attempt of an older epoch: nothing settles",
+        (8, 2, 2, 0, False),
+        Offered(7, 0, 3, 3, True),
+        Answer(None, "delivered", 8, 2, 2),
+    ),
+]
+
+
+@pytest.mark.parametrize(("line", "last", "expected"), [r[1:] for r in ANSWERS], ids=[r[0] for r in ANSWERS])
+def test_a_commit_that_sent_everything_is_answered_as_the_table_says(line, last, expected):
+    entry = Entry(*line)
+    assert answer(entry, last) == expected
+    assert _fields(entry) == line  # decided against, never changed
+
+
+# (case, ledger line, batch_id of the rows taken, the row they reached, the line's delivered rows after)
+TAKEN = [
+    ("rows of the ledger's batch", (5, 2, 10, 0, True), 5, 6, 6),
+    ("a superseded commit's rows after the ledger moved on", (6, 2, 10, 0, True), 5, 8, None),
+]
+
+
+@pytest.mark.parametrize(("line", "batch_id", "upto", "expected"), [r[1:] for r in TAKEN], ids=[r[0] for r in TAKEN])
+def test_rows_taken_count_into_the_ledger_only_for_its_batch(line, batch_id, upto, expected):
+    assert taken(Entry(*line), batch_id, upto) == expected
 
 
 def _fields(e: Entry) -> tuple[int, int, int, int, bool]:

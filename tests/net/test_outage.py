@@ -14,8 +14,8 @@ import pytest
 from rs_spark import net
 from rs_spark.net.protocol.errors import ResumeRejected
 from rs_spark.net.zero_loss.outage import DEFAULT_WINDOW, Backoff, Outage, retry_bound
+from rs_spark.net.zero_loss.redial import WindowEnded
 from rs_spark.net.zero_loss.resume import WINDOW_MIME, parse_push, window_metadata, window_of
-from rs_spark.net.zero_loss.resume_client import WindowEnded
 from rs_spark.net.zero_loss.retention import Retention
 from tests.faultrelay import FaultRelay
 from tests.publishers import Counting

@@ -17,7 +17,7 @@ import pytest
 
 from rs_spark.net.protocol import frames as F
 from rs_spark.net.protocol.framing import IDLE, FrameReader
-from rs_spark.net.protocol.tls import tls_client, tls_server
+from rs_spark.net.protocol.tls_open import tls_client, tls_server
 
 pytestmark = pytest.mark.timeout(60)
 

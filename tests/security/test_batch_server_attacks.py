@@ -11,7 +11,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from rs_spark.net.zero_loss.batch_fetch import Address, BatchServer, FetchError, fetch
+from rs_spark.spark.source.single.batch_fetch import BatchServer, FetchError, FetchGrant, fetch
 
 from ..waits import wait_until
 
@@ -98,7 +98,7 @@ class _LyingServer:
 @pytest.mark.parametrize("header", [{"ok": True, "bytes": 4 * 2**30}, b"x" * (2**20)], ids=["4GiB-body", "1MiB-header"])
 def test_a_malicious_server_cannot_make_an_executor_allocate_what_it_declares(header):
     liar = _LyingServer(header)
-    addr = Address("not-this-host", ["127.0.0.1"], liar.port, b"\0" * 32)
+    addr = FetchGrant("not-this-host", ["127.0.0.1"], liar.port, b"\0" * 32)
     with pytest.raises(FetchError, match="declared"):
         fetch(addr, 1, 0, 10, read_timeout=5)
     liar.sock.close()

@@ -12,7 +12,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from rs_spark.net.zero_loss.batch_fetch import BatchServer
+from rs_spark.spark.source.single.batch_fetch import BatchServer
 from rs_spark.spark.source.single.bind_address import LOOPBACK, binds_for, parse_submit_args
 
 from .publishers import SCHEMA

@@ -20,6 +20,18 @@ from .queries import wait_for_rows
 PER_BATCH = 500
 
 
+def _counter(spark):
+    """An endless reactive source, PER_BATCH rows a micro-batch."""
+    return (
+        spark.readStream.format("reactive")
+        .schema("id LONG, name STRING, price DOUBLE")
+        .option("publisher", "tests.spark.publishers:counter")
+        .option("publisher.count", str(10**9))
+        .option("maxRecordsPerTrigger", str(PER_BATCH))
+        .load()
+    )
+
+
 def _batches(folder: str) -> list[int]:
     """The micro-batch ids Spark logged in a checkpoint's ``offsets`` or ``commits`` folder."""
     return sorted(int(n) for n in os.listdir(folder) if n.isdigit())
@@ -35,14 +47,7 @@ def test_stop_at_batch_end_lets_the_held_batch_commit_and_plans_no_batch_after_i
     rec = Recorder(batch=64, delay=0.002)
     brake = Brake(rec)
     ck = tmp_path / "ck"
-    df = (
-        spark.readStream.format("reactive")
-        .schema("id LONG, name STRING, price DOUBLE")
-        .option("publisher", "tests.spark.publishers:counter")
-        .option("publisher.count", str(10**9))
-        .option("maxRecordsPerTrigger", str(PER_BATCH))
-        .load()
-    )
+    df = _counter(spark)
     q = rs_spark.write_stream(df, brake, checkpoint=str(ck), trigger={"processingTime": "100 milliseconds"})
     try:
         wait_for_rows(q, batches=2, rows=2 * PER_BATCH)
@@ -93,14 +98,7 @@ def test_stop_when_idle_ends_the_query_between_batches_with_every_planned_batch_
 def test_a_query_seen_busy_is_not_marked(spark, tmp_path):
     rec = Recorder(batch=64)
     brake = Brake(rec)
-    df = (
-        spark.readStream.format("reactive")
-        .schema("id LONG, name STRING, price DOUBLE")
-        .option("publisher", "tests.spark.publishers:counter")
-        .option("publisher.count", str(10**9))
-        .option("maxRecordsPerTrigger", str(PER_BATCH))
-        .load()
-    )
+    df = _counter(spark)
     q = rs_spark.write_stream(
         df, brake, checkpoint=str(tmp_path / "ck"), trigger={"processingTime": "100 milliseconds"}
     )

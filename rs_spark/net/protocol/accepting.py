@@ -22,7 +22,8 @@ from .connection import Connection, Handler
 from .errors import Rejected
 from .limits import Limits
 from .refuser import refuse
-from .tls import Sock, tls_server
+from .tls import Sock
+from .tls_open import tls_server
 from .transport import listen
 from .websocket import ws_server
 

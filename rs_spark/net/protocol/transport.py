@@ -14,7 +14,8 @@ import ssl as _ssl
 import stat
 
 from .address import Address
-from .tls import Sock, tls_client
+from .tls import Sock
+from .tls_open import tls_client
 
 
 def dial(

@@ -3,8 +3,7 @@
 :mod:`.retention` (the bounded log of rows kept until the reader acknowledges them), :mod:`.spill`
 (those rows on disk, across a restart of the serving process), :mod:`.resume` (the wire
 conventions of resumption and acknowledgement), :mod:`.resume_server` / :mod:`.resume_client`
-(each side of a resumable stream) and :mod:`.batch_fetch` (Arrow batches fetched by Spark
-executors by position). Built on :mod:`rs_spark.net.protocol`, never the other way round.
+(each side of a resumable stream). Built on :mod:`rs_spark.net.protocol`, never the other way round.
 """
 
 from typing import TYPE_CHECKING

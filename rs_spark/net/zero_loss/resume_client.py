@@ -10,12 +10,12 @@ network drop, reconnecting by itself; or a new process after a crash, with the s
 and the position it committed) continues with ``subscribe_at``. After the stream's end the
 connection stays open until the last row received is acknowledged (or the subscription is
 cancelled or detached), so acknowledgements that follow the end still reach the server. See
-:mod:`.resume` for the wire.
+:mod:`.resume` for the wire, and :mod:`.redial` for how the stream gets its connections (opened,
+resumed, and tried again after a drop).
 """
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,28 +29,21 @@ from ..protocol import frames as F
 from ..protocol.bridge import InboundSubscription
 from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection
-from ..protocol.errors import NetError, Refused, RemoteError, ResumeRejected
-from ..protocol.metadata import MetadataError, request_metadata
+from ..protocol.errors import NetError, Refused, RemoteError
+from ..protocol.metadata import MetadataError
 from ..protocol.worker import in_background
 from .dialler import ResumeDialler
 from .outage import Backoff, Outage, OutageReport, retry_bound
+from .redial import Redial, StreamDialling
 from .resume import (
     STREAM_ID,
-    UNKNOWN_STREAM,
-    ResumeRequest,
     check_key,
     commit_metadata,
     fetch_entry,
     new_key,
     parse_push,
-    resume_token,
     window_of,
 )
-
-
-class WindowEnded(ResumeRejected):
-    """A dropped stream could not be resumed before the endpoint's window ended: the endpoint no
-    longer keeps it (its rows after the last acknowledgement are lost to this reader)."""
 
 
 class ResumableSubscription(InboundSubscription):
@@ -258,58 +251,26 @@ class ResumableSubscription(InboundSubscription):
             in_background(lambda: self._reconnect(error, position), f"rs-net-resume {self._where}")
 
     def _reconnect(self, error: BaseException, position: int) -> None:
-        """Resume on a new connection at ``position``: tries spaced by the publisher's backoff, for as
-        long as the endpoint keeps the stream (:func:`.outage.retry_bound`). A refusal ends the stream
-        with its reason; the window's end with :class:`WindowEnded` (a stream no server ever took:
-        with the last connection error)."""
+        """Resume on a new connection at ``position`` (:class:`.redial.Redial`: tries spaced by the
+        publisher's backoff, for as long as the endpoint keeps the stream). A refusal ends the stream
+        with its reason; the window's end with :class:`.redial.WindowEnded` (a stream no server ever took: with
+        the last connection error)."""
         pub = self._publisher
-        what = f"stream {pub.key} at position {position}"
-        bounded_by = "the endpoint's window" if pub.reconnect_for is None else "reconnect_for"
-        outage = self._outage = Outage(self._where, f"resuming {what}", error, pub.retry_bound(), bounded_by=bounded_by)
-        last: BaseException = error
-        while not self._gone.is_set():
-            if outage.over:
-                last = self._gave_up(outage, what, last)
-                break
-            try:
-                conn, fresh = pub.reconnection(position, self.on_push)
-            except Refused as exc:  # final: the stream is gone (or expired), or the token is wrong
-                last = exc
-                outage.ended(f"gave up: the endpoint refused to resume {what} ({exc})")
-                break
-            except NetError as exc:
-                last = exc
-                outage.failed(exc)
-                self._gone.wait(outage.pause(pub.backoff, random.random()))
-                continue
-            with self._wlock:
-                self._reconnecting = False
-            self._outage = None
-            outage.ended(f"resumed {what}")
-            if fresh:
-                self.open_new(conn, pub.request_metadata(conn))
-            else:
-                self.reattach(conn)
-            return
+        redial = Redial(pub, self._where, self._address, error, position, self._gone)
+        self._outage = redial.outage
+        got = redial.run(self.on_push, lambda: self._opened)
         self._outage = None
         with self._wlock:
             self._reconnecting = False
-        if not self._gone.is_set():
-            super().on_connection_closed(last)
-
-    def _gave_up(self, outage: Outage, what: str, last: BaseException) -> BaseException:
-        """The error the stream ends with when the bound passed without a connection."""
-        bound = outage.bound
-        if not self._opened:  # no server ever took the stream: nothing was kept for it, nothing is lost
-            outage.ended(f"gave up opening {what}")
-            return last
-        outage.ended(f"gave up resuming {what}: the endpoint's window ended")
-        return WindowEnded(
-            f"{self._where} could not resume {what} within {bound:.0f} s (the endpoint's window and the keepalive "
-            f"lifetime): the endpoint no longer keeps it; the last try failed with {type(last).__name__}: {last}",
-            self._address,
-            self._where,
-        )
+        if isinstance(got, BaseException):
+            if not self._gone.is_set():
+                super().on_connection_closed(got)
+            return
+        conn, fresh = got
+        if fresh:
+            self.open_new(conn, pub.dialling.request_metadata(conn))
+        else:
+            self.reattach(conn)
 
     def detach(self) -> None:
         """End this subscription without cancelling the stream: the server keeps it (and what it
@@ -389,7 +350,7 @@ class ResumablePublisher(PublisherBase[Any]):
         self._name = name
         self._fresh = key is None or new  # the next subscribe opens the stream; later ones resume it
         self.key = new_key() if key is None else check_key(key)
-        self._token = resume_token(client.token, self.key)
+        self.dialling = StreamDialling(client, name, self.key, window, positions)
         self.window = window
         self.reconnect_for = reconnect_for
         self.backoff = backoff or Backoff()
@@ -399,7 +360,7 @@ class ResumablePublisher(PublisherBase[Any]):
     @property
     def address(self) -> str:
         """The endpoint's address (without the token)."""
-        return self._client.address_of(self._name)
+        return self.dialling.address
 
     @property
     def batch_rows(self) -> int:
@@ -435,13 +396,14 @@ class ResumablePublisher(PublisherBase[Any]):
         if sub.is_cancelled:
             return
         try:
+            dialling = self.dialling
             if fresh:
-                conn = self._open_connection()
-                sub.open_first(conn, self.request_metadata(conn))
+                conn = dialling.open()
+                sub.open_first(conn, dialling.request_metadata(conn))
             else:
-                conn, new = self.reconnection(position, sub.on_push)
+                conn, new = dialling.reconnection(position, sub.on_push)
                 if new:
-                    sub.open_new(conn, self.request_metadata(conn))
+                    sub.open_new(conn, dialling.request_metadata(conn))
                 else:
                     sub.reattach(conn)
         except Refused as exc:
@@ -451,35 +413,6 @@ class ResumablePublisher(PublisherBase[Any]):
                 sub.fail(exc)
             else:  # a stream read before (its key resumed), unreachable now: an outage from the start
                 sub.lost(exc)
-
-    def _open_connection(self) -> Connection:
-        request = ResumeRequest(self.window, "positions" if self.positions else "rows")
-        return self._client.open_resumable(self._token, request)
-
-    def request_metadata(self, conn: Connection) -> bytes | None:
-        """The REQUEST_STREAM metadata that opens this stream on ``conn`` (its route)."""
-        return request_metadata(conn.metadata_mime, self._name)
-
-    def reconnection(self, position: int, on_push: Callable[[F.Frame], None]) -> tuple[Connection, bool]:
-        """A connection continuing the stream at ``position``, and whether the stream must be opened
-        on it (True: the server does not know the stream and nothing of it was received, position 0:
-        its key was made durable before it was opened, so it is opened now, under that key)."""
-        try:
-            return self.resume_connection(position, on_push), False
-        except ResumeRejected as exc:
-            if position == 0 and UNKNOWN_STREAM in str(exc):
-                return self._open_connection(), True
-            raise
-
-    def resume_connection(self, position: int, on_push: Callable[[F.Frame], None] | None = None) -> Connection:
-        """A new connection continuing the stream at ``position`` (RESUME, RESUME_OK)."""
-        try:
-            return self._client.resume(self._token, position, on_push)
-        except ResumeRejected as exc:
-            raise ResumeRejected(
-                f"{self.address} cannot resume stream {self.key} at position {position}: {exc}",
-                self.address,
-            ) from exc
 
     def fetch(self, lo: int, hi: int, prefetch: int = 4) -> Iterator[Any]:
         """The kept rows ``[lo, hi)`` of this stream, fetched on a connection of their own (what a
@@ -506,4 +439,4 @@ def fetch_range(
         client.close()
 
 
-__all__ = ["ResumablePublisher", "ResumableSubscription", "WindowEnded"]
+__all__ = ["ResumablePublisher", "ResumableSubscription"]

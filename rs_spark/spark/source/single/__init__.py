@@ -4,7 +4,8 @@
 process's state), :mod:`.intake` (its Subscriber; :mod:`.chunks`, the elements it holds),
 :mod:`.upstream` (offsets <-> stream positions, acknowledgements), :mod:`.planned` (planned
 micro-batches kept replayable; :mod:`.replay_log`, :mod:`.handoff`), :mod:`.partitions` (where a
-micro-batch's rows are for executors), :mod:`.bind_address` (where its batch server listens).
+micro-batch's rows are for executors), :mod:`.batch_fetch` (the batch server executors fetch them
+from: its own small TCP/JSON/HMAC protocol), :mod:`.bind_address` (where the batch server listens).
 """
 
 from typing import TYPE_CHECKING

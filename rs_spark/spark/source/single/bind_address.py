@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from ....net.zero_loss.batch_fetch import default_route_address
+from .batch_fetch import default_route_address
 
 LOOPBACK = "127.0.0.1"
 _SUBMIT_CLASS = "org.apache.spark.deploy.SparkSubmit"

@@ -1,7 +1,7 @@
 """Planned micro-batches as private local files, so executors on this host read them without the
 reader process (no replay log; the rows executors would otherwise fetch over TCP).
 
-Fetching a micro-batch from the reader process (:mod:`rs_spark.net.zero_loss.batch_fetch`) makes that
+Fetching a micro-batch from the reader process (:mod:`.batch_fetch`) makes that
 process serialize and send every row while its publisher builds the next micro-batch there: both
 need its one interpreter, so the fetch waits for the publisher. Instead the reader writes each
 planned micro-batch once, before it asks the publisher for more, as an Arrow IPC file in a folder

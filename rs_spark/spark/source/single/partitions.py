@@ -12,7 +12,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from ....arrow.ipc import from_ipc
-from ....net.zero_loss.batch_fetch import Address, FetchError, fetch, host_key
+from .batch_fetch import FetchError, FetchGrant, fetch, host_key
 from .replay_log import read_segment_slice
 
 
@@ -30,9 +30,9 @@ class FetchPartition(InputPartition):
     the private file (folder, name) the reader wrote them to (:mod:`.handoff`): an executor on the
     reader's host maps that instead, and fetches only if it cannot open it."""
 
-    def __init__(self, address: Address, key: int, lo: int, hi: int, local: tuple[str, str] | None = None) -> None:
+    def __init__(self, grant: FetchGrant, key: int, lo: int, hi: int, local: tuple[str, str] | None = None) -> None:
         super().__init__(key + lo)
-        self.address, self.key, self.lo, self.hi = address, key, lo, hi
+        self.grant, self.key, self.lo, self.hi = grant, key, lo, hi
         self.local = local
 
 
@@ -79,7 +79,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             yield from local
             return
         try:
-            yield from fetch(partition.address, partition.key, partition.lo, partition.hi)
+            yield from fetch(partition.grant, partition.key, partition.lo, partition.hi)
         except FetchError as exc:
             raise FetchError(
                 f"format('reactive'): an executor could not fetch its micro-batch rows from the driver-side "
@@ -98,7 +98,7 @@ def _local_rows(partition: FetchPartition) -> list[pa.RecordBatch] | None:
     """The partition's rows from the reader's private file, when this executor is on its host and
     the file is there (validated in full); None to fetch them over TCP instead."""
     local = getattr(partition, "local", None)  # absent in partitions pickled by an older release
-    if local is None or partition.address.host_key != host_key():
+    if local is None or partition.grant.host_key != host_key():
         return None
     folder, name = local
     if not os.access(os.path.join(folder, name), os.R_OK):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ....net.zero_loss.batch_fetch import BatchServer
 from ..options import SourceOptions
+from .batch_fetch import BatchServer
 from .bind_address import batch_server_binds
 from .handoff import LocalHandoff
 from .replay_log import ReplayLog

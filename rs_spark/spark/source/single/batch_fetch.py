@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
-from ...arrow.validate import read_stream
+from ....arrow.validate import read_stream
 
 _SECRET_LEN = 32
 _LEN = struct.Struct(">I")
@@ -67,9 +67,10 @@ def default_route_address() -> str | None:
         return None
 
 
-class Address:
+class FetchGrant:
     """Where a :class:`BatchServer` listens, with one range's credential: picklable, carried inside
-    partitions (``secret`` is the HMAC granting that range, never the server's key)."""
+    partitions (``secret`` is the HMAC granting that range, never the server's key). Not an RSocket
+    address (:mod:`rs_spark.net.protocol.address`): this protocol is the reader process's own."""
 
     __slots__ = ("host_key", "hosts", "port", "secret")
 
@@ -88,7 +89,7 @@ class Address:
         return list(self.hosts)
 
     def __repr__(self) -> str:  # never show the credential
-        return f"Address(hosts={self.hosts}, port={self.port})"
+        return f"FetchGrant(hosts={self.hosts}, port={self.port})"
 
 
 def _mac(key: bytes, k: int, lo: int, hi: int) -> bytes:
@@ -120,7 +121,7 @@ class BatchServer:
         self._socks = _listen_all(binds)
         port = self._socks[0].getsockname()[1]
         advertised = [b for b in binds if not b.startswith("127.")]
-        self.address = Address(host_key(), advertised, port, b"")
+        self.address = FetchGrant(host_key(), advertised, port, b"")  # where it listens, granting nothing
         self._threads = [
             threading.Thread(target=self._accept_loop, args=(s,), name="rs-spark-batch-server", daemon=True)
             for s in self._socks
@@ -128,10 +129,10 @@ class BatchServer:
         for t in self._threads:
             t.start()
 
-    def grant(self, key: int, lo: int, hi: int) -> Address:
-        """The address with the credential for rows ``[lo, hi)`` of ``key`` (and nothing else)."""
+    def grant(self, key: int, lo: int, hi: int) -> FetchGrant:
+        """Where it listens, with the credential for rows ``[lo, hi)`` of ``key`` (and nothing else)."""
         a = self.address
-        return Address(a.host_key, a.hosts, a.port, _mac(self._secret, key, lo, hi))
+        return FetchGrant(a.host_key, a.hosts, a.port, _mac(self._secret, key, lo, hi))
 
     def _accept_loop(self, sock: socket.socket) -> None:
         while not self._closed:
@@ -231,7 +232,7 @@ def _recv_exact(conn: socket.socket, n: int) -> bytes | bytearray:
 
 
 def fetch(
-    address: Address,
+    grant: FetchGrant,
     key: int,
     lo: int,
     hi: int,
@@ -239,31 +240,31 @@ def fetch(
     read_timeout: float = 60.0,
     max_body_bytes: int = MAX_BODY_BYTES,
 ) -> list[pa.RecordBatch]:
-    """Rows ``[lo, hi)`` stored under ``key`` at ``address``; :class:`FetchError` says why not."""
+    """Rows ``[lo, hi)`` stored under ``key`` at the server of ``grant``; :class:`FetchError` says why not."""
     errors: dict[str, str] = {}
-    for host in address.candidates():
+    for host in grant.candidates():
         try:
-            conn = socket.create_connection((host, address.port), timeout=connect_timeout)
+            conn = socket.create_connection((host, grant.port), timeout=connect_timeout)
         except OSError as exc:
             errors[host] = f"{type(exc).__name__}: {exc}"
             continue
-        where = f"{host}:{address.port}"
+        where = f"{host}:{grant.port}"
         with conn:
             try:
                 conn.settimeout(read_timeout)
-                body = _request(conn, address, key, lo, hi, where, max_body_bytes)
+                body = _request(conn, grant, key, lo, hi, where, max_body_bytes)
             except (OSError, ValueError) as exc:
                 raise FetchError(
                     f"fetching rows [{lo}, {hi}) of {key} from {where} failed: {type(exc).__name__}: {exc}"
                 ) from exc
         return read_stream(pa.py_buffer(body), f"the batch server at {where} (rows [{lo}, {hi}) of {key})")
-    raise FetchError(f"cannot connect to {address!r} from {socket.gethostname()}: {errors}")
+    raise FetchError(f"cannot connect to {grant!r} from {socket.gethostname()}: {errors}")
 
 
 def _request(
-    conn: socket.socket, address: Address, key: int, lo: int, hi: int, where: str, max_body_bytes: int
+    conn: socket.socket, grant: FetchGrant, key: int, lo: int, hi: int, where: str, max_body_bytes: int
 ) -> bytes | bytearray:
-    req = json.dumps({"key": key, "lo": lo, "hi": hi, "mac": address.secret.hex()}).encode()
+    req = json.dumps({"key": key, "lo": lo, "hi": hi, "mac": grant.secret.hex()}).encode()
     conn.sendall(_LEN.pack(len(req)) + req)
     n = _LEN.unpack(_recv_exact(conn, 4))[0]
     if n > _MAX_HEADER:
@@ -283,4 +284,4 @@ def _request(
     return _recv_exact(conn, size)
 
 
-__all__ = ["BatchServer", "Address", "FetchError", "fetch", "host_key"]
+__all__ = ["BatchServer", "FetchError", "FetchGrant", "fetch", "host_key"]

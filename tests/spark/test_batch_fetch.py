@@ -1,4 +1,4 @@
-"""rs_spark.net.zero_loss.batch_fetch: rows served from one process, fetched by another's partition."""
+"""rs_spark.spark.source.single.batch_fetch: rows served from one process, fetched by another's partition."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from rs_spark.arrow import ElementConverter
-from rs_spark.net.zero_loss.batch_fetch import BatchServer, FetchError, fetch
+from rs_spark.spark.source.single.batch_fetch import BatchServer, FetchError, fetch
 
 TABLE = pa.table({"id": pa.array(range(10_000), pa.int64()), "s": pa.array([str(i) for i in range(10_000)])})
 
@@ -27,8 +27,8 @@ def server():
 
 
 def test_fetch_returns_exactly_the_requested_rows(server):
-    address = pickle.loads(pickle.dumps(server.grant(7, 1234, 5678)))  # as it travels inside a partition
-    got = pa.Table.from_batches(fetch(address, 7, 1234, 5678))
+    grant = pickle.loads(pickle.dumps(server.grant(7, 1234, 5678)))  # as it travels inside a partition
+    got = pa.Table.from_batches(fetch(grant, 7, 1234, 5678))
     assert got.equals(TABLE.slice(1234, 5678 - 1234))
 
 
@@ -49,16 +49,16 @@ def test_a_wrong_credential_gets_nothing(server):
         assert answer == b""  # closed without an answer
 
 
-def test_address_repr_hides_the_credential(server):
+def test_a_grants_repr_hides_the_credential(server):
     granted = server.grant(7, 0, 10)
     assert granted.secret.hex() not in repr(granted)
 
 
 def test_fetch_from_a_closed_server_says_it_cannot_connect(server):
-    address = server.grant(7, 0, 1)
+    grant = server.grant(7, 0, 1)
     server.close()
     with pytest.raises(FetchError, match="cannot connect"):
-        fetch(address, 7, 0, 1, connect_timeout=2)
+        fetch(grant, 7, 0, 1, connect_timeout=2)
 
 
 def test_try_bulk_converts_clean_plain_elements_and_declines_the_rest():
