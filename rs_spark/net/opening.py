@@ -189,9 +189,10 @@ class StreamOpener:
         pub = o.endpoint.target
         out: OutboundStream
         if ResumeService.session_of(o.conn) is not None:
-            out = kept = self._resume.open_stream(o.conn, o.sid, o.codec, o.where, o.address, o.name)
+            kept = self._resume.open_stream(o.conn, o.sid, o.codec, o.where, o.address, o.name)
             if callable(getattr(pub, "on_commit", None)):
                 kept.committable = pub
+            out = kept.outbound
         else:
             out = OutboundStream(o.codec, o.where, address=o.address)
         register(o.conn, out, o.sid)
