@@ -64,7 +64,7 @@ class OutboundStream:
         self._frames = StreamFrames()  # its stream id, and the route of a channel not opened yet
         self._sub: Subscription | None = None
         self._pump = CreditPump(rows=self._arrow is not None)
-        self._log = queue if queue is not None else SendQueue(split=split_batch if self._arrow else None)
+        self._queue = queue if queue is not None else SendQueue(split=split_batch if self._arrow else None)
         self._executor = executor
         self._states = states
         self._state = states.start  # assigned only by move_locked
@@ -142,7 +142,7 @@ class OutboundStream:
                     self._send_ready_locked()
                 except (TypeError, ValueError, F.FrameError) as exc:
                     unencodable = exc
-                more = self._state.on_connection and self._pump.wants_more(self._log.unsent)
+                more = self._state.on_connection and self._pump.wants_more(self._queue.unsent)
         if overflow:
             self._publisher_broke("1.1", "the publisher signalled more on_next than were requested")
         elif unencodable is not None:
@@ -156,20 +156,20 @@ class OutboundStream:
     def _append_locked(self, item: Any) -> None:
         """Queue ``item``: record batches as they are (cut when sent), others encoded. A stream
         that keeps nothing sends an element at once when credit allows and nothing waits."""
-        log = self._log
+        queue = self._queue
         if self._arrow is not None:
             pieces = self._arrow.pieces(item)
             self._pump.sized(sum(p.num_rows for p in pieces))
             for p in pieces:
-                log.append(p, p.num_rows, p.nbytes)
+                queue.append(p, p.num_rows, p.nbytes)
             return
         data = item.buffers if isinstance(item, Encoded) else self._codec.encode(item)
-        if not log.keeps and not log.unsent and self._pump.credit > 0 and self._state.on_connection:
+        if not queue.keeps and not queue.unsent and self._pump.credit > 0 and self._state.on_connection:
             self._conn.send(self._frames.payload(data))  # the fast path: no queueing
-            log.pass_through(1)
+            queue.pass_through(1)
             self._pump.spend(1)
             return
-        log.append(data, 1, sum(len(b) for b in data))
+        queue.append(data, 1, sum(len(b) for b in data))
 
     def on_error(self, error: BaseException) -> None:
         self._upstream_ended(error if error is not None else TypeError("on_error(None) is illegal (rule 2.13)"))
@@ -242,7 +242,7 @@ class OutboundStream:
     @property
     def sent(self) -> int:
         """Elements (rows for arrow) sent: the stream position of the next one."""
-        return self._log.cursor
+        return self._queue.cursor
 
     def stats(self) -> OutboundStreamStats:
         """What the stream holds and has done."""
@@ -274,14 +274,14 @@ class OutboundStream:
 
     def stats_fields_locked(self) -> dict[str, Any]:
         """The fields of :class:`OutboundStreamStats` now (a keeper adds its own)."""
-        log = self._log
+        queue = self._queue
         return {
             "state": self._state.shown,
             "attaches": self.attaches,
-            "sent_position": log.cursor,
-            "end_position": log.end,
-            "held_records": log.records,
-            "held_bytes": log.bytes,
+            "sent_position": queue.cursor,
+            "end_position": queue.end,
+            "held_records": queue.records,
+            "held_bytes": queue.bytes,
             "released_records": self.released,
             "after_end": self.after_end,
         }
@@ -317,7 +317,7 @@ class OutboundStream:
                 self._send_ready_locked()
             except (TypeError, ValueError, F.FrameError) as exc:
                 failure = str(exc)
-            k = 0 if failure is not None or self._log.unsent else self._next_ask_locked()
+            k = 0 if failure is not None or self._queue.unsent else self._next_ask_locked()
             s = self._sub
             if k > 0:
                 self._pump.requesting = True
@@ -334,7 +334,7 @@ class OutboundStream:
         """How many elements to request from the local publisher now (0: none)."""
         if self._sub is None or self._state.publisher_ended:
             return 0
-        k = self._pump.want(self._log.room, empty=self._log.records == 0)
+        k = self._pump.want(self._queue.room, empty=self._queue.records == 0)
         if k > 0 and self._conn.wait_drain(self._frames.sid, self.schedule_pump):
             return 0  # the socket is behind: resume when the writer has drained
         if k > 0:
@@ -348,20 +348,20 @@ class OutboundStream:
         conn, keeper = self._conn, self._keeper
         if keeper is None or not keeper.send_rows(conn, self._pump):
             self._send_rows_locked(conn)
-        if not self._log.unsent and self._state.sends_end:
+        if not self._queue.unsent and self._state.sends_end:
             self._send_terminal_locked()
 
     def _send_rows_locked(self, conn: Any) -> None:
         """Send queued rows as PAYLOAD frames, as far as credit allows."""
-        log, pump = self._log, self._pump
+        queue, pump = self._queue, self._pump
         while pump.credit > 0:
-            item = log.peek()
+            item = queue.peek()
             if item is None:
                 break
             max_rows = 1
             if self._arrow is not None:
                 max_rows = min(pump.credit, self._arrow.rows_for_bytes(item, conn.limits.max_frame_bytes - 1024))
-            got = log.next_to_send(max_rows)
+            got = queue.next_to_send(max_rows)
             assert got is not None, "the queue had an entry a moment ago, under the same lock"
             data, rows = got
             conn.send(self._frames.payload(self._arrow.encode(data) if self._arrow is not None else data))
@@ -395,7 +395,7 @@ class OutboundStream:
             if not self.move_locked(Event.END):
                 return
             conn = self._conn
-            self.released = self._log.clear()
+            self.released = self._queue.clear()
         if conn is not None:
             conn.remove_stream(self._frames.sid)
         self.error = error

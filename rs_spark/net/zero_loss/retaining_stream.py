@@ -2,11 +2,13 @@
 
 A :class:`RetainingStream` is built around an :class:`~rs_spark.net.protocol.outbound.OutboundStream`
 (its ``outbound``, what the connection routes frames to and the publisher subscribes to): it gives
-it a :class:`~.retention.RetainedLog` as its queue, its own executor, the state table of
-:mod:`.retaining_states`, and itself as the stream's :class:`~rs_spark.net.protocol.keeper.Keeper`.
-When its connection drops it is not cancelled: it is
-*detached*, keeps what its publisher still sends within the demand already issued, asks for
-nothing more, and waits for its reader to resume at any kept position; the registry
+it the queue of a :class:`~.retention.RetainedLog`, its own executor, the state table of
+:mod:`.retaining_states`, and itself as the stream's :class:`~rs_spark.net.protocol.keeper.Keeper`;
+it acts on the stream only through its public calls, under the stream's lock.
+
+When its connection drops it is not cancelled: it is *detached*, keeps what its publisher still
+sends within the demand already issued, asks for nothing more, and waits for its reader to resume
+at any kept position; the registry
 (:mod:`.resume_server`) expires it after its window. Its publisher calls (``request``, ``cancel``,
 ``on_commit``) run on the stream's own serial executor, which outlives connections.
 
@@ -85,7 +87,7 @@ class RetainingStream:
             where,
             on_end=on_end,
             address=address,
-            queue=self._kept,
+            queue=self._kept.queue,
             executor=SerialExecutor(f"rs-net-stream {where}"),  # the publisher's calls outlive any one connection
             states=RETAINING,
             keeper=self,
@@ -174,7 +176,7 @@ class RetainingStream:
         """The resume window ended without a reader: cancel the publisher; returns the rows lost."""
         with self._lock:
             if not self.outbound.state.ended:
-                self.lost = self._kept.records
+                self.lost = self._kept.queue.records
         self.outbound.cancel_with(NetError(f"{self._where}: {why}", self._address, self._where))
         return self.lost
 
@@ -216,7 +218,7 @@ class RetainingStream:
         end (it was sent; or the stream is detached, so a reader acknowledging on another
         connection made every row durable)."""
         ended = self.state in (RetainingState.FINISHING, RetainingState.DETACHED_ENDING)
-        return ended and self._acked >= self._kept.end
+        return ended and self._acked >= self._kept.queue.end
 
     def _commit_upstream(self, position: int) -> None:
         for target in (self.outbound.subscription, self.committable):
@@ -230,7 +232,7 @@ class RetainingStream:
 
     def ends_when_sent(self) -> bool:
         """*Keeper*: over once its end was sent only when every row is acknowledged."""
-        return self._acked >= self._kept.end
+        return self._acked >= self._kept.queue.end
 
     def retention_counts(self) -> dict[str, int]:
         """What the reader is told after an acknowledgement (and, positions only, when rows become available)."""
@@ -239,11 +241,11 @@ class RetainingStream:
 
     def _counts_locked(self) -> dict[str, int]:
         return {  # a dict: a wire format (the METADATA_PUSH answer's JSON), not introspection
-            "retainedRecords": self._kept.records,
-            "retainedBytes": self._kept.bytes,
+            "retainedRecords": self._kept.queue.records,
+            "retainedBytes": self._kept.queue.bytes,
             "ackedPosition": self._acked,
             "resentRecords": self.resent,
-            "endPosition": self._kept.cursor,
+            "endPosition": self._kept.queue.cursor,
         }
 
     def stats(self) -> RetainingStreamStats:
@@ -251,7 +253,7 @@ class RetainingStream:
         with self._lock:
             return RetainingStreamStats(
                 **self.outbound.stats_fields_locked(),
-                first_position=self._kept.first,
+                first_position=self._kept.queue.first,
                 acked_position=self._acked,
                 resumes=self.resumes,
                 resent_records=self.resent,
@@ -264,7 +266,7 @@ class RetainingStream:
         tell the reader how far they now go; rows go as PAYLOAD frames otherwise."""
         if self._delivery is Delivery.ROWS:
             return False
-        log = self._kept
+        log = self._kept.queue
         before = log.cursor
         while pump.credit > 0:
             got = log.next_to_send(pump.credit if self._arrow is not None else 1)
