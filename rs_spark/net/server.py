@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..streams.types import Publisher, Subscriber
-from .opening import Endpoint, Endpoints, StreamOpener
 from .protocol import frames as F
 from .protocol.accepting import Acceptor, bind_address, check_setup
 from .protocol.budget import OutboundBudget
 from .protocol.connection import Connection
 from .protocol.conventions import ChannelData
+from .protocol.endpoints import Endpoint, Endpoints
 from .protocol.limits import Limits
+from .protocol.opening import StreamOpener
 from .zero_loss.resume_server import ResumeService, ResumeServiceStats, StreamStats, fields_of
 from .zero_loss.retention import Retention
 
@@ -79,7 +80,7 @@ class Server:
             self.limits.max_frame_bytes,
             token=token,
         )
-        self._opener = StreamOpener(self._endpoints, self._resume, token, self.channel_data, self.address_of, addr.base)
+        self._opener = StreamOpener(self._endpoints, self._resume, self.channel_data, self.address_of, addr.base)
         self._acceptor.start(self)
 
     # -- endpoints ----------------------------------------------------------------------

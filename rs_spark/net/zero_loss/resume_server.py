@@ -25,10 +25,12 @@ from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection
 from ..protocol.errors import Rejected, ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
+from ..protocol.outbound import OutboundStream
 from .resume import (
     STREAM_ID,
     UNKNOWN_STREAM,
     ResumeRequest,
+    fetch_of,
     parse_push,
     resume_token,
     retention_metadata,
@@ -211,6 +213,19 @@ class ResumeService:
 
         return ended
 
+    def kept_stream(
+        self, conn: Connection, sid: int, codec: Codec, where: str, address: str, name: str, publisher: Any
+    ) -> OutboundStream | None:
+        """*KeptStreams*: the stream a request for ``publisher`` opens on a connection whose SETUP
+        asked for resumption (its publisher told of acknowledgements when it takes ``on_commit``);
+        None on any other connection."""
+        if self.session_of(conn) is None:
+            return None
+        kept = self.open_stream(conn, sid, codec, where, address, name)
+        if callable(getattr(publisher, "on_commit", None)):
+            kept.committable = publisher
+        return kept.outbound
+
     # -- RESUME ----------------------------------------------------------------------------
     def on_resume(self, conn: Connection, f: F.Frame) -> None:
         """A connection whose first frame is RESUME: re-attach the stream, answer RESUME_OK."""
@@ -243,6 +258,20 @@ class ResumeService:
         conn.reply(F.encode_metadata_push(window_metadata(session.window)))  # both answer the peer's RESUME
 
     # -- fetches -----------------------------------------------------------------------------
+    def fetched(self, conn: Connection, f: F.Frame, name: str) -> list[Any] | None:
+        """*KeptStreams*: the kept rows a request for endpoint ``name`` asks for with a fetch entry
+        (:func:`.resume.fetch_of`); None when it has none."""
+        if conn.metadata_mime != COMPOSITE or f.metadata is None:
+            return None
+        try:
+            fetch = fetch_of(parse_composite(bytes(f.metadata)))
+        except MetadataError as exc:
+            raise Rejected(F.INVALID, f"unreadable fetch metadata: {exc}") from None
+        if fetch is None:
+            return None
+        key, lo, hi = fetch
+        return self.read_range(resume_token(self._token, key), name, conn.data_mime, lo, hi)
+
     def read_range(self, token: bytes, endpoint: str, data_mime: str, lo: int, hi: int) -> list[Any]:
         """The kept rows ``[lo, hi)`` of the stream of ``token`` for a fetch request."""
         session = self.sessions.find(token) or self._from_spill(token)
