@@ -41,7 +41,7 @@ from .spill import Spill
 
 
 class Delivery(enum.Enum):
-    """What a kept stream sends its reader (fixed when the stream opens)."""
+    """What a retaining stream sends its reader (fixed when the stream opens)."""
 
     ROWS = "rows"  # the rows themselves, as PAYLOAD frames
     POSITIONS = "positions"  # how far the rows go (METADATA_PUSH); the reader fetches them by position
@@ -61,8 +61,8 @@ class RetainingStreamStats(OutboundStreamStats):
 
 
 class RetainingStream:
-    """An outbound stream that keeps its rows until the reader acknowledges them, and survives
-    its connection (see the module)."""
+    """A served stream that keeps its rows until the reader acknowledges them and survives its
+    connection: its ``outbound`` is what the connection and the publisher see (see the module)."""
 
     def __init__(
         self,
@@ -108,6 +108,7 @@ class RetainingStream:
 
     @property
     def state(self) -> RetainingState:
+        """Its one state (its outbound stream's, moved by :data:`.retaining_states.RETAINING`)."""
         state = self.outbound.state
         assert isinstance(state, RetainingState), "the stream moves through RETAINING only"
         return state
