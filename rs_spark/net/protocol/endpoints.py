@@ -20,6 +20,19 @@ class Endpoint:
         self.target = target
         self.used = False
 
+    @classmethod
+    def of(cls, kind: str, name: str, target: Any) -> Endpoint:
+        """``target`` served as ``name``, or TypeError naming what a ``kind`` needs."""
+        if kind == "publisher" and (target is None or not hasattr(target, "subscribe")):
+            need = "a Publisher (an object with subscribe())"
+        elif kind == "subscriber" and (target is None or not (hasattr(target, "on_subscribe") or callable(target))):
+            need = "a Subscriber or a factory of Subscribers"
+        elif kind == "processor" and (not callable(target) or hasattr(target, "on_subscribe")):
+            need = "a factory (a callable returning a new Processor per channel)"
+        else:
+            return cls(kind, target)
+        raise TypeError(f"add_{kind}({name!r}, ...) needs {need}, got {type(target).__name__}")
+
 
 class Endpoints:
     """The endpoints a server serves, by name (thread-safe). ``base``: the server's address."""
