@@ -16,14 +16,14 @@ Two rooms:
 
 * :mod:`.protocol`, the general RSocket layer: frames, metadata and the SETUP token check; the
   transports (TCP, Unix sockets, TLS, WebSocket) and framing; the connection (multiplexing,
-  keepalive, limits) with its signal thread; accepting and dialling; a stream's two directions (:mod:`.protocol.bridge`
-  frames in, :mod:`.protocol.outbound` frames out), channels, codecs, errors, addresses;
+  keepalive, limits) with its signal thread; accepting and dialling; a server's endpoints and the
+  streams requests open; a stream's two directions (:mod:`.protocol.bridge` frames in,
+  :mod:`.protocol.outbound` frames out), channels, the remote Subscriber, codecs, errors, addresses;
 * :mod:`.zero_loss`, rows kept until acknowledged and what is built on them: retention, the
   spill to disk, resumption (wire conventions, server and client side) and the batch fetch of
   Spark's executors. It builds on the protocol; the protocol never imports it.
 
-:mod:`.server` (with :mod:`.opening`: endpoints by name, requests turned into streams) and
-:mod:`.client`, the API, compose both. Never imports pyspark.
+:mod:`.server` and :mod:`.client`, the API, compose both. Never imports pyspark.
 """
 
 from typing import TYPE_CHECKING

@@ -1,10 +1,10 @@
 """Reach served Publishers and Subscribers: :func:`connect`, :func:`connect_subscriber`, :class:`Client`.
 
-Why this module is longer than the wiring around it (about 390 lines): it is the client's API in
-one place: the :class:`Client` (one connection, opened lazily) and the two faces it hands out (the
-remote Publisher and Subscriber) with the ``connect*`` functions that make them. Dialling and the
-client's :class:`Options` are the protocol's (:mod:`.protocol.dialling`); the processor and the
-resumable publisher live with their protocols (:mod:`.protocol.channel`, :mod:`.zero_loss`).
+The client's API in one place: the :class:`Client` (one connection, opened lazily), the remote
+Publisher it hands out, and the ``connect*`` functions. Dialling and the client's :class:`Options`
+are the protocol's (:mod:`.protocol.dialling`); the remote Subscriber and Processor live with their
+protocols (:mod:`.protocol.remote_subscriber`, :mod:`.protocol.channel`: both see the Client as a
+:class:`~.protocol.channel.ChannelClient`), the resumable publisher in :mod:`.zero_loss`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..streams.drain import check_subscriber, subscribe_with
 from ..streams.pipeline import PublisherBase
-from ..streams.types import Subscriber, Subscription
+from ..streams.types import Subscriber
 from .protocol import frames as F
 from .protocol.address import parse
 from .protocol.bridge import InboundSubscription
@@ -26,7 +26,7 @@ from .protocol.conventions import ChannelOpen
 from .protocol.dialling import Dialler, Options
 from .protocol.errors import NetError
 from .protocol.metadata import request_metadata
-from .protocol.outbound import OutboundStream
+from .protocol.remote_subscriber import RemoteSubscriber
 from .protocol.worker import in_background
 from .zero_loss.resume import ResumeRequest
 
@@ -240,95 +240,6 @@ class RemotePublisher(PublisherBase[Any]):
 
     def __repr__(self) -> str:
         return f"<RemotePublisher {self.address}>"
-
-
-class RemoteSubscriber:
-    """A Subscriber served by another process: subscribe it to a local Publisher and the
-    elements flow over a request-channel, at the pace the remote subscriber requests.
-
-    It may be subscribed once (rule 2.12); ``wait(timeout)`` blocks until the stream ended and
-    raises what ended it abnormally (remote cancel is normal; a connection loss is not).
-    """
-
-    def __init__(
-        self, client: Client, name: str | None, own: bool, channel_open: str | ChannelOpen = ChannelOpen.FIRST_ELEMENT
-    ) -> None:
-        self._client = client
-        self._name = name
-        self._own = own
-        self._where = client.where("subscriber", name)
-        self._open = ChannelOpen.of(channel_open, self._where)
-        self._stream = OutboundStream(
-            make_codec(client.codec_name), self._where, address=self.address, on_end=self._ended
-        )
-        self._lock = threading.Lock()
-        self._subscribed = False
-
-    @property
-    def address(self) -> str:
-        """The endpoint's address (without the token)."""
-        return self._client.address_of(self._name)
-
-    def _ended(self, error: BaseException | None) -> None:
-        if self._own:
-            self._client.close()
-
-    def on_subscribe(self, subscription: Subscription) -> None:
-        if subscription is None:
-            raise TypeError("on_subscribe(None) is illegal (rule 2.13)")
-        with self._lock:
-            dup, self._subscribed = self._subscribed, True
-        if dup:
-            subscription.cancel()  # rule 2.5
-            return
-        self._stream.on_subscribe(subscription)
-        stream = self._stream
-
-        def open_stream() -> None:
-            try:
-                conn = self._client.connection()
-                sid = conn.add_stream(stream)
-            except NetError as exc:
-                stream.fail(exc)
-                return
-            meta = request_metadata(conn.metadata_mime, self._name)
-            if self._open is ChannelOpen.FIRST_ELEMENT:  # the first element opens the channel
-                stream.attach(conn, sid, opening=(meta, 1))
-                return
-            # The REQUEST_CHANNEL frame names the endpoint and carries no element: the remote
-            # subscriber asks for elements with REQUEST_N.
-            conn.send(F.encode_request(F.REQUEST_CHANNEL, sid, 1, metadata=meta))
-            stream.attach(conn, sid)
-
-        in_background(open_stream, f"rs-net-connect {self._where}")
-
-    def on_next(self, item: Any) -> None:
-        self._stream.on_next(item)
-
-    def on_error(self, error: BaseException) -> None:
-        if error is None:
-            raise TypeError("on_error(None) is illegal (rule 2.13)")
-        self._stream.on_error(error)
-
-    def on_complete(self) -> None:
-        self._stream.on_complete()
-
-    @property
-    def done(self) -> bool:
-        """Whether the stream ended (completed, failed or cancelled)."""
-        return self._stream.done.is_set()
-
-    def wait(self, timeout: float | None = None) -> None:
-        """Block until the stream ends; raise the error that ended it (None: completed or cancelled)."""
-        if not self._stream.done.wait(timeout):
-            raise TimeoutError(f"{self._where}: the stream did not end within {timeout} s")
-        err = self._stream.error
-        # The local publisher's own error was forwarded to the remote subscriber: not a failure of the channel.
-        if err is not None and err is not self._stream.upstream_error:
-            raise err
-
-    def __repr__(self) -> str:
-        return f"<RemoteSubscriber {self.address}>"
 
 
 def _rebuild_publisher(address: str, opts: dict) -> RemotePublisher:

@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..streams.types import Publisher, Subscriber
-from .opening import Endpoint, Endpoints, StreamOpener
 from .protocol import frames as F
 from .protocol.accepting import Acceptor, bind_address, check_setup
 from .protocol.budget import OutboundBudget
 from .protocol.connection import Connection
 from .protocol.conventions import ChannelData
+from .protocol.endpoints import Endpoint, Endpoints
 from .protocol.limits import Limits
+from .protocol.opening import StreamOpener
 from .zero_loss.resume_server import ResumeService, ResumeServiceStats, StreamStats, fields_of
 from .zero_loss.retention import Retention
 
@@ -79,39 +80,24 @@ class Server:
             self.limits.max_frame_bytes,
             token=token,
         )
-        self._opener = StreamOpener(self._endpoints, self._resume, token, self.channel_data, self.address_of, addr.base)
+        self._opener = StreamOpener(self._endpoints, self._resume, self.channel_data, self.address_of, addr.base)
         self._acceptor.start(self)
 
     # -- endpoints ----------------------------------------------------------------------
     def add_publisher(self, name: str, publisher: Publisher[Any]) -> str:
         """Serve ``publisher`` as ``name``; each request-stream subscribes it once. Returns its address."""
-        if publisher is None or not hasattr(publisher, "subscribe"):
-            raise TypeError(
-                f"add_publisher({name!r}, ...) needs a Publisher (an object with subscribe()), "
-                f"got {type(publisher).__name__}"
-            )
-        return self._add(name, Endpoint("publisher", publisher))
+        return self._add(name, Endpoint.of("publisher", name, publisher))
 
     def add_subscriber(self, name: str, subscriber: Subscriber[Any] | SubscriberFactory) -> str:
         """Serve a Subscriber as ``name``: an instance accepts one channel (rule 2.12), a factory
         (a callable returning a new Subscriber) one per channel. Returns its address."""
-        if subscriber is None or not (hasattr(subscriber, "on_subscribe") or callable(subscriber)):
-            raise TypeError(
-                f"add_subscriber({name!r}, ...) needs a Subscriber or a factory of Subscribers, "
-                f"got {type(subscriber).__name__}"
-            )
-        return self._add(name, Endpoint("subscriber", subscriber))
+        return self._add(name, Endpoint.of("subscriber", name, subscriber))
 
     def add_processor(self, name: str, factory: Callable[[], Any]) -> str:
         """Serve a two-way channel as ``name``: each request-channel gets a new Processor from
         ``factory``; its Subscriber side reads the client's elements, its Publisher side answers
         (:func:`rs_spark.net.connect_processor`). Returns its address."""
-        if not callable(factory) or hasattr(factory, "on_subscribe"):
-            raise TypeError(
-                f"add_processor({name!r}, ...) needs a factory (a callable returning a new Processor "
-                f"per channel), got {type(factory).__name__}"
-            )
-        return self._add(name, Endpoint("processor", factory))
+        return self._add(name, Endpoint.of("processor", name, factory))
 
     def remove(self, name: str) -> None:
         """Stop offering ``name`` to new streams (open streams continue)."""

@@ -1,4 +1,4 @@
-"""The parts an outbound stream is made of: its credit pump, its one state, its stats record."""
+"""The parts an outbound stream is made of: its credit pump and its stats record (its states: test_stream_states.py)."""
 
 import dataclasses
 
@@ -7,9 +7,10 @@ import pytest
 from rs_spark.net.protocol.codecs import make_codec
 from rs_spark.net.protocol.credit import ARROW_ASK, CHUNK, CreditPump
 from rs_spark.net.protocol.outbound import OutboundStream
-from rs_spark.net.protocol.stream_state import OutboundStreamStats, State
-from rs_spark.net.zero_loss.kept_stream import KeptStream, KeptStreamStats
+from rs_spark.net.protocol.stream_state import OutboundStreamStats
 from rs_spark.net.zero_loss.resume_server import StreamStats, fields_of
+from rs_spark.net.zero_loss.retaining_states import RetainingState
+from rs_spark.net.zero_loss.retaining_stream import RetainingStream, RetainingStreamStats
 from rs_spark.net.zero_loss.retention import Retention
 from rs_spark.streams.demand import MAX_DEMAND
 
@@ -68,22 +69,17 @@ def test_one_drain_is_queued_at_a_time_and_a_running_drain_lets_the_next_queue()
     assert p.claim()
 
 
-def test_a_state_shows_as_server_stats_documents_it():
-    assert {s.shown for s in State} == {"attached", "detached", "ended"}
-    assert [s for s in State if s.on_connection] == [State.ATTACHED, State.RESUMED, State.FINISHING]
-
-
-def test_stats_are_frozen_records_and_a_kept_streams_show_the_documented_keys():
+def test_stats_are_frozen_records_and_a_retaining_streams_show_the_documented_keys():
     plain = OutboundStream(make_codec("json"), "test stream")
     s = plain.stats()
     assert isinstance(s, OutboundStreamStats)
     assert (s.state, s.held_records, s.sent_position) == ("attached", 0, 0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.state = "ended"  # type: ignore[misc]
-    kept = KeptStream(make_codec("json"), "test kept stream", Retention())
+    kept = RetainingStream(make_codec("json"), "test kept stream", Retention())
     try:
         k = kept.stats()
-        assert isinstance(k, KeptStreamStats) and isinstance(k, OutboundStreamStats)
+        assert isinstance(k, RetainingStreamStats) and isinstance(k, OutboundStreamStats)
         shown = StreamStats(**fields_of(k), endpoint="e", window=1.0)
         assert set(shown.as_dict()) == {
             "endpoint", "window", "retainedRecords", "retainedBytes", "firstPosition", "sentPosition", "endPosition",
@@ -95,7 +91,7 @@ def test_stats_are_frozen_records_and_a_kept_streams_show_the_documented_keys():
     assert kept.ended
 
 
-def test_a_detached_kept_stream_whose_publisher_ended_ends_once_every_row_is_acknowledged():
+def test_a_detached_retaining_stream_whose_publisher_ended_ends_once_every_row_is_acknowledged():
     """No reader waits for its end (its connection closed), so the acknowledgement of its last row
     (from a reader on another connection) is all it waits for; while its publisher still runs it
     stays, however much is acknowledged."""
@@ -103,14 +99,14 @@ def test_a_detached_kept_stream_whose_publisher_ended_ends_once_every_row_is_ack
     from tests.waits import wait_until
 
     def detached(publisher):
-        kept = KeptStream(make_codec("json"), "test kept stream", Retention())
+        kept = RetainingStream(make_codec("json"), "test kept stream", Retention())
         kept.preload([(0, 1, b"0"), (1, 1, b"1")], 0)  # as read back from a spill: detached, two rows kept
         kept.subscribe_upstream(publisher)
         return kept
 
     running = detached(rs.range_(10))  # never asked (no reader): it does not end
     try:
-        assert running.acknowledge(2) == 2 and running.state is State.DETACHED
+        assert running.acknowledge(2) == 2 and running.state is RetainingState.DETACHED
     finally:
         running.expire("the test is over")
     ended = detached(rs.empty())

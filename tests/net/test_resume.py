@@ -570,7 +570,7 @@ class _WireReader:
 
 
 def test_a_finished_stream_is_kept_until_its_last_row_is_acknowledged_then_ends(serve):
-    """The stream sent its rows and its end (State.FINISHING, shown as attached): it keeps them
+    """The stream sent its rows and its end (RetainingState.FINISHING, shown as attached): it keeps them
     until the reader acknowledges the last one, then it ends and the server forgets it."""
     server = serve(rs.range_(5))
     r = _WireReader(server, new_key())
@@ -632,7 +632,7 @@ def test_a_reader_that_cancels_after_the_end_closes_its_connection_at_once(serve
 
 
 def test_a_finished_stream_whose_reader_leaves_without_acknowledging_expires_after_its_window(serve):
-    """The stream sent its end (State.FINISHING) and waits for the last acknowledgements; its reader
+    """The stream sent its end (RetainingState.FINISHING) and waits for the last acknowledgements; its reader
     leaves without them: the stream hears its connection close and expires after the window, so it
     cannot keep its rows until the server stops."""
     server = serve(rs.range_(100), retention=Retention(window=0.3))

@@ -26,18 +26,18 @@ def _rows(item):
 def test_sent_rows_stay_until_acknowledged_then_are_freed():
     log = RetainedLog(Retention())
     for i in range(5):
-        log.append(f"e{i}", 1, 10)
-    got = [log.next_to_send(10) for _ in range(3)]
+        log.queue.append(f"e{i}", 1, 10)
+    got = [log.queue.next_to_send(10) for _ in range(3)]
     assert [g[0] for g in got] == ["e0", "e1", "e2"]
-    assert (log.first, log.cursor, log.end, log.records, log.bytes) == (0, 3, 5, 5, 50)
+    assert (log.queue.first, log.queue.cursor, log.queue.end, log.queue.records, log.queue.bytes) == (0, 3, 5, 5, 50)
     assert log.free_until(2) == 2
-    assert (log.first, log.records, log.bytes) == (2, 3, 30)
+    assert (log.queue.first, log.queue.records, log.queue.bytes) == (2, 3, 30)
     assert log.free_until(1) == 0  # an older acknowledgement changes nothing
 
 
 def test_an_acknowledgement_beyond_what_was_sent_is_refused():
     log = RetainedLog(Retention())
-    log.append("a", 1, 1)
+    log.queue.append("a", 1, 1)
     with pytest.raises(ResumeError, match="beyond the 0 rows this stream sent"):
         log.free_until(1)
 
@@ -52,32 +52,32 @@ def test_a_send_queue_forgets_what_it_sent():
 
 def test_record_batches_are_cut_to_the_credit_and_acknowledged_inside_a_batch():
     log = RetainedLog(Retention(), split=_split)
-    log.append(_batch(0, 10), 10, _batch(0, 10).nbytes)
-    item, rows = log.next_to_send(4)
+    log.queue.append(_batch(0, 10), 10, _batch(0, 10).nbytes)
+    item, rows = log.queue.next_to_send(4)
     assert (_rows(item), rows) == ([0, 1, 2, 3], 4)
-    item, rows = log.next_to_send(100)
+    item, rows = log.queue.next_to_send(100)
     assert (_rows(item), rows) == (list(range(4, 10)), 6)
     assert log.free_until(7) == 7
-    assert log.records == 3 and log.first == 7
+    assert log.queue.records == 3 and log.queue.first == 7
 
 
 def test_resume_sends_again_from_the_position_and_keeps_what_is_not_acknowledged():
     log = RetainedLog(Retention(), split=_split)
-    log.append(_batch(0, 10), 10, 80)
-    log.next_to_send(10)
+    log.queue.append(_batch(0, 10), 10, 80)
+    log.queue.next_to_send(10)
     log.free_until(3)
     assert log.rewind(5) == 5  # rows 5..9 go again; 3..4 stay kept until acknowledged
-    item, rows = log.next_to_send(100)
+    item, rows = log.queue.next_to_send(100)
     assert _rows(item) == [5, 6, 7, 8, 9]
-    assert log.first == 3 and log.records == 7
+    assert log.queue.first == 3 and log.queue.records == 7
     assert log.rewind(3) == 7
 
 
 def test_resume_before_the_first_kept_row_says_what_is_kept():
     log = RetainedLog(Retention())
     for i in range(4):
-        log.append(i, 1, 1)
-        log.next_to_send(1)
+        log.queue.append(i, 1, 1)
+        log.queue.next_to_send(1)
     log.free_until(2)
     with pytest.raises(ResumeError, match=r"rows sent and kept are \[2, 4\) \(earlier rows were acknowledged"):
         log.rewind(1)
@@ -87,10 +87,10 @@ def test_resume_before_the_first_kept_row_says_what_is_kept():
 
 def test_room_counts_rows_asked_and_bytes():
     log = RetainedLog(Retention(max_records=3, max_bytes=100))
-    log.append("a", 1, 10)
-    assert log.room(1) == 1 and log.room(2) == 0
-    log.append("b", 1, 95)
-    assert log.room(0) == 0  # bytes at the bound
+    log.queue.append("a", 1, 10)
+    assert log.queue.room(1) == 1 and log.queue.room(2) == 0
+    log.queue.append("b", 1, 95)
+    assert log.queue.room(0) == 0  # bytes at the bound
 
 
 @settings(max_examples=300, deadline=None)
@@ -103,21 +103,21 @@ def test_the_log_always_holds_exactly_the_rows_from_the_last_acknowledgement(ops
     sent_order: list[int] = []
     for op, k in ops:
         if op == "append":
-            log.append(_batch(appended, appended + k), k, 8 * k)
+            log.queue.append(_batch(appended, appended + k), k, 8 * k)
             appended += k
         elif op == "send":
-            got = log.next_to_send(k)
+            got = log.queue.next_to_send(k)
             if got is not None:
                 sent_order.extend(_rows(got[0]))
         elif op == "ack":
-            target = min(log.cursor, acked + k)
+            target = min(log.queue.cursor, acked + k)
             log.free_until(target)
             acked = max(acked, target)
         else:
-            target = min(log.cursor, acked + k // 2)
+            target = min(log.queue.cursor, acked + k // 2)
             log.rewind(target)
             sent_order = [r for r in sent_order if r < target]
-        assert log.records == appended - acked
-        assert log.first == acked and log.end == appended
+        assert log.queue.records == appended - acked
+        assert log.queue.first == acked and log.queue.end == appended
         assert sent_order == list(range(len(sent_order)))
-        assert log.bytes == 8 * (appended - acked)
+        assert log.queue.bytes == 8 * (appended - acked)

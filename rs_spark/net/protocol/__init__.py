@@ -1,18 +1,21 @@
-"""The RSocket layer: general; of resumption it holds only what the wire and a stream's states need.
+"""The RSocket layer: general; of resumption it holds only the wire's frames and the typed seams a
+resumable stream plugs into.
 
 Frames and their codec, metadata and the SETUP token check; the transports (TCP, Unix sockets,
 TLS, WebSocket) and length-prefixed framing; the multiplexed :mod:`.connection` with its signal
 thread and outbound budget; :mod:`.accepting` (the server's accept loop, wrapping and SETUP checks)
 and :mod:`.dialling` (the client's connections); the two directions of a stream (:mod:`.bridge` frames in,
-:mod:`.outbound` frames out) and :mod:`.channel`, both at once; element codecs, the channel
-conventions, the errors and the address strings.
+:mod:`.outbound` frames out, its states in :mod:`.stream_state`) and :mod:`.channel`, both at once;
+element codecs, the channel conventions, the errors and the address strings.
 
 It never imports :mod:`rs_spark.net.zero_loss` (an import-linter contract checks it), where resumption
-lives; what it knows of it is the RESUME and RESUME_OK frames, the server handler's ``on_resume``, the
-client's ``Connection.on_resumed``, and an outbound stream's resume-only states (``State.RESUMED``,
-``DETACHED``, ``FINISHING``), which a stream that keeps its rows until acknowledged
-(:class:`rs_spark.net.zero_loss.kept_stream.KeptStream`, a subclass of :class:`.outbound.OutboundStream`)
-moves through.
+lives; what it knows of it is the RESUME and RESUME_OK frames (the server handler's ``on_resume``, the
+client's ``Connection.on_resumed``) and three typed seams: :class:`.keeper.Keeper` (what an outbound
+stream asks the side that keeps its rows), :class:`.stream_state.StateTable` (a stream's states and
+moves, which a retaining stream brings its own of) and :class:`.resumption.Resumption` (what a
+connection holds for the stream it resumes). The zero-loss room's
+:class:`~rs_spark.net.zero_loss.retaining_stream.RetainingStream` is built around an
+:class:`.outbound.OutboundStream` through them.
 """
 
 from typing import TYPE_CHECKING

@@ -34,8 +34,9 @@ from .worker import in_background
 
 
 class ChannelClient(Protocol):
-    """What a :class:`RemoteProcessor` needs of its client (:class:`rs_spark.net.Client`, which
-    imports this module: the protocol layer names no module above it)."""
+    """What a :class:`RemoteProcessor` and a :class:`~.remote_subscriber.RemoteSubscriber` need of
+    their client (:class:`rs_spark.net.Client`, which imports them: the protocol layer names no
+    module above it)."""
 
     @property
     def codec_name(self) -> str: ...

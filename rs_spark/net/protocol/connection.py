@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from ...streams.errors import throw_if_fatal
 from . import frames as F
@@ -40,12 +40,12 @@ from .errors import ConnectionLost, NetError, ProtocolError, Refused, Rejected, 
 from .framing import IDLE, FrameReader, send_buffers
 from .limits import Limits
 from .metadata import MetadataError
+from .resumption import Resumption
 from .tls import Sock, TlsSocket, UnreadRecords
 from .worker import SerialExecutor
 from .write_queue import WriteQueue
 
 log = logging.getLogger("rs_spark.net")
-
 
 SETUP_MAX_BYTES = 64 * 1024
 """Largest frame a server reads before it has accepted a SETUP frame (token checked)."""
@@ -98,7 +98,7 @@ class Connection:
         self.lifetime = lifetime
         self.metadata_mime = ""
         self.data_mime = ""
-        self.endpoint: Any = None  # server: per-connection state set by the handler
+        self.resumption: Resumption | None = None  # server: the resumable stream's session, set by the handler
         self.on_push: Callable[[F.Frame], None] | None = None  # client: METADATA_PUSH from the server
         self.on_resumed: Callable[[int], None] | None = None  # client: RESUME_OK (its position)
         self._on_closed = on_closed

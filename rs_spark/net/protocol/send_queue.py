@@ -3,13 +3,16 @@
 Elements are numbered by row (a record batch counts its rows) from the stream's start; they wait
 in a :class:`SendQueue` until credit lets them go, and a record batch is cut to the credit. The
 queue is bounded in rows and bytes: at either bound the stream asks its publisher for nothing more.
-A plain queue forgets an element once it is sent; a stream that keeps its rows until the reader
-acknowledges them uses a subclass that does not (:class:`rs_spark.net.zero_loss.retention.RetainedLog`).
+A plain queue forgets an element once it is sent; one made with ``keep_sent`` keeps it until
+:meth:`SendQueue.release_until` and can send it again (:meth:`SendQueue.rewind`): the zero-loss
+room's :class:`~rs_spark.net.zero_loss.retention.RetainedLog` is built on one, and writes each
+element to disk first through ``on_append``.
 Not thread-safe: its stream serialises access under its own lock.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -47,13 +50,25 @@ def split_batch(batch: Any, rows: int) -> tuple[Any, Any]:
 
 class SendQueue:
     """Rows by position, oldest first: appended as they arrive, read from a cursor as credit
-    allows, forgotten once sent."""
+    allows, forgotten once sent (``keep_sent``: once released).
 
-    keeps = False  # whether sent rows stay (until acknowledged): see RetainedLog
+    ``on_append(position, rows, item)`` runs before an element is held; ``on_clear()`` before the
+    queue forgets everything (a queue kept on disk too writes and removes its files there)."""
 
     def __init__(
-        self, split: Splitter | None = None, start: int = 0, max_records: int = MAX_RECORDS, max_bytes: int = MAX_BYTES
+        self,
+        split: Splitter | None = None,
+        start: int = 0,
+        max_records: int = MAX_RECORDS,
+        max_bytes: int = MAX_BYTES,
+        *,
+        keep_sent: bool = False,
+        on_append: Callable[[int, int, Any], None] | None = None,
+        on_clear: Callable[[], None] | None = None,
     ) -> None:
+        self.keeps = keep_sent  # sent rows stay until released
+        self._on_append = on_append
+        self._on_clear = on_clear
         self._split = split
         self._max_records = max_records
         self._max_bytes = max_bytes
@@ -97,6 +112,8 @@ class SendQueue:
     def append(self, item: Any, rows: int, nbytes: int) -> int:
         """Hold ``item`` (``rows`` rows, about ``nbytes`` bytes); returns its first position."""
         pos = self._end
+        if self._on_append is not None:
+            self._on_append(pos, rows, item)
         self._entries.append(Entry(pos, rows, item, nbytes))
         self._end = pos + rows
         self.records += rows
@@ -144,20 +161,91 @@ class SendQueue:
 
     def _drop_sent(self) -> None:
         while self._sent_entries:
-            e = self._entries.popleft()
-            self._sent_entries -= 1
-            self.records -= e.rows
-            self.bytes -= e.nbytes
+            self._pop_first()
         self._first = self._cursor
 
     def clear(self) -> int:
         """Forget everything held (the stream ended or was cancelled); returns the rows dropped."""
+        if self._on_clear is not None:
+            self._on_clear()
         n = self.records
         self._entries.clear()
         self._sent_entries = 0
         self.records = self.bytes = 0
         self._first = self._cursor = self._end
         return n
+
+    # -- a queue that keeps what it sent (keep_sent) -----------------------------------------
+    def release_until(self, position: int) -> int:
+        """Forget the rows before ``position`` (``first`` <= it <= ``cursor``); returns how many."""
+        assert self._first <= position <= self._cursor, "only rows sent and kept"
+        freed = 0
+        entries = self._entries
+        while entries and entries[0].end <= position:
+            freed += self._pop_first()
+        if entries and entries[0].pos < position:  # released inside a record batch
+            freed += self._drop_head(position - entries[0].pos)
+        self._first = position
+        return freed
+
+    def _drop_head(self, rows: int) -> int:
+        """Forget the first ``rows`` rows of the first entry, a sent one; returns ``rows``."""
+        self._cut(0, rows)
+        self._sent_entries += 1  # both halves are sent
+        return self._pop_first()
+
+    def _pop_first(self) -> int:
+        """Forget the first entry, a sent one; returns its rows."""
+        e = self._entries.popleft()
+        self._sent_entries -= 1
+        self.records -= e.rows
+        self.bytes -= e.nbytes
+        return e.rows
+
+    def rewind(self, position: int) -> int:
+        """Send again from ``position`` (``first`` <= it <= ``cursor``); returns the rows that will
+        be sent again. Rows before it stay until released."""
+        assert self._first <= position <= self._cursor, "only rows sent and kept"
+        resend = self._cursor - position
+        i, entries = 0, self._entries
+        while i < len(entries) and entries[i].end <= position:
+            i += 1
+        if i < len(entries) and entries[i].pos < position:  # from inside a record batch
+            self._cut(i, position - entries[i].pos)
+            i += 1
+        self._sent_entries = i
+        self._cursor = position
+        return resend
+
+    def items(self, lo: int, hi: int) -> list[Any]:
+        """The items holding rows ``[lo, hi)`` of those sent (``first`` <= lo <= hi <= ``cursor``),
+        record batches cut to the range; the queue is unchanged."""
+        assert self._first <= lo <= hi <= self._cursor, "only rows sent and kept"
+        if self._split is None:  # one row per entry: the range is a run of entries
+            return [e.item for e in itertools.islice(self._entries, lo - self._first, hi - self._first)]
+        out: list[Any] = []
+        for e in self._entries:
+            if e.end <= lo:
+                continue
+            if e.pos >= hi:
+                break
+            a, b = max(lo, e.pos) - e.pos, min(hi, e.end) - e.pos
+            out.append(e.item if (a, b) == (0, e.rows) else self._split(self._split(e.item, a)[1], b - a)[0])
+        return out
+
+    def load(self, entries: list[tuple[int, int, Any, int]], start: int) -> None:
+        """Hold rows as sent (position, rows, item, bytes), from ``start``; only an empty queue.
+        An entry that begins before ``start`` is cut there."""
+        assert not self._entries, "only an empty queue"
+        self._first = self._end = self._cursor = start
+        for pos, rows, item, nbytes in entries:
+            self._entries.append(Entry(pos, rows, item, nbytes))
+            self.records += rows
+            self.bytes += nbytes
+            self._end = self._cursor = pos + rows
+        self._sent_entries = len(self._entries)
+        if self._entries and self._entries[0].pos < start:
+            self._drop_head(start - self._entries[0].pos)
 
 
 __all__ = ["SendQueue", "Entry", "Splitter", "split_batch", "MAX_RECORDS", "MAX_BYTES"]

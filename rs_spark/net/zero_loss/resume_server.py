@@ -2,7 +2,7 @@
 
 A :class:`ResumeService` belongs to a :class:`~rs_spark.net.Server`. It accepts a SETUP that asks
 for resumption (:mod:`.resume` describes the conventions), opens that connection's one stream
-as a :class:`~.kept_stream.KeptStream`, and keeps it in :class:`~.sessions.Sessions`
+as a :class:`~.retaining_stream.RetainingStream`, and keeps it in :class:`~.sessions.Sessions`
 by its token. It answers RESUME (re-attaches the stream to the new connection and sends its rows
 again from the position asked for) and the reader's acknowledgements (METADATA_PUSH). A stream
 whose connection dropped waits ``Retention.window`` seconds (or the shorter window its reader asked
@@ -25,17 +25,19 @@ from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection
 from ..protocol.errors import Rejected, ResumeRejected
 from ..protocol.metadata import COMPOSITE, MetadataError, parse_composite
-from .kept_stream import Delivery, KeptStream, KeptStreamStats
+from ..protocol.outbound import OutboundStream
 from .resume import (
     STREAM_ID,
     UNKNOWN_STREAM,
     ResumeRequest,
+    fetch_of,
     parse_push,
     resume_token,
     retention_metadata,
     stream_of,
     window_metadata,
 )
+from .retaining_stream import Delivery, RetainingStream, RetainingStreamStats
 from .retention import ResumeError, Retention
 from .sessions import Session, Sessions
 from .spill import Spill, SpilledStream, SpillError
@@ -50,7 +52,7 @@ Resolver = Callable[[str], Any]
 
 
 @dataclass(frozen=True, slots=True)
-class StreamStats(KeptStreamStats):
+class StreamStats(RetainingStreamStats):
     """One resumable stream a server keeps: where it is served, and what it keeps and has done."""
 
     # The endpoint it serves and how long (seconds) it waits for its reader once detached.
@@ -154,7 +156,7 @@ class ResumeService:
             "keepalive": conn.keepalive,
             "lifetime": conn.lifetime,
         }
-        conn.endpoint = Session(f.resume_token, w, setup, positions=request.deliver == "positions")
+        conn.resumption = Session(f.resume_token, w, setup, positions=request.deliver == "positions")
 
     @staticmethod
     def _setup_entries(f: F.Frame) -> list[tuple[str, bytes]]:
@@ -168,12 +170,12 @@ class ResumeService:
     # -- the stream ------------------------------------------------------------------------
     @staticmethod
     def session_of(conn: Connection) -> Session | None:
-        s = conn.endpoint
+        s = conn.resumption
         return s if isinstance(s, Session) else None
 
     def open_stream(
         self, conn: Connection, sid: int, codec: Codec, where: str, address: str, endpoint: str
-    ) -> KeptStream:
+    ) -> RetainingStream:
         """The retaining stream a resumable connection's REQUEST_STREAM opens."""
         session = self.session_of(conn)
         assert session is not None, "only on a connection whose SETUP asked for resumption"
@@ -187,7 +189,7 @@ class ResumeService:
         if self.retention.spill:
             meta = dict(session.setup, endpoint=endpoint, window=session.window, positions=session.positions)
             spill = Spill(self.retention.spill, session.token, meta)
-        out = KeptStream(
+        out = RetainingStream(
             codec,
             where,
             self.retention,
@@ -211,6 +213,19 @@ class ResumeService:
 
         return ended
 
+    def kept_stream(
+        self, conn: Connection, sid: int, codec: Codec, where: str, address: str, name: str, publisher: Any
+    ) -> OutboundStream | None:
+        """*KeptStreams*: the stream a request for ``publisher`` opens on a connection whose SETUP
+        asked for resumption (its publisher told of acknowledgements when it takes ``on_commit``);
+        None on any other connection."""
+        if self.session_of(conn) is None:
+            return None
+        kept = self.open_stream(conn, sid, codec, where, address, name)
+        if callable(getattr(publisher, "on_commit", None)):
+            kept.committable = publisher
+        return kept.outbound
+
     # -- RESUME ----------------------------------------------------------------------------
     def on_resume(self, conn: Connection, f: F.Frame) -> None:
         """A connection whose first frame is RESUME: re-attach the stream, answer RESUME_OK."""
@@ -231,9 +246,9 @@ class ResumeService:
         setup = session.setup
         conn.metadata_mime, conn.data_mime = setup["metadata_mime"], setup["data_mime"]
         conn.keepalive, conn.lifetime = setup["keepalive"], setup["lifetime"]
-        conn.endpoint = session
+        conn.resumption = session
         try:
-            conn.add_stream(session.stream, STREAM_ID)
+            conn.add_stream(session.stream.outbound, STREAM_ID)
             session.stream.resume(conn, STREAM_ID, f.position)
         except ResumeError as exc:
             conn.remove_stream(STREAM_ID)
@@ -243,6 +258,20 @@ class ResumeService:
         conn.reply(F.encode_metadata_push(window_metadata(session.window)))  # both answer the peer's RESUME
 
     # -- fetches -----------------------------------------------------------------------------
+    def fetched(self, conn: Connection, f: F.Frame, name: str) -> list[Any] | None:
+        """*KeptStreams*: the kept rows a request for endpoint ``name`` asks for with a fetch entry
+        (:func:`.resume.fetch_of`); None when it has none."""
+        if conn.metadata_mime != COMPOSITE or f.metadata is None:
+            return None
+        try:
+            fetch = fetch_of(parse_composite(bytes(f.metadata)))
+        except MetadataError as exc:
+            raise Rejected(F.INVALID, f"unreadable fetch metadata: {exc}") from None
+        if fetch is None:
+            return None
+        key, lo, hi = fetch
+        return self.read_range(resume_token(self._token, key), name, conn.data_mime, lo, hi)
+
     def read_range(self, token: bytes, endpoint: str, data_mime: str, lo: int, hi: int) -> list[Any]:
         """The kept rows ``[lo, hi)`` of the stream of ``token`` for a fetch request."""
         session = self.sessions.find(token) or self._from_spill(token)
@@ -293,7 +322,7 @@ class ResumeService:
         )
         codec = make_codec(meta["data_mime"])
         where = f"publisher '{meta['endpoint']}' at {self.where} (resumed from its spill)"
-        out = KeptStream(
+        out = RetainingStream(
             codec,
             where,
             self.retention,

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..protocol.errors import ResumeRejected
-from .kept_stream import KeptStream
+from .retaining_stream import RetainingStream
 
 log = logging.getLogger("rs_spark.net")
 
@@ -25,7 +25,7 @@ class Session:
         self.positions = positions  # rows are kept for fetching by position, not sent on the stream
         self.window = window
         self.setup = setup  # metadata_mime, data_mime, keepalive, lifetime of the first SETUP
-        self.stream: KeptStream | None = None
+        self.stream: RetainingStream | None = None
         self.endpoint = ""
         self.detached_at: float | None = None
 

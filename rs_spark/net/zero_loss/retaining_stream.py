@@ -1,15 +1,20 @@
 """The outbound stream of a resumable connection: it keeps what it sent until acknowledged.
 
-A :class:`KeptStream` is an :class:`~rs_spark.net.protocol.outbound.OutboundStream` whose queue is
-a :class:`~.retention.RetainedLog`. When its connection drops it is not cancelled: it is
-*detached*, keeps what its publisher still sends within the demand already issued, asks for
-nothing more, and waits for its reader to resume at any kept position; the registry
+A :class:`RetainingStream` is built around an :class:`~rs_spark.net.protocol.outbound.OutboundStream`
+(its ``outbound``, what the connection routes frames to and the publisher subscribes to): it gives
+it the queue of a :class:`~.retention.RetainedLog`, its own executor, the state table of
+:mod:`.retaining_states`, and itself as the stream's :class:`~rs_spark.net.protocol.keeper.Keeper`;
+it acts on the stream only through its public calls, under the stream's lock.
+
+When its connection drops it is not cancelled: it is *detached*, keeps what its publisher still
+sends within the demand already issued, asks for nothing more, and waits for its reader to resume
+at any kept position; the registry
 (:mod:`.resume_server`) expires it after its window. Its publisher calls (``request``, ``cancel``,
 ``on_commit``) run on the stream's own serial executor, which outlives connections.
 
 A stream that delivers *positions* only (:class:`Delivery`) sends no rows: it tells the reader how
 far the rows go (METADATA_PUSH) within the reader's credit, and the reader's partitions fetch them
-by position (:meth:`KeptStream.read_range`).
+by position (:meth:`RetainingStream.read_range`).
 """
 
 from __future__ import annotations
@@ -22,25 +27,28 @@ from typing import Any
 from ...streams.errors import report_dropped
 from ..protocol import frames as F
 from ..protocol.codecs import ArrowCodec, Codec
+from ..protocol.credit import CreditPump
 from ..protocol.errors import NetError
-from ..protocol.outbound import Encoded, OutboundStream
+from ..protocol.outbound import OutboundStream
 from ..protocol.send_queue import split_batch
-from ..protocol.stream_state import OutboundStreamStats, State
+from ..protocol.stream_frames import Encoded
+from ..protocol.stream_state import OutboundStreamStats
 from ..protocol.worker import SerialExecutor
 from .resume import retention_metadata
+from .retaining_states import RETAINING, RetainEvent, RetainingState
 from .retention import ResumeError, RetainedLog, Retention
 from .spill import Spill
 
 
 class Delivery(enum.Enum):
-    """What a kept stream sends its reader (fixed when the stream opens)."""
+    """What a retaining stream sends its reader (fixed when the stream opens)."""
 
     ROWS = "rows"  # the rows themselves, as PAYLOAD frames
     POSITIONS = "positions"  # how far the rows go (METADATA_PUSH); the reader fetches them by position
 
 
 @dataclass(frozen=True, slots=True)
-class KeptStreamStats(OutboundStreamStats):
+class RetainingStreamStats(OutboundStreamStats):
     """An outbound stream's stats, with what keeping its rows adds (rows)."""
 
     # The oldest row kept, and the position the reader acknowledged.
@@ -52,9 +60,9 @@ class KeptStreamStats(OutboundStreamStats):
     lost_records: int
 
 
-class KeptStream(OutboundStream):
-    """An outbound stream that keeps its rows until the reader acknowledges them, and survives
-    its connection (see the module)."""
+class RetainingStream:
+    """A served stream that keeps its rows until the reader acknowledges them and survives its
+    connection: its ``outbound`` is what the connection and the publisher see (see the module)."""
 
     def __init__(
         self,
@@ -68,12 +76,23 @@ class KeptStream(OutboundStream):
         spill: Spill | None = None,
         delivery: Delivery = Delivery.ROWS,
     ) -> None:
-        arrow = codec if isinstance(codec, ArrowCodec) else None
-        log = RetainedLog(retention, split=split_batch if arrow else None, spill=spill, to_bytes=self._payload_bytes)
-        # The publisher's calls outlive any one connection's signal thread.
-        executor = SerialExecutor(f"rs-net-stream {where}")
-        super().__init__(codec, where, on_end=on_end, address=address, log=log, executor=executor)
-        self._kept = log
+        self._arrow = codec if isinstance(codec, ArrowCodec) else None
+        self._where = where
+        self._address = address
+        self._kept = RetainedLog(
+            retention, split=split_batch if self._arrow else None, spill=spill, to_bytes=self._payload_bytes
+        )
+        self.outbound = OutboundStream(
+            codec,
+            where,
+            on_end=on_end,
+            address=address,
+            queue=self._kept.queue,
+            executor=SerialExecutor(f"rs-net-stream {where}"),  # the publisher's calls outlive any one connection
+            states=RETAINING,
+            keeper=self,
+        )
+        self._lock = self.outbound.lock  # the stream's: its state and this one's counts change together
         self._delivery = delivery
         self._on_detach = on_detach
         self.committable: Any = None  # the publisher, when it takes on_commit (see _commit_upstream)
@@ -86,6 +105,26 @@ class KeptStream(OutboundStream):
         """An element as the bytes its payload carries (for the spill)."""
         buffers = self._arrow.encode(item) if self._arrow is not None else item
         return b"".join(bytes(b) for b in buffers)
+
+    @property
+    def state(self) -> RetainingState:
+        """Its one state (its outbound stream's, moved by :data:`.retaining_states.RETAINING`)."""
+        state = self.outbound.state
+        assert isinstance(state, RetainingState), "the stream moves through RETAINING only"
+        return state
+
+    @property
+    def ended(self) -> bool:
+        return self.outbound.ended
+
+    @property
+    def error(self) -> BaseException | None:
+        """What ended the stream (None: finished, or not ended)."""
+        return self.outbound.error
+
+    def subscribe_upstream(self, publisher: Any) -> None:
+        """Subscribe to ``publisher`` on the stream's executor (see OutboundStream.subscribe_upstream)."""
+        self.outbound.subscribe_upstream(publisher)
 
     def preload(self, entries: list[tuple[int, int, bytes]], start: int) -> None:
         """Rows of a stream read back from its spill after a restart, decoded (and validated)."""
@@ -101,57 +140,45 @@ class KeptStream(OutboundStream):
         with self._lock:
             self._kept.preload(items, start)
             self._acked = start
-            self._state = State.DETACHED
+            self.outbound.move_locked(RetainEvent.PRELOADED)
 
     # -- connections come and go ---------------------------------------------------------
     def resume(self, conn: Any, stream_id: int, position: int) -> int:
         """Continue on ``conn`` from ``position`` (a kept row): credit starts at zero, the rows
         from there are sent again as the reader grants credit. Returns how many are sent again.
         Raises :class:`ResumeError` when the stream ended or ``position`` is not kept."""
+        out = self.outbound
         with self._lock:
-            if self._state is State.ENDED:
+            if out.state.ended:
                 raise ResumeError(f"{self._where} has ended ({self._ended_why()}); it cannot be resumed")
             resend = self._kept.rewind(position)
-            old, old_sid = self._conn, self._sid
-            self._conn, self._sid = conn, stream_id
-            self._pump.revoke()
-            self._state = State.RESUMED  # its end waits for the resumed reader's first request
+            old, old_sid = out.rebind_locked(conn, stream_id)
+            out.move_locked(RetainEvent.RESUMED)  # its end waits for the resumed reader's first request
             self.resumes += 1
-            self.attaches += 1
             self.resent += resend
         if old is not None and old is not conn:  # the old connection may not know it is dead yet
             old.remove_stream(old_sid)
-        self._schedule_pump()
+        out.schedule_pump()
         return resend
 
-    def on_frame(self, f: F.Frame) -> None:
-        """After its end was sent the stream takes only acknowledgements (METADATA_PUSH): its
-        frames are ignored, as for any ended stream (Protocol.md, "Handling the Unexpected")."""
-        if self._state is not State.FINISHING:
-            super().on_frame(f)
-
-    def on_connection_closed(self, error: BaseException) -> None:
-        """Keep the stream for a resume, unless it already ended: one that sent its end and waits
-        for the last acknowledgements is detached too, so it expires after its window."""
+    def on_connection_closed(self) -> bool:
+        """*Keeper*: keep the stream for a resume, unless it already ended: one that sent its end
+        and waits for the last acknowledgements is detached too, so it expires after its window."""
         with self._lock:
-            detached = self._state is not State.ENDED
+            detached = self.outbound.move_locked(RetainEvent.DETACHED)
             if detached:
-                self._state = State.DETACHED
-                self._conn = None
-                self._pump.revoke()
-        if not detached:
-            self.cancel_with(error)
-            return
+                self.outbound.unbind_locked()
         cb = self._on_detach
-        if cb is not None:
+        if detached and cb is not None:
             cb()
+        return detached
 
     def expire(self, why: str) -> int:
         """The resume window ended without a reader: cancel the publisher; returns the rows lost."""
         with self._lock:
-            if self._state is not State.ENDED:
-                self.lost = self._kept.records
-        self.cancel_with(NetError(f"{self._where}: {why}", self._address, self._where))
+            if not self.outbound.state.ended:
+                self.lost = self._kept.queue.records
+        self.outbound.cancel_with(NetError(f"{self._where}: {why}", self._address, self._where))
         return self.lost
 
     def shutdown(self, why: str) -> None:
@@ -159,42 +186,43 @@ class KeptStream(OutboundStream):
         server can serve its kept rows again."""
         with self._lock:
             self._kept.close_spill()
-        self.cancel_with(NetError(f"{self._where}: {why}", self._address, self._where))
+        self.outbound.cancel_with(NetError(f"{self._where}: {why}", self._address, self._where))
 
     @property
     def reader_gone(self) -> bool:
         """No reader is on the stream: detached, or its connection closed (and not yet told)."""
-        conn = self._conn
-        return self._state is State.DETACHED or conn is None or conn.closed is not None
+        conn = self.outbound.connection
+        return self.state.detached or conn is None or conn.closed is not None
 
     # -- acknowledgements ------------------------------------------------------------------
     def acknowledge(self, position: int) -> int:
         """The reader made every row before ``position`` durable: free them, and tell the
         publisher (``on_commit``, serial with its other calls). Returns the rows freed."""
+        out = self.outbound
         with self._lock:
-            if self._state is State.ENDED:
+            if out.state.ended:
                 return 0
             freed = self._kept.free_until(position)
             advanced = position > self._acked
             self._acked = max(self._acked, position)
             finished = self._finished_locked()
         if advanced:
-            self._run(lambda: self._commit_upstream(position))
+            out.run(lambda: self._commit_upstream(position))
         if finished:
-            self._end(None)
+            out.end(None)
         elif freed:
-            self._schedule_pump()  # room again: the publisher may be asked for more
+            out.schedule_pump()  # room again: the publisher may be asked for more
         return freed
 
     def _finished_locked(self) -> bool:
         """Over: its publisher ended and every row is acknowledged, with no reader waiting for its
         end (it was sent; or the stream is detached, so a reader acknowledging on another
         connection made every row durable)."""
-        ended = self._state is State.FINISHING or (self._state is State.DETACHED and self._terminal is not None)
-        return ended and self._acked >= self._kept.end
+        ended = self.state in (RetainingState.FINISHING, RetainingState.DETACHED_ENDING)
+        return ended and self._acked >= self._kept.queue.end
 
     def _commit_upstream(self, position: int) -> None:
-        for target in (self._sub, self.committable):
+        for target in (self.outbound.subscription, self.committable):
             hook = getattr(target, "on_commit", None)
             if callable(hook):
                 try:
@@ -203,8 +231,9 @@ class KeptStream(OutboundStream):
                     report_dropped(exc, f"rs_spark.net: {self._where}: on_commit({position}) raised")
                 return
 
-    def _ends_when_sent_locked(self) -> bool:
-        return self._acked >= self._kept.end
+    def ends_when_sent(self) -> bool:
+        """*Keeper*: over once its end was sent only when every row is acknowledged."""
+        return self._acked >= self._kept.queue.end
 
     def retention_counts(self) -> dict[str, int]:
         """What the reader is told after an acknowledgement (and, positions only, when rows become available)."""
@@ -213,19 +242,19 @@ class KeptStream(OutboundStream):
 
     def _counts_locked(self) -> dict[str, int]:
         return {  # a dict: a wire format (the METADATA_PUSH answer's JSON), not introspection
-            "retainedRecords": self._kept.records,
-            "retainedBytes": self._kept.bytes,
+            "retainedRecords": self._kept.queue.records,
+            "retainedBytes": self._kept.queue.bytes,
             "ackedPosition": self._acked,
             "resentRecords": self.resent,
-            "endPosition": self._kept.cursor,
+            "endPosition": self._kept.queue.cursor,
         }
 
-    def stats(self) -> KeptStreamStats:
+    def stats(self) -> RetainingStreamStats:
         """What the stream keeps and has done (rows), for the endpoint's stats."""
         with self._lock:
-            return KeptStreamStats(
-                **self._stats_fields_locked(),
-                first_position=self._kept.first,
+            return RetainingStreamStats(
+                **self.outbound.stats_fields_locked(),
+                first_position=self._kept.queue.first,
                 acked_position=self._acked,
                 resumes=self.resumes,
                 resent_records=self.resent,
@@ -233,13 +262,12 @@ class KeptStream(OutboundStream):
             )
 
     # -- positions only, and fetches -------------------------------------------------------
-    def _send_rows_locked(self, conn: Any) -> None:
+    def send_rows(self, conn: Any, pump: CreditPump) -> bool:
+        """*Keeper*: positions only, make rows available within credit (no payload frames) and
+        tell the reader how far they now go; rows go as PAYLOAD frames otherwise."""
         if self._delivery is Delivery.ROWS:
-            super()._send_rows_locked(conn)
-            return
-        # Positions only: make rows available within credit (no payload frames) and tell the
-        # reader how far they now go.
-        log, pump = self._kept, self._pump
+            return False
+        log = self._kept.queue
         before = log.cursor
         while pump.credit > 0:
             got = log.next_to_send(pump.credit if self._arrow is not None else 1)
@@ -248,19 +276,20 @@ class KeptStream(OutboundStream):
             pump.spend(got[1])
         if log.cursor != before:
             conn.send(F.encode_metadata_push(retention_metadata(self._counts_locked())))
+        return True
 
     def read_range(self, lo: int, hi: int) -> list[Any]:
         """The kept rows ``[lo, hi)`` (made available or sent), as elements to send again: record
         batches, or :class:`Encoded` payloads. Raises ResumeError when they are not all kept."""
         with self._lock:
-            if self._state is State.ENDED:
+            if self.outbound.state.ended:
                 raise ResumeError(f"{self._where} has ended ({self._ended_why()}); its rows are no longer kept")
             items = self._kept.range(lo, hi)
         return items if self._arrow is not None else [Encoded(i) for i in items]
 
     def _ended_why(self) -> str:
-        e = self.error
+        e = self.outbound.error
         return "completed and acknowledged" if e is None else str(e)
 
 
-__all__ = ["KeptStream", "KeptStreamStats", "Delivery"]
+__all__ = ["RetainingStream", "RetainingStreamStats", "Delivery"]
