@@ -66,7 +66,8 @@ public final class Connection implements AutoCloseable {
     private volatile Thread readerThread;
     private volatile boolean closingByUs; // EOF / errors after our FIN are the close we asked for
     private volatile long lastReceived = System.nanoTime();
-    private volatile long lastSent = System.nanoTime();
+    private volatile boolean keepaliveOwed; // the timer found a send in progress: that sender writes it
+    private long lastAsked = System.nanoTime(); // the timer's: when it last asked for a keepalive
     private volatile IOException closedWith;
     private ScheduledFuture<?> timer;
 
@@ -148,22 +149,37 @@ public final class Connection implements AutoCloseable {
         writeLock.lock();
         try {
             write(n, head, data, off, len);
+            if (keepaliveOwed) writeKeepalive();
         } finally {
             writeLock.unlock();
         }
     }
 
-    /** A keepalive, unless a send is in progress (then the server hears from us anyway). */
+    /**
+     * A keepalive asking the server to answer; when a send is in progress, its sender writes it
+     * after its frame. Sent also while we send without pause: a server with nothing else to send
+     * (a hub whose credit never runs out) is heard from only in its answers, and without them the
+     * connection would be declared dead after the lifetime while rows flow.
+     */
     private void sendKeepalive() {
-        if (!writeLock.tryLock()) return;
+        if (!writeLock.tryLock()) {
+            keepaliveOwed = true;
+            return;
+        }
         try {
-            byte[] frame = Frames.keepalive(true, new byte[0]);
-            write(frame.length, frame, null, 0, 0);
+            writeKeepalive();
         } catch (IOException e) {
             // write() closed the connection with the cause
         } finally {
             writeLock.unlock();
         }
+    }
+
+    /** Under {@code writeLock}. */
+    private void writeKeepalive() throws IOException {
+        keepaliveOwed = false;
+        byte[] frame = Frames.keepalive(true, new byte[0]);
+        write(frame.length, frame, null, 0, 0);
     }
 
     private void write(int n, byte[] head, byte[] data, int off, int len) throws IOException {
@@ -180,7 +196,6 @@ public final class Connection implements AutoCloseable {
             close(why);
             throw why;
         }
-        lastSent = System.nanoTime();
     }
 
     /**
@@ -357,6 +372,10 @@ public final class Connection implements AutoCloseable {
                     + "the keepalive lifetime of " + options.lifetimeMs + " ms: the server is gone or stalled"));
             return;
         }
-        if (TimeUnit.NANOSECONDS.toMillis(now - lastSent) >= options.keepaliveMs) sendKeepalive();
+        // Every interval, whatever else we send (as the spec has it): our sends alone do not make the server speak.
+        if (TimeUnit.NANOSECONDS.toMillis(now - lastAsked) >= options.keepaliveMs) {
+            lastAsked = now;
+            sendKeepalive();
+        }
     }
 }
