@@ -52,7 +52,7 @@ def test_every_place_is_reached_by_the_table() -> None:
 
 class Where:
     """Takes one element at a time and records the name of the thread each on_next ran on; the
-    element ``slow_at`` takes ``SLOW_SECONDS * 2`` (a slow Subscriber: it paces, it synchronises nothing)."""
+    element ``slow_at`` takes ``SLOW_SECONDS * 1.5`` (a slow Subscriber: it paces, it synchronises nothing)."""
 
     def __init__(self, slow_at: int) -> None:
         self.threads: list[str] = []
@@ -66,7 +66,7 @@ class Where:
     def on_next(self, x: Any) -> None:
         self.threads.append(threading.current_thread().name)
         if len(self.threads) == self.slow_at:
-            threading.Event().wait(SLOW_SECONDS * 2)
+            threading.Event().wait(SLOW_SECONDS * 1.5)
         self.s.request(1)
 
     def on_error(self, e: BaseException) -> None:

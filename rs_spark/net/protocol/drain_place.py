@@ -8,7 +8,7 @@ reader saves them, but while the Subscriber's ``on_next`` runs, the reader reads
 peer's keepalives, not the other streams of the connection.
 
 So delivery starts on the signal thread and moves to the reader once :data:`QUICK_IN_A_ROW` drains
-in a row each took less than :data:`SLOW_SECONDS`; one slower drain on the reader moves it back, and
+in a row each took less than :data:`SLOW_SECONDS` (wall clock); one slower drain on the reader moves it back, and
 it then needs four times as many quick drains to move again (up to :data:`MOST_IN_A_ROW`). A
 Subscriber that blocks now and then (a flush, a slow write) is soon delivered to on the signal
 thread only; one that blocks longer than the peer's keepalive timeout the first time it is slow
@@ -24,8 +24,10 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-SLOW_SECONDS = 0.020
-"""A drain this long is slow: four GIL switch intervals (5 ms), a blink against a keepalive (seconds)."""
+SLOW_SECONDS = 0.250
+"""A drain this long is slow: far above what waiting for the GIL adds to a quick drain in a busy process
+(a 5 ms switch interval each time it is taken again: at 20 ms, a busy benchmark moved every stream back
+to the signal thread for good), far below a keepalive timeout (seconds)."""
 QUICK_IN_A_ROW = 32
 """Quick drains in a row, on the signal thread, before delivery moves to the reader the first time."""
 MOST_IN_A_ROW = 8192
