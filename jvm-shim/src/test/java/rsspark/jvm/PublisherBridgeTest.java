@@ -156,6 +156,7 @@ class PublisherBridgeTest {
 
     @Test
     void cancelStopsUpstreamAndWakesThePoller() throws Exception {
+        long before = Memory.allocated(); // what other tests' threads may still hold is theirs, not this bridge's
         try (PublisherBridge b = Shim.pull(Sources.submissionEndless(), null)) {
             b.start();
             b.request(10);
@@ -171,7 +172,7 @@ class PublisherBridgeTest {
             assertEquals("cancelled", b.state());
             assertEquals(0, b.buffered());
         }
-        assertEquals(0, Memory.allocated(), "every Arrow buffer released");
+        assertEquals(before, Memory.allocated(), "every Arrow buffer this bridge took released");
     }
 
     // -- the unboxed long[] path, batch sizing and the file hand-off ----------------------
