@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,6 +16,12 @@ import pyarrow.compute as pc
 SCHEMA = pa.schema([("id", pa.int64()), ("t", pa.float64())])
 GRACE_SECONDS = 2.0
 """How long after the window closes the rows emitted inside it may still arrive (and be measured)."""
+
+
+class Counts(Protocol):
+    """What a run's window asks of its publishers: the rows they emitted at ``start <= t < end``."""
+
+    def between(self, start: float, end: float) -> int: ...
 
 
 class Emitted:
@@ -47,9 +53,9 @@ def ticking(rate: float, emitted: Emitted | None = None) -> Any:
             while not stop.is_set():
                 now = time.time()
                 ids = pa.array(range(i, i + per_tick), pa.int64())
-                emitter.next(pa.record_batch([ids, pa.array([now] * per_tick, pa.float64())], schema=SCHEMA))
-                if emitted is not None:
+                if emitted is not None:  # logged before it is emitted: a tick the window counts is never missed
                     emitted.ticks.append((now, per_tick))
+                emitter.next(pa.record_batch([ids, pa.array([now] * per_tick, pa.float64())], schema=SCHEMA))
                 i += per_tick
                 nxt += interval
                 time.sleep(max(0.0, nxt - time.time()))
@@ -62,7 +68,7 @@ def ticking(rate: float, emitted: Emitted | None = None) -> Any:
 class Lat:
     """Takes every row; records now - t for rows emitted inside the window [``warmup_until``, ``until``)."""
 
-    def __init__(self, warmup_until: float, emitted: Emitted | None = None) -> None:
+    def __init__(self, warmup_until: float, emitted: Counts | None = None) -> None:
         self.warmup_until = warmup_until
         self.until = math.inf  # set when the run's window closes (close_window)
         self.emitted = emitted
@@ -136,4 +142,4 @@ def percentiles(xs: pa.Array | list[float]) -> dict[str, float]:
     return {"n": n, "p50": q(0.50), "p90": q(0.90), "p99": q(0.99), "max": float(ordered[n - 1].as_py())}
 
 
-__all__ = ["SCHEMA", "Emitted", "ticking", "Lat", "percentiles", "GRACE_SECONDS"]
+__all__ = ["SCHEMA", "Counts", "Emitted", "ticking", "Lat", "percentiles", "GRACE_SECONDS"]

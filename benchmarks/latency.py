@@ -55,6 +55,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,15 @@ RT_TARGETS: dict[float, tuple[float | None, float]] = {10_000.0: (0.005, 0.020),
 def realtime_trigger(a: argparse.Namespace) -> str:
     """One real-time batch longer than a run (its start-up included): no batch boundary falls in it."""
     return f"{max(5, math.ceil(a.warmup + a.seconds) + 5)} seconds"
+
+
+def retention_for(rate: float, a: argparse.Namespace) -> Any:
+    """Retention that keeps a whole run's rows: a real-time batch keeps its rows until it commits,
+    and a run is one batch (at 175,000 rows/s the default 4,000,000 rows filled before it ended)."""
+    from rs_spark.net.zero_loss.retention import Retention
+
+    rows, default = math.ceil(rate * (a.warmup + a.seconds + 15) * 1.25), Retention()
+    return Retention(max_records=max(default.max_records, rows), max_bytes=max(default.max_bytes, rows * 64))
 
 
 def end_realtime(q: Any, sub: Lat, longest_batch: float) -> None:
@@ -100,7 +110,9 @@ def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | No
     emitted = Emitted()
     sub = Lat(time.time() + a.warmup, emitted)
     checkpoint = tempfile.mkdtemp(prefix="rs-bench-rt-")
-    df = realtime.read_stream(spark, ticking(rate, emitted), schema="id LONG, t DOUBLE")
+    df = realtime.read_stream(
+        spark, ticking(rate, emitted), schema="id LONG, t DOUBLE", retention=retention_for(rate, a)
+    )
     trigger = batch or realtime_trigger(a)
     q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint, elements=a.elements)
     time.sleep(a.warmup + a.seconds)
@@ -123,18 +135,17 @@ def run_realtime_tls(
 
     from rs_spark import net
     from rs_spark.net.protocol.address import parse
-    from rs_spark.net.zero_loss.retention import Retention
     from rs_spark.spark import realtime
 
     private = tempfile.mkdtemp(prefix="rs-bench-tls-")  # mode 0700: the key stays private
     try:
-        cert, context = tls_material(private)
+        cert, _, context = tls_material(private)
         token = secrets.token_urlsafe(24)
         struct = _parse_datatype_string("id LONG, t DOUBLE")
         emitted = Emitted()
         publisher = realtime.as_record_batches(ticking(rate, emitted), struct)
         server = net.serve(
-            publisher, name="rt", token=token, ssl=context if source_hop else None, retention=Retention()
+            publisher, name="rt", token=token, ssl=context if source_hop else None, retention=retention_for(rate, a)
         )
         try:
             address = parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
@@ -164,19 +175,22 @@ def run_realtime_tls(
 
 
 def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, parts: int = 2, tls: bool = False) -> Lat:
-    """``parts`` publishers at rate/parts each, served on their own endpoints and read as partitions
-    (``tls``: every hop over tls://, as ``real-time TLS``)."""
+    """``parts`` publishers at rate/parts each, served on their own endpoints (in this process or,
+    with ``--publishers process``, in one of their own) and read as partitions (``tls``: every hop
+    over tls://, as ``real-time TLS``)."""
+    from _publishers import PublisherProcess, PublishersHere
+
     from rs_spark.spark import realtime
 
     private = tempfile.mkdtemp(prefix="rs-bench-rt-")  # mode 0700: a TLS key stays private
     try:
-        cert, context = tls_material(private) if tls else (None, None)
-        emitted = Emitted()
-        servers, endpoints = serve_partitions(rate, parts, emitted, context)
+        cert, key, context = tls_material(private) if tls else (None, None, None)
+        kind = PublisherProcess if a.publishers == "process" else PublishersHere
+        publishers = kind(rate, parts, retention_for(rate / parts, a), (cert, key) if cert and key else None)
         try:
-            sub = Lat(time.time() + a.warmup, emitted)
+            sub = Lat(time.time() + a.warmup, publishers)
             options = {"tlsCaFile": cert} if cert else {}
-            df = realtime.read_stream(spark, endpoint=endpoints, schema="id LONG, t DOUBLE", options=options)
+            df = realtime.read_stream(spark, endpoint=publishers.endpoints, schema="id LONG, t DOUBLE", options=options)
             trigger = realtime_trigger(a)
             q = realtime.write_stream(
                 df,
@@ -191,15 +205,14 @@ def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, part
             sub.close_window()
             end_realtime(q, sub, float(trigger.split()[0]))
         finally:
-            for sv in servers:
-                sv.stop()
+            publishers.stop()
     finally:
         shutil.rmtree(private, ignore_errors=True)
     return sub
 
 
-def tls_material(private: str) -> tuple[str, Any]:
-    """A throwaway self-signed certificate in ``private`` and a server context holding it."""
+def tls_material(private: str) -> tuple[str, str, Any]:
+    """A throwaway self-signed certificate and its key in ``private``, and a server context holding them."""
     import ssl
 
     sys.path.insert(0, ROOT)
@@ -208,37 +221,7 @@ def tls_material(private: str) -> tuple[str, Any]:
     cert, key = make_self_signed(Path(private))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    return str(cert), context
-
-
-def serve_partitions(rate: float, parts: int, emitted: Emitted, context: Any) -> tuple[list[Any], str]:
-    """``parts`` ticking publishers served with resumption; the servers and the option endpoint naming them."""
-    import secrets
-
-    from pyspark.sql.types import _parse_datatype_string
-
-    from rs_spark import net
-    from rs_spark.net.protocol.address import parse
-    from rs_spark.net.zero_loss.retention import Retention
-    from rs_spark.spark import realtime
-
-    struct = _parse_datatype_string("id LONG, t DOUBLE")
-    token = secrets.token_urlsafe(24)
-    servers = [
-        net.serve(
-            realtime.as_record_batches(ticking(rate / parts, emitted), struct),
-            name=f"p{i}",
-            token=token,
-            ssl=context,
-            retention=Retention(),
-        )
-        for i in range(parts)
-    ]
-    endpoints = ",".join(
-        f"p{i}=" + parse(sv.address).with_token(token).with_codec("arrow").format(with_token=True)
-        for i, sv in enumerate(servers)
-    )
-    return servers, endpoints
+    return str(cert), str(key), context
 
 
 def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> Lat:
@@ -336,10 +319,14 @@ def summarize(runs: list[dict[str, float]]) -> dict[str, Any]:
     return out
 
 
+def where_publishers(a: argparse.Namespace) -> str:
+    return "in a process of their own" if a.publishers == "process" else "in the Subscriber's process"
+
+
 def print_table(results: list[tuple[str, float, dict[str, Any]]], a: argparse.Namespace) -> None:
     print(
         f"\nend-to-end latency, local[2], {a.runs} runs x {a.seconds:g} s per row (first {a.warmup:g} s of each not "
-        "counted); median over runs, [min-max] across runs; ms"
+        f"counted); median over runs, [min-max] across runs; ms; real-time publishers {where_publishers(a)}"
     )
     head = f"{'path':<36} {'rate/s':>7} {'offered':>8} {'n':>8} {'missed':>6} {'p50':>7} {'p50 spread':>15}"
     print(head + f" {'p90':>8} {'p99':>8} {'p99 spread':>17} {'max':>8}")
@@ -404,9 +391,18 @@ def shown(name: str, elements: str) -> str:
     return name if elements == "dicts" else f"{name} [{elements}]"
 
 
+APART: dict[str, Callable[[Any, float, argparse.Namespace], Lat]] = {
+    "real-time": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, parts=1),
+    "real-time 2 partitions": run_realtime_partitions,
+    "real-time TLS": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, parts=1, tls=True),
+    "real-time TLS 2 partitions": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, tls=True),
+}
+"""The paths ``--publishers process`` runs: the publishers read as partitions, as one or two."""
+
+
 def one_run(spark: Any, name: str, rate: float, a: argparse.Namespace) -> dict[str, float]:
     """Run path ``name`` once at ``rate`` with ``a.elements``; its figures, also printed to stderr."""
-    p = measure(PATHS[name](spark, rate, a))
+    p = measure((APART if a.publishers == "process" else PATHS)[name](spark, rate, a))
     print(
         f"{shown(name, a.elements)} @ {rate:g}/s: offered={p['offered']:.0f} n={p['n']} p50={p['p50'] * 1000:.2f} "
         f"p90={p['p90'] * 1000:.2f} p99={p['p99'] * 1000:.2f} max={p['max'] * 1000:.1f} ms",
@@ -442,7 +438,10 @@ def max_rates(spark: Any, a: argparse.Namespace) -> None:
 
             best, failed = find_max_rate(trial, a.start_rate)
             found.append((shown(name, elements), best, failed))
-    print(f"\nhighest rate sustained for {a.seconds:g} s: every row offered measured, p99 <= 50 ms; local[2]")
+    print(
+        f"\nhighest rate sustained for {a.seconds:g} s: every row offered measured, p99 <= 50 ms; local[2]; "
+        f"publishers {where_publishers(a)}"
+    )
     print(f"{'path':<36} {'rows/s':>10} {'p99 ms':>8}   first rate not sustained, and why")
     print("-" * 110)
     for name, best, failed in found:
@@ -460,10 +459,19 @@ def main() -> None:
     default = [p for p in PATHS if not p.endswith(" hop")]  # the one-hop TLS rows are for diagnosis
     ap.add_argument("--paths", default=",".join(default), help="comma-separated, of: " + ", ".join(PATHS))
     ap.add_argument("--elements", default="dicts", help="Subscriber element forms: dicts,batches")
+    ap.add_argument(
+        "--publishers",
+        choices=("here", "process"),
+        default="here",
+        help="where the real-time paths' publishers run: here (beside the Subscriber) or in a process of their own",
+    )
     ap.add_argument("--max-rate", action="store_true", help="find each path's highest sustained rate instead")
     ap.add_argument("--start-rate", type=float, default=25_000, help="--max-rate: the first rate tried")
     a = ap.parse_args()
     a.elements_list = a.elements.split(",")
+    unknown = [p for p in a.paths.split(",") if p not in (APART if a.publishers == "process" else PATHS)]
+    if unknown:
+        ap.error(f"--paths {','.join(unknown)}: not one of {', '.join(APART if a.publishers == 'process' else PATHS)}")
 
     from pyspark.sql import SparkSession
 
