@@ -1,5 +1,5 @@
 """The root's wiring: a Client reads a publisher as a resumable stream through its ``Resumer`` (the
-zero-loss reader, plugged in by rs_spark.net)."""
+zero-loss reader, plugged in by rs_spark.net), and a Server's Host asks its resume hook."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pickle
 import pytest
 
 from rs_spark import net
+from rs_spark import streams as rs
 from rs_spark.net.protocol.client import Client
 from rs_spark.net.zero_loss.outage import Backoff
 from rs_spark.net.zero_loss.resume_client import ResumablePublisher
@@ -50,3 +51,12 @@ def test_a_client_without_a_resumer_says_so(monkeypatch):
     monkeypatch.setattr(Client, "plugged", None)
     with pytest.raises(TypeError, match="no resumer"):
         Client("tcp://127.0.0.1:1").publisher("n").resumable()
+
+
+def test_the_servers_host_asks_the_resume_service():
+    with net.serve(rs.range_(3), name="n") as s:
+        reader = net.connect(s.address).resumable()
+        it = rs.iterate(reader, prefetch=8)
+        assert list(it) == [0, 1, 2]
+        # The stream was opened for resumption: the resume service kept it (until acknowledged).
+        assert [st.endpoint for st in s.stats().streams] == ["n"]
