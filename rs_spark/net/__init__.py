@@ -16,14 +16,18 @@ Two rooms:
 
 * :mod:`.protocol`, the general RSocket layer: frames, metadata and the SETUP token check; the
   transports (TCP, Unix sockets, TLS, WebSocket) and framing; the connection (multiplexing,
-  keepalive, limits) with its signal thread; accepting and dialling; a server's endpoints and the
-  streams requests open; a stream's two directions (:mod:`.protocol.bridge` frames in,
-  :mod:`.protocol.outbound` frames out), channels, the remote Subscriber, codecs, errors, addresses;
+  keepalive, limits) with its signal thread; accepting and dialling; a server's protocol side
+  (:class:`~.protocol.host.Host`: its endpoints and the streams requests open) and the client
+  (:class:`~.protocol.client.Client`, the remote Publisher); a stream's two directions
+  (:mod:`.protocol.bridge` frames in, :mod:`.protocol.outbound` frames out), channels, the remote
+  Subscriber, codecs, errors, addresses;
 * :mod:`.zero_loss`, rows kept until acknowledged and what is built on them: retention, the
   spill to disk, resumption (wire conventions, server and client side) and the batch fetch of
   Spark's executors. It builds on the protocol; the protocol never imports it.
 
-:mod:`.server` and :mod:`.client`, the API, compose both. Never imports pyspark.
+:mod:`.server` and :mod:`.client`, the API, are wiring only: the server's Host gets the resume
+service as its :class:`~.protocol.host.ResumeHook`, each Client the resumable reader as its
+:class:`~.protocol.client.Resumer`. Never imports pyspark.
 """
 
 from typing import TYPE_CHECKING

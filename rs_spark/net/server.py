@@ -1,5 +1,9 @@
 """A server hosting named Publishers (read with request-stream) and Subscribers (fed with
-request-channel) on one TCP, TLS or Unix socket."""
+request-channel) on one TCP, TLS or Unix socket.
+
+Wiring: the protocol's :class:`~.protocol.host.Host` (binding, accepting, endpoints, streams) with
+the zero-loss room's :class:`~.zero_loss.resume_server.ResumeService` as its resume hook.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..streams.types import Publisher, Subscriber
-from .protocol import frames as F
-from .protocol.accepting import Acceptor, bind_address, check_setup
 from .protocol.budget import OutboundBudget
-from .protocol.connection import Connection
 from .protocol.conventions import ChannelData
-from .protocol.endpoints import Endpoint, Endpoints
+from .protocol.host import Host
 from .protocol.limits import Limits
-from .protocol.opening import StreamOpener
 from .zero_loss.resume_server import ResumeService, ResumeServiceStats, StreamStats, fields_of
 from .zero_loss.retention import Retention
 
@@ -64,129 +64,86 @@ class Server:
         channel_data: str | ChannelData = "auto",
         retention: Retention | None = None,
     ) -> None:
-        self.allowed_origins = tuple(allowed_origins)
-        self.channel_data = ChannelData.of(channel_data, "Server")
-        addr, token = bind_address(bind, token, ssl)
-        self._token = token
-        self.limits = limits or Limits()
-        self._outbound = OutboundBudget(self.limits.max_server_backlog_bytes)  # shared by the connections
-        self._acceptor = Acceptor(addr, ssl, self.limits, self.allowed_origins, self._outbound)
-        self._addr = addr = self._acceptor.address  # with the port picked
-        self._endpoints = Endpoints(addr.base)
-        self._resume = ResumeService(
-            addr.base,
-            retention or Retention(),
-            self._endpoints.publisher_named,
-            self.limits.max_frame_bytes,
-            token=token,
-        )
-        self._opener = StreamOpener(self._endpoints, self._resume, self.channel_data, self.address_of, addr.base)
-        self._acceptor.start(self)
+        def resume(host: Host[ResumeService]) -> ResumeService:
+            named, frames = host.endpoints.publisher_named, host.limits.max_frame_bytes
+            return ResumeService(host.addr.base, retention or Retention(), named, frames, token=host.token)
 
-    # -- endpoints ----------------------------------------------------------------------
+        h = Host(
+            bind,
+            token=token,
+            ssl=ssl,
+            limits=limits,
+            allowed_origins=allowed_origins,
+            channel_data=channel_data,
+            resume=resume,
+        )
+        self._host = h
+        self.allowed_origins, self.channel_data, self.limits = h.allowed_origins, h.channel_data, h.limits
+
     def add_publisher(self, name: str, publisher: Publisher[Any]) -> str:
         """Serve ``publisher`` as ``name``; each request-stream subscribes it once. Returns its address."""
-        return self._add(name, Endpoint.of("publisher", name, publisher))
+        return self._host.add("publisher", name, publisher)
 
     def add_subscriber(self, name: str, subscriber: Subscriber[Any] | SubscriberFactory) -> str:
         """Serve a Subscriber as ``name``: an instance accepts one channel (rule 2.12), a factory
         (a callable returning a new Subscriber) one per channel. Returns its address."""
-        return self._add(name, Endpoint.of("subscriber", name, subscriber))
+        return self._host.add("subscriber", name, subscriber)
 
     def add_processor(self, name: str, factory: Callable[[], Any]) -> str:
         """Serve a two-way channel as ``name``: each request-channel gets a new Processor from
         ``factory``; its Subscriber side reads the client's elements, its Publisher side answers
         (:func:`rs_spark.net.connect_processor`). Returns its address."""
-        return self._add(name, Endpoint.of("processor", name, factory))
+        return self._host.add("processor", name, factory)
 
     def remove(self, name: str) -> None:
         """Stop offering ``name`` to new streams (open streams continue)."""
-        self._endpoints.remove(name)
+        self._host.endpoints.remove(name)
 
-    def _add(self, name: str, ep: Endpoint) -> str:
-        self._endpoints.add(name, ep)
-        return self.address_of(name)
-
-    # -- addresses ----------------------------------------------------------------------
     def address_of(self, name: str) -> str:
         """The address string clients pass to ``connect`` for ``name`` (without the token)."""
-        return self._addr.with_name(name).format()
+        return self._host.address_of(name)
 
     @property
     def address(self) -> str:
         """The address of the first endpoint added (what :func:`serve` served)."""
-        first = self._endpoints.first
-        if first is None:
-            raise ValueError(f"{self._addr.base} serves no endpoint yet; add_publisher()/add_subscriber() first")
-        return self.address_of(first)
+        return self._host.first_address()
 
     @property
     def base_address(self) -> str:
         """Where the server listens, without an endpoint name: ``tcp://127.0.0.1:40123``."""
-        return self._addr.base
+        return self._host.addr.base
 
     @property
     def token(self) -> str | None:
         """The token every client must present in SETUP (None: any client that reaches it)."""
-        return self._token
+        return self._host.token
 
     @property
     def connection_count(self) -> int:
         """Connections open now (set up or setting up; closed ones are not counted)."""
-        return self._acceptor.connection_count
+        return self._host.connection_count
 
     @property
     def outbound(self) -> OutboundBudget:
         """Bytes queued for sending by all connections (``used``, ``peak``), bounded by
         ``Limits.max_server_backlog_bytes`` (``limit``)."""
-        return self._outbound
+        return self._host.outbound
 
     def stats(self) -> ServerStats:
         """Resumable streams: per stream its endpoint, state and rows kept, sent, acknowledged,
         sent again and lost; totals of retained rows and bytes, expired streams and lost rows;
         connections open now."""
-        return ServerStats(**fields_of(self._resume.stats()), connections=self.connection_count)
+        return ServerStats(**fields_of(self._host.resume.stats()), connections=self.connection_count)
 
-    # -- lifecycle ----------------------------------------------------------------------
     def stop(self) -> None:
         """Stop accepting, close every connection (their streams end with an error) and free the socket."""
-        conns = self._acceptor.stop_accepting()
-        if conns is None:
-            return
-        readerless = self._resume.readerless()  # before the connections close: which streams had a reader
-        self._acceptor.close(conns, f"the server {self._addr.base} was stopped")
-        self._resume.stop(readerless)
-        self._acceptor.join()
+        self._host.stop()
 
     def __enter__(self) -> Server:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-    # -- Handler (reader threads) -------------------------------------------------------
-    def on_setup(self, conn: Connection, f: F.Frame) -> None:
-        """A client's SETUP (the connection's reader thread): check its version, leases,
-        keepalive, data MIME type and token; one that asks for resumption goes to the resume
-        service. Raises ``Rejected``, sent to the client as ERROR, when the server cannot serve it."""
-        check_setup(conn, f, self._addr.base, self._token, self.limits.max_lifetime)
-        if f.flags & F.FLAG_RESUME:
-            self._resume.accept_setup(conn, f)
-
-    def on_resume(self, conn: Connection, f: F.Frame) -> None:
-        """A connection that starts with RESUME: continue a stream kept for its reader."""
-        self._resume.on_resume(conn, f)
-
-    def on_metadata_push(self, conn: Connection, f: F.Frame) -> None:
-        """METADATA_PUSH: a reader's acknowledgement (resumable streams)."""
-        self._resume.on_metadata_push(conn, f)
-
-    def open_stream(self, conn: Connection, f: F.Frame) -> None:
-        """A REQUEST_STREAM or REQUEST_CHANNEL (the connection's reader thread): route it to the
-        endpoint its metadata names and open the stream: a publisher's (resumable when the SETUP
-        asked for it), a fetch of a resumable stream's kept rows, a processor's or a subscriber's
-        channel. Raises ``Rejected``, sent to the client as ERROR, saying why it cannot."""
-        self._opener.open(conn, f)
 
 
 def serve(

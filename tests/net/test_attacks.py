@@ -296,7 +296,7 @@ def test_client_that_never_reads_stays_bounded_and_is_freed_on_close():
                 peak = 0
                 for _ in range(15):
                     ev.wait(0.05)  # not synchronisation: the sampling interval of the bound under test
-                    conns = s._acceptor.connections()
+                    conns = s._host.connections()
                     if conns:
                         peak = max(peak, conns[0].backlog)
                 peaks.append(peak)
@@ -322,7 +322,7 @@ def test_a_slow_peer_still_gets_the_error_after_what_was_queued_for_it():
         with _connect(s) as sock:
             _ask_for_everything(sock, "flood")
             conn = wait_until(
-                lambda: next((c for c in s._acceptor.connections() if c.backlog > 5_000_000), None), what="5 MB queued"
+                lambda: next((c for c in s._host.connections() if c.backlog > 5_000_000), None), what="5 MB queued"
             )
             sock.sendall((1 << 20).to_bytes(3, "big"))  # a frame over the 64 KiB limit: malformed
             data = bytearray()

@@ -50,3 +50,8 @@ def server_stats(server: net.Server) -> tuple[int, str, float]:
     stats: net.ServerStats = server.stats()
     stream: net.StreamStats = stats.streams[0]
     return stats.lost_records + stats.connections, stream.state, stream.window
+
+
+def resumable(address: str) -> net.ResumablePublisher:
+    pub: net.RemotePublisher[net.ResumablePublisher] = net.connect(address, codec="arrow")
+    return pub.resumable(None, window=60.0, reconnect_for=30.0, positions=True, new=False, backoff=None)

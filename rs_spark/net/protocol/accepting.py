@@ -1,7 +1,7 @@
 """Accepting connections: the bind address and its checks (:func:`bind_address`), the accept loop
 with its limit on open sockets and the TLS/WebSocket wrapping (:class:`Acceptor`), and the checks of
 a client's SETUP (:func:`check_setup`). What a set-up connection then serves is the handler's
-(:class:`rs_spark.net.Server` composes this with the endpoints and resumption).
+(:class:`~.host.Host` composes this with the endpoints and the resume hook).
 """
 
 from __future__ import annotations

@@ -35,8 +35,8 @@ from .worker import in_background
 
 class ChannelClient(Protocol):
     """What a :class:`RemoteProcessor` and a :class:`~.remote_subscriber.RemoteSubscriber` need of
-    their client (:class:`rs_spark.net.Client`, which imports them: the protocol layer names no
-    module above it)."""
+    their client (:class:`~.client.Client`, which imports them: named by this Protocol, the
+    import goes one way)."""
 
     @property
     def codec_name(self) -> str: ...

@@ -1,6 +1,6 @@
-"""What the resumable reader needs of its client: :class:`ResumeDialler`, a typed view of
-:class:`rs_spark.net.Client` (which imports zero_loss, so zero_loss names it only by this
-Protocol: no import circle, and mypy checks every call)."""
+"""What the resumable reader needs of its client: :class:`ResumeDialler`, the members of the
+protocol's :class:`~rs_spark.net.protocol.client.Client` it uses and no more (mypy checks every
+call; the Client plugs the reader in as its :class:`~rs_spark.net.protocol.client.Resumer`)."""
 
 from __future__ import annotations
 

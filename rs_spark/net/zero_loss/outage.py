@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from ..protocol.address import redact
+from ..protocol.client import Pacing
 
 log = logging.getLogger("rs_spark.net")
 
@@ -141,7 +142,7 @@ class Outage:
                 max(0.0, self.bound - (now - self.started)),
             )
 
-    def pause(self, backoff: Backoff, u: float) -> float:
+    def pause(self, backoff: Pacing, u: float) -> float:
         """Seconds to wait before the next try: the backoff's, never past the bound."""
         return max(0.0, min(backoff.delay(max(0, self.attempts - 1), u), self.left()))
 

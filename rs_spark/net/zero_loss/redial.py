@@ -15,11 +15,12 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ..protocol import frames as F
+from ..protocol.client import Pacing
 from ..protocol.connection import Connection
 from ..protocol.errors import NetError, Refused, ResumeRejected
 from ..protocol.metadata import request_metadata
 from .dialler import ResumeDialler
-from .outage import Backoff, Outage
+from .outage import Outage
 from .resume import UNKNOWN_STREAM, ResumeRequest, resume_token
 
 
@@ -78,7 +79,7 @@ class Redialler(Protocol):
 
     key: str
     reconnect_for: float | None
-    backoff: Backoff
+    backoff: Pacing
     dialling: StreamDialling
 
     def retry_bound(self) -> float: ...

@@ -27,6 +27,7 @@ from ...streams.pipeline import PublisherBase
 from ...streams.types import Subscriber
 from ..protocol import frames as F
 from ..protocol.bridge import InboundSubscription
+from ..protocol.client import Pacing
 from ..protocol.codecs import Codec, make_codec
 from ..protocol.connection import Connection
 from ..protocol.errors import NetError, Refused, RemoteError
@@ -343,7 +344,7 @@ class ResumablePublisher(PublisherBase[Any]):
         reconnect_for: float | None = None,
         positions: bool = False,
         new: bool = False,
-        backoff: Backoff | None = None,
+        backoff: Pacing | None = None,
     ) -> None:
         self._client = client
         self.positions = positions
@@ -353,7 +354,7 @@ class ResumablePublisher(PublisherBase[Any]):
         self.dialling = StreamDialling(client, name, self.key, window, positions)
         self.window = window
         self.reconnect_for = reconnect_for
-        self.backoff = backoff or Backoff()
+        self.backoff: Pacing = backoff or Backoff()
         self.stated_window: float | None = None  # what the server said it keeps the stream for
         self._lock = threading.Lock()
 
