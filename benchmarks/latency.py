@@ -3,7 +3,7 @@ Spark's real-time mode, next to Spark's own rate source into foreachBatch; and, 
 the highest rate each path sustains.
 
     .venv/bin/python benchmarks/latency.py [--seconds 30] [--warmup 10] [--runs 3] [--rates 20,10000]
-        [--paths ...] [--elements dicts,batches] [--max-rate [--start-rate 25000]]
+        [--paths ...] [--elements dicts,batches] [--publishers here|process] [--max-rate [--start-rate 25000]]
 
 A Publisher in this process emits rows {"id", "t"} at a steady rate (``--rates``, rows per second;
 one row per tick up to 1000/s, then ticks of 1 ms carrying rate/1000 rows), stamped with
@@ -38,6 +38,12 @@ measured (n), the most a run missed, p50, p90, p99 and max, with the spread of p
 runs [min-max], then each target's verdict: issue 29's latency, TLS within 20% of plain TCP, two
 partitions within 1.5x of one. local[2]; the machine's other load shows in the spread: say so when
 quoting it.
+
+``--publishers process``: the real-time paths' publishers are served by a spawned process of their
+own (_publishers.py), as a deployment serves its sources, instead of this one, where they share the
+Subscriber's GIL; ``real-time`` and ``real-time TLS`` then read their one publisher as a partition
+too (option endpoint). Each endpoint keeps a whole run's rows (Retention sized by the rate): a run
+is one real-time batch, whose rows are kept until it commits.
 
 ``--max-rate``: per path and element form, from ``--start-rate``, the rate doubles while a run
 sustains it (every row offered measured, the publisher kept its rate, p99 <= 50 ms over
@@ -105,6 +111,7 @@ def end_realtime(q: Any, sub: Lat, longest_batch: float) -> None:
 
 
 def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | None = None) -> Lat:
+    """The publisher given to ``realtime.read_stream``, which serves it in this process."""
     from rs_spark.spark import realtime
 
     emitted = Emitted()
@@ -113,102 +120,56 @@ def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | No
     df = realtime.read_stream(
         spark, ticking(rate, emitted), schema="id LONG, t DOUBLE", retention=retention_for(rate, a)
     )
-    trigger = batch or realtime_trigger(a)
-    q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint, elements=a.elements)
-    time.sleep(a.warmup + a.seconds)
-    sub.close_window()
-    end_realtime(q, sub, float(trigger.split()[0]))
+    run_window(df, sub, a, checkpoint, batch)
     realtime.stop_served()
     shutil.rmtree(checkpoint, ignore_errors=True)
     return sub
 
 
-def run_realtime_tls(
-    spark: Any, rate: float, a: argparse.Namespace, source_hop: bool = True, sink_hop: bool = True
+def run_realtime_partitions(
+    spark: Any, rate: float, a: argparse.Namespace, parts: int = 2, source_tls: bool = False, sink_tls: bool = False
 ) -> Lat:
-    """As ``real-time``, both hops over tls://: the publisher's server and the Subscriber's hub, each
-    with a throwaway self-signed certificate that the JVM client trusts through option tlsCaFile
-    (``source_hop`` / ``sink_hop`` False: that hop stays on plain TCP, to tell what each costs)."""
-    import secrets
-
-    from pyspark.sql.types import _parse_datatype_string
-
-    from rs_spark import net
-    from rs_spark.net.protocol.address import parse
-    from rs_spark.spark import realtime
-
-    private = tempfile.mkdtemp(prefix="rs-bench-tls-")  # mode 0700: the key stays private
-    try:
-        cert, _, context = tls_material(private)
-        token = secrets.token_urlsafe(24)
-        struct = _parse_datatype_string("id LONG, t DOUBLE")
-        emitted = Emitted()
-        publisher = realtime.as_record_batches(ticking(rate, emitted), struct)
-        server = net.serve(
-            publisher, name="rt", token=token, ssl=context if source_hop else None, retention=retention_for(rate, a)
-        )
-        try:
-            address = parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
-            sub = Lat(time.time() + a.warmup, emitted)
-            tls = {"tlsCaFile": cert}
-            df = realtime.read_stream(
-                spark, endpoint=address, schema="id LONG, t DOUBLE", options=tls if source_hop else {}
-            )
-            trigger = realtime_trigger(a)
-            q = realtime.write_stream(
-                df,
-                sub,
-                trigger=trigger,
-                checkpoint=os.path.join(private, "chk"),
-                ssl=context if sink_hop else None,
-                options=tls if sink_hop else {},
-                elements=a.elements,
-            )
-            time.sleep(a.warmup + a.seconds)
-            sub.close_window()
-            end_realtime(q, sub, float(trigger.split()[0]))
-        finally:
-            server.stop()
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
-    return sub
-
-
-def run_realtime_partitions(spark: Any, rate: float, a: argparse.Namespace, parts: int = 2, tls: bool = False) -> Lat:
     """``parts`` publishers at rate/parts each, served on their own endpoints (in this process or,
-    with ``--publishers process``, in one of their own) and read as partitions (``tls``: every hop
-    over tls://, as ``real-time TLS``)."""
+    with ``--publishers process``, in one of their own) and read as partitions. ``source_tls`` /
+    ``sink_tls``: the publishers' servers / the Subscriber's hub on tls://, with a throwaway
+    self-signed certificate that the JVM client trusts through option tlsCaFile."""
     from _publishers import PublisherProcess, PublishersHere
 
     from rs_spark.spark import realtime
 
     private = tempfile.mkdtemp(prefix="rs-bench-rt-")  # mode 0700: a TLS key stays private
     try:
-        cert, key, context = tls_material(private) if tls else (None, None, None)
+        cert, key, context = tls_material(private) if source_tls or sink_tls else (None, None, None)
         kind = PublisherProcess if a.publishers == "process" else PublishersHere
-        publishers = kind(rate, parts, retention_for(rate / parts, a), (cert, key) if cert and key else None)
+        tls_files = (cert, key) if source_tls and cert and key else None
+        publishers = kind(rate, parts, retention_for(rate / parts, a), tls_files)
         try:
             sub = Lat(time.time() + a.warmup, publishers)
-            options = {"tlsCaFile": cert} if cert else {}
-            df = realtime.read_stream(spark, endpoint=publishers.endpoints, schema="id LONG, t DOUBLE", options=options)
-            trigger = realtime_trigger(a)
-            q = realtime.write_stream(
-                df,
-                sub,
-                trigger=trigger,
-                checkpoint=os.path.join(private, "chk"),
-                ssl=context,
-                options=options,
-                elements=a.elements,
+            trust = {"tlsCaFile": cert} if cert else {}
+            df = realtime.read_stream(
+                spark, endpoint=publishers.endpoints, schema="id LONG, t DOUBLE", options=trust if source_tls else {}
             )
-            time.sleep(a.warmup + a.seconds)
-            sub.close_window()
-            end_realtime(q, sub, float(trigger.split()[0]))
+            sink = {"ssl": context, "options": trust} if sink_tls else {}
+            run_window(df, sub, a, os.path.join(private, "chk"), **sink)
         finally:
             publishers.stop()
     finally:
         shutil.rmtree(private, ignore_errors=True)
     return sub
+
+
+def run_window(
+    df: Any, sub: Lat, a: argparse.Namespace, checkpoint: str, trigger: str | None = None, **write: Any
+) -> None:
+    """Write ``df`` into ``sub`` as a real-time query (``write``: more of write_stream's arguments),
+    through the warm-up and the measured window, and end it at the end of its batch."""
+    from rs_spark.spark import realtime
+
+    trigger = trigger or realtime_trigger(a)
+    q = realtime.write_stream(df, sub, trigger=trigger, checkpoint=checkpoint, elements=a.elements, **write)
+    time.sleep(a.warmup + a.seconds)
+    sub.close_window()
+    end_realtime(q, sub, float(trigger.split()[0]))
 
 
 def tls_material(private: str) -> tuple[str, str, Any]:
@@ -291,10 +252,10 @@ PATHS = {
     "real-time": run_realtime,
     "real-time 10s batches": lambda spark, rate, a: run_realtime(spark, rate, a, "10 seconds"),
     "real-time 2 partitions": run_realtime_partitions,
-    "real-time TLS": run_realtime_tls,
-    "real-time TLS 2 partitions": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, tls=True),
-    "real-time TLS source hop": lambda spark, rate, a: run_realtime_tls(spark, rate, a, sink_hop=False),
-    "real-time TLS sink hop": lambda spark, rate, a: run_realtime_tls(spark, rate, a, source_hop=False),
+    "real-time TLS": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, 1, True, True),
+    "real-time TLS 2 partitions": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, 2, True, True),
+    "real-time TLS source hop": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, 1, source_tls=True),
+    "real-time TLS sink hop": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, 1, sink_tls=True),
     "micro-batch": run_microbatch,
     "rate -> foreachBatch": run_rate,
     "floor (no Spark)": lambda spark, rate, a: run_floor(rate, a),
@@ -394,15 +355,15 @@ def shown(name: str, elements: str) -> str:
 APART: dict[str, Callable[[Any, float, argparse.Namespace], Lat]] = {
     "real-time": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, parts=1),
     "real-time 2 partitions": run_realtime_partitions,
-    "real-time TLS": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, parts=1, tls=True),
-    "real-time TLS 2 partitions": lambda spark, rate, a: run_realtime_partitions(spark, rate, a, tls=True),
+    **{name: PATHS[name] for name in PATHS if name.startswith("real-time TLS")},
 }
-"""The paths ``--publishers process`` runs: the publishers read as partitions, as one or two."""
+"""The real-time paths ``--publishers process`` runs: the publishers read as partitions, one or two
+(the other paths run as without it)."""
 
 
 def one_run(spark: Any, name: str, rate: float, a: argparse.Namespace) -> dict[str, float]:
     """Run path ``name`` once at ``rate`` with ``a.elements``; its figures, also printed to stderr."""
-    p = measure((APART if a.publishers == "process" else PATHS)[name](spark, rate, a))
+    p = measure((APART if a.publishers == "process" and name in APART else PATHS)[name](spark, rate, a))
     print(
         f"{shown(name, a.elements)} @ {rate:g}/s: offered={p['offered']:.0f} n={p['n']} p50={p['p50'] * 1000:.2f} "
         f"p90={p['p90'] * 1000:.2f} p99={p['p99'] * 1000:.2f} max={p['max'] * 1000:.1f} ms",
@@ -469,9 +430,14 @@ def main() -> None:
     ap.add_argument("--start-rate", type=float, default=25_000, help="--max-rate: the first rate tried")
     a = ap.parse_args()
     a.elements_list = a.elements.split(",")
-    unknown = [p for p in a.paths.split(",") if p not in (APART if a.publishers == "process" else PATHS)]
+    unknown = [p for p in a.paths.split(",") if p not in PATHS]
     if unknown:
-        ap.error(f"--paths {','.join(unknown)}: not one of {', '.join(APART if a.publishers == 'process' else PATHS)}")
+        ap.error(f"--paths {','.join(unknown)}: not one of {', '.join(PATHS)}")
+    here_only = [
+        p for p in a.paths.split(",") if a.publishers == "process" and p.startswith("real-time") and p not in APART
+    ]
+    if here_only:
+        ap.error(f"--publishers process runs the real-time paths {', '.join(APART)}; not {','.join(here_only)}")
 
     from pyspark.sql import SparkSession
 
