@@ -160,10 +160,11 @@ class PublisherBridgeTest {
         try (PublisherBridge b = Shim.pull(Sources.submissionEndless(), null)) {
             b.start();
             b.request(10);
+            Thread poller = Thread.currentThread();
             Thread t = new Thread(() -> {
-                try {
-                    Thread.sleep(100);
-                } catch (InterruptedException ignored) {
+                // Cancel once the poller waits in drain for elements that never come: the cancel must wake it.
+                while (poller.getState() != Thread.State.WAITING && poller.getState() != Thread.State.TIMED_WAITING) {
+                    Thread.onSpinWait();
                 }
                 b.cancel();
             });

@@ -32,13 +32,7 @@ class KeepaliveWhileSendingTest {
             Connection.Options o = new Connection.Options();
             o.keepaliveMs = 100;
             o.lifetimeMs = 500;
-            Connection c = Connection.dial(ep, o, new Connection.Listener() {
-                @Override
-                public void onFrame(Frame frame) {}
-
-                @Override
-                public void onClosed(IOException why) {}
-            });
+            Connection c = Connection.dial(ep, o, IgnoringListener.INSTANCE);
             try {
                 c.start();
                 byte[] row = new byte[64];

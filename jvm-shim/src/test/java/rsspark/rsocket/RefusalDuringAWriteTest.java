@@ -31,13 +31,7 @@ class RefusalDuringAWriteTest {
             refuser.setDaemon(true);
             refuser.start();
             Endpoint ep = Endpoint.parse("tcp://127.0.0.1:" + server.getLocalPort() + "/rows", null);
-            Connection c = Connection.dial(ep, new Connection.Options(), new Connection.Listener() {
-                @Override
-                public void onFrame(Frame frame) {}
-
-                @Override
-                public void onClosed(IOException why) {}
-            });
+            Connection c = Connection.dial(ep, new Connection.Options(), IgnoringListener.INSTANCE);
             try {
                 c.start();
                 c.send(Frames.keepalive(false, new byte[0]));
