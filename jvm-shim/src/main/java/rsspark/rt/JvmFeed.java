@@ -144,8 +144,13 @@ final class JvmFeed implements RowFeed {
                         + "BIGINT, FLOAT, DOUBLE, STRING, BINARY or TIMESTAMP columns", e);
             }
             this.decoder = new ArrowRows(schema, Feeds.allocator(), where);
-            Object p = Factories.publisher(o.jvmPublisher, o.factoryOptions);
-            Interop.toFlowPublisher(p).subscribe(this);
+            try {
+                Object p = Factories.publisher(o.jvmPublisher, o.factoryOptions);
+                Interop.toFlowPublisher(p).subscribe(this);
+            } catch (RuntimeException | Error e) {
+                encoder.close(); // its Arrow buffers: nobody else will release them
+                throw e;
+            }
         }
 
         // -- the publisher's side ---------------------------------------------------------------
@@ -392,6 +397,9 @@ final class JvmFeed implements RowFeed {
         private void cancelLocked() {
             Flow.Subscription s = subscription;
             boolean active = state == State.ACTIVE;
+            // A cancelled stream converts nothing more (pending is cleared and onNext ignores what
+            // comes): its encoder's Arrow buffers are released now, once, or never.
+            if (state != State.CANCELLED) encoder.close();
             state = State.CANCELLED;
             kept.clear();
             pending.clear();

@@ -62,6 +62,20 @@ class JvmFeedTest {
     }
 
     @Test
+    void aCancelledStreamReleasesEveryArrowBufferItTook() throws Exception {
+        long before = rsspark.jvm.Memory.allocated();
+        String id = Metadata.newKey();
+        JvmFeed f = JvmFeed.open(options(id), SCHEMA, Metadata.newKey(), "run", 0, 0);
+        ProbePublisher p = ProbePublisher.BY_ID.get(id);
+        p.emit(0, 3);
+        assertEquals(range(0, 3), values(f.poll(WAIT)));
+        assertTrue(rsspark.jvm.Memory.allocated() > before, "the encoder holds the last batch it wrote");
+        f.cancel();
+        assertTrue(p.cancelled);
+        assertEquals(before, rsspark.jvm.Memory.allocated(), "a cancelled stream's encoder released (it leaked 32-128 bytes)");
+    }
+
+    @Test
     void aRetriedTaskReplaysKeptRowsAndTheOlderReaderIsTakenOver() throws Exception {
         String id = Metadata.newKey();
         String key = Metadata.newKey();
