@@ -4,6 +4,8 @@ the order they came, and its bounds tell its owner."""
 
 from __future__ import annotations
 
+import types
+
 import pytest
 
 from rs_spark.net.protocol import write_queue
@@ -154,7 +156,7 @@ def test_a_frame_that_never_fits_closes_its_own_queue():
 
 @pytest.mark.parametrize("size", [100, 65536])
 @pytest.mark.parametrize("part", [0.0, 0.5, 1.0])
-def test_a_frame_is_sent_at_once_when_the_writer_is_idle_and_the_rest_waits_in_order(size, part, monkeypatch):
+def test_a_frame_is_sent_at_once_when_the_writer_is_idle_and_the_rest_waits_in_order(size, part, monkeypatch, clock):
     monkeypatch.setattr(write_queue, "BURST_SECONDS", 0.0)
     sent = int(size * part)
     budget = OutboundBudget(1 << 20)
@@ -177,7 +179,7 @@ def test_a_frame_is_sent_at_once_when_the_writer_is_idle_and_the_rest_waits_in_o
         q.written()
 
 
-def test_a_frame_waits_for_a_busy_writer_or_for_frames_before_it(monkeypatch):
+def test_a_frame_waits_for_a_busy_writer_or_for_frames_before_it(monkeypatch, clock):
     monkeypatch.setattr(write_queue, "BURST_SECONDS", 0.0)
     calls: list[int] = []
 
@@ -202,7 +204,27 @@ def test_a_frame_waits_for_a_busy_writer_or_for_frames_before_it(monkeypatch):
     assert calls == [100, 10], "idle again, nothing queued: at once"
 
 
-def test_a_burst_of_frames_waits_for_the_writer_after_its_first(monkeypatch):
+class _BootClock:
+    """time.monotonic() of a machine booted just now: it starts at 0 and creeps up."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 1e-6
+        return self.now
+
+
+@pytest.fixture(params=["this machine's clock", "a clock that starts at 0"])
+def clock(request, monkeypatch):
+    """The queue's verdicts must not depend on how long the machine has been up."""
+    if request.param == "a clock that starts at 0":
+        boot = _BootClock()
+        monkeypatch.setattr(write_queue, "time", types.SimpleNamespace(monotonic=boot.monotonic))
+    return request.param
+
+
+def test_a_burst_of_frames_waits_for_the_writer_after_its_first(monkeypatch, clock):
     monkeypatch.setattr(write_queue, "BURST_SECONDS", 3600.0)  # every frame after the first is "soon"
     calls: list[int] = []
 

@@ -86,7 +86,7 @@ class WriteQueue:
         self._over_budget = over_budget  # closes the owner: it holds the most of the budget, or its frame never fits
         self._over_cap = over_cap  # closes the owner: its peer stopped reading
         self._send_now = send_now
-        self._sent_now_at = -1.0  # time.monotonic() of the last frame sent at once
+        self._sent_now_at: float | None = None  # time.monotonic() of the last frame sent at once (None: none yet)
         self._out: deque[list[F.Buffer]] = deque()
         self._bytes = 0
         self._inflight = (0, 0)  # bytes and frames the writer has taken, not yet written
@@ -145,7 +145,9 @@ class WriteQueue:
     def _in_burst(self) -> bool:
         """Whether a frame sent at once now would follow the last one within BURST_SECONDS (under the lock)."""
         now = time.monotonic()
-        burst = now - self._sent_now_at < BURST_SECONDS
+        # None until the first frame: monotonic() may start near 0 (seconds since boot), so no sentinel
+        # time can stand for "never" without making a fresh machine's first frame look like a burst.
+        burst = self._sent_now_at is not None and now - self._sent_now_at < BURST_SECONDS
         if not burst:
             self._sent_now_at = now
         return burst
