@@ -18,11 +18,28 @@ import enum
 import json
 import operator
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 DEFAULT_CORRUPT_COLUMN = "_corrupt_record"
+
+
+class ValueRules(Protocol):
+    """How Python values become the schema's columns, where an upper layer has its own rules (Spark's:
+    :class:`rs_spark.spark.values.SparkValues`). Without rules, values go to ``pyarrow.array`` as they are."""
+
+    def columns(self, elements: Sequence[Any]) -> list[list[Any]]:
+        """Each field's values for ``elements``, ready for ``pyarrow.array``; raises on any element refused."""
+        ...
+
+    def row(self, element: Any) -> Sequence[Any]:
+        """One element's values, a value per field in order; raises ValueError/TypeError saying why not."""
+        ...
+
+    def value(self, index: int, value: Any) -> Any:
+        """One value of field ``index``, ready for ``pyarrow.array``; raises saying why it is refused."""
+        ...
 
 
 class Mode(enum.Enum):
@@ -88,8 +105,10 @@ class ElementConverter:
         mode: Mode | str = Mode.FAILFAST,
         corrupt_column: str = DEFAULT_CORRUPT_COLUMN,
         add_corrupt_column: bool = True,
+        rules: ValueRules | None = None,
     ) -> None:
         self.mode = mode if isinstance(mode, Mode) else Mode.parse(mode)
+        self.rules = rules  # the upper layer's value rules (Spark's), or None: values as pyarrow takes them
         self.corrupt_column = corrupt_column
         if self.mode is Mode.PERMISSIVE and schema.get_field_index(corrupt_column) < 0:
             if add_corrupt_column:
@@ -138,6 +157,8 @@ class ElementConverter:
 
     # -- bulk paths -----------------------------------------------------------------------
     def _bulk(self, elements: Sequence[Any]) -> pa.RecordBatch:
+        if self.rules is not None:
+            return self._bulk_by_rules(elements)
         first = elements[0]
         schema = self._data_schema
         if isinstance(first, dict):
@@ -176,6 +197,13 @@ class ElementConverter:
         if len(schema) == 1:
             return pa.RecordBatch.from_arrays([pa.array(list(elements), type=schema[0].type)], schema=schema)
         raise TypeError(f"cannot convert {type(first).__name__} elements to a {len(schema)}-column row")
+
+    def _bulk_by_rules(self, elements: Sequence[Any]) -> pa.RecordBatch:
+        assert self.rules is not None
+        columns = self.rules.columns(elements)
+        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self._data_fields, strict=True)]
+        self._check_nulls(arrays)
+        return pa.RecordBatch.from_arrays(arrays, schema=self._data_schema)
 
     def _check_nulls(self, arrays: list[pa.Array]) -> None:
         for a, f in zip(arrays, self._data_fields, strict=False):
@@ -223,6 +251,8 @@ class ElementConverter:
 
     def _check_one(self, e: Any) -> tuple[dict | None, str | None, str]:
         """Return (row, None, "") if ``e`` fits, else (None, field, what is wrong)."""
+        if self.rules is not None:
+            return self._check_by_rules(e)
         fields = self._data_fields
         if isinstance(e, dict):
             values = e
@@ -257,6 +287,30 @@ class ElementConverter:
                 pa.array([v], type=f.type)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
                 return None, f.name, f"expected {f.type}, got {_short_repr(v, 60)} ({type(v).__name__}): {exc}"
+            row[f.name] = v
+        return row, None, ""
+
+    def _check_by_rules(self, e: Any) -> tuple[dict | None, str | None, str]:
+        assert self.rules is not None
+        try:
+            values = self.rules.row(e)
+        except (ValueError, TypeError, AssertionError) as exc:
+            return None, None, f"{_reason(exc)}; send dicts, tuples, Rows, dataclasses or RecordBatches"
+        row: dict[str, Any] = {}
+        for i, f in enumerate(self._data_fields):
+            v = values[i]
+            try:
+                v = self.rules.value(i, v)
+                pa.array([v], type=f.type)
+            except Exception as exc:  # pyspark's converters raise several kinds (AssertionError too)
+                given = values[i]
+                return (
+                    None,
+                    f.name,
+                    f"expected {f.type}, got {_short_repr(given, 60)} ({type(given).__name__}): {_reason(exc)}",
+                )
+            if v is None and not f.nullable:
+                return None, f.name, "is None but the field is not nullable"
             row[f.name] = v
         return row, None, ""
 
@@ -318,6 +372,7 @@ class ElementConverter:
                 continue
             col = e.column(idx)
             if not col.type.equals(f.type):
+                _check_zone(f, col.type)
                 col = col.cast(f.type)
             if not f.nullable and col.null_count:
                 raise pa.ArrowInvalid(f"column '{f.name}' has nulls but the field is not nullable")
@@ -326,6 +381,26 @@ class ElementConverter:
             t = pa.Table.from_arrays(cols, schema=self._data_schema)
             return [self._finish(b) for b in t.to_batches()]
         return [self._finish(pa.RecordBatch.from_arrays(cols, schema=self._data_schema))]
+
+
+def _check_zone(field: pa.Field, given: pa.DataType) -> None:
+    """A naive Arrow timestamp is a wall clock, not an instant: casting it to a zoned field would read it
+    as UTC. Refuse it, saying what to send."""
+    want = field.type
+    if pa.types.is_timestamp(want) and want.tz is not None and pa.types.is_timestamp(given) and given.tz is None:
+        raise pa.ArrowInvalid(
+            f"column '{field.name}' is a timestamp without a time zone ({given}), and the field is TIMESTAMP (an "
+            "instant): give the column its zone (pa.timestamp('us', tz='UTC') or the zone of its wall clock), or "
+            "declare the field TIMESTAMP_NTZ"
+        )
+
+
+def _reason(exc: BaseException) -> str:
+    """What a refusal says (a bare assertion from pyspark's converters says nothing: say what it means)."""
+    text = str(exc).strip()
+    if text:
+        return text
+    return "not a value of this type under pyspark's conversion rules (docs/types.md)"
 
 
 def _as_text(e: Any) -> str:
@@ -337,4 +412,4 @@ def _as_text(e: Any) -> str:
         return repr(e)
 
 
-__all__ = ["Mode", "MalformedElementError", "ElementConverter", "Converted", "DEFAULT_CORRUPT_COLUMN"]
+__all__ = ["Mode", "MalformedElementError", "ElementConverter", "Converted", "DEFAULT_CORRUPT_COLUMN", "ValueRules"]

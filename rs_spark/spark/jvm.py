@@ -132,8 +132,9 @@ def arrow_schema(schema: Any) -> Any | None:
 
     if schema is None or isinstance(schema, pa.Schema):
         return schema
-    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from .values import arrow_schema as of_spark
 
     if isinstance(schema, str):
         from ..jvm.schema import parse_spec
@@ -143,7 +144,7 @@ def arrow_schema(schema: Any) -> Any | None:
         except ValueError:
             schema = _parse_datatype_string(schema)
     if isinstance(schema, StructType):
-        return to_arrow_schema(schema)
+        return of_spark(schema)
     raise TypeError(f"schema {schema!r}: use DDL, StructType, pyarrow.Schema or 'name:type,...'")
 
 

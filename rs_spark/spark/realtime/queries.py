@@ -132,22 +132,12 @@ def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retentio
 def as_record_batches(publisher: Any, struct: Any) -> Any:
     """``publisher`` with each element as a pyarrow RecordBatch of ``struct`` (a Spark StructType):
     what to serve with :func:`rs_spark.net.serve` for ``format("reactive-rt")``. RecordBatches pass
-    through; dicts and tuples become one-row batches (FAILFAST: a malformed element fails the stream)."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
+    through (conformed to ``struct``); dicts, tuples, Rows and dataclasses are converted with pyspark's
+    rules (:mod:`rs_spark.spark.values`) in chunks sized by demand (FAILFAST: a malformed element fails
+    the stream, naming its offset and field)."""
+    from ..values import served_batches
 
-    from ...arrow.convert import ElementConverter
-    from ...streams.operators import map as rs_map
-    from ...streams.pipeline import pipe
-
-    converter = ElementConverter(to_arrow_schema(struct))
-
-    def as_batch(element: Any) -> Any:
-        if isinstance(element, pa.RecordBatch):
-            return element
-        return converter.convert([element], 0).batch
-
-    return pipe(publisher, rs_map(as_batch))
+    return served_batches(publisher, struct)
 
 
 def write_stream(

@@ -8,10 +8,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from ...arrow.convert import ElementConverter
+from ..values import arrow_schema_of_json, element_converter
 from .options import SourceOptions
 
 RUN = 65_536
@@ -20,12 +20,12 @@ RUN = 65_536
 
 def arrow_schema(schema_json: str) -> pa.Schema:
     """The Arrow schema of a Spark schema kept as JSON (readers are pickled with it)."""
-    return to_arrow_schema(StructType.fromJson(json.loads(schema_json)), timezone="UTC")
+    return arrow_schema_of_json(schema_json)
 
 
 def converter_for(opts: SourceOptions, schema_json: str) -> ElementConverter:
-    """The converter executors use: the source's mode, no corrupt-record column added."""
-    return ElementConverter(arrow_schema(schema_json), opts.mode, opts.corrupt_column, add_corrupt_column=False)
+    """The converter executors use: pyspark's value rules, the source's mode, no corrupt-record column added."""
+    return element_converter(StructType.fromJson(json.loads(schema_json)), opts.mode, opts.corrupt_column)
 
 
 def converted(

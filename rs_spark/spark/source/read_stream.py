@@ -33,7 +33,7 @@ def read_stream(
     options: Mapping[str, OptionValue] | None = None,
     bind: str = "tcp://127.0.0.1:0",
     retention: Retention | None = None,
-    codec: str = "json",
+    codec: str = "arrow",
     ssl: _ssl.SSLContext | None = None,
 ) -> DataFrame:
     """Serve ``publisher`` on ``bind`` and return ``spark.readStream.format("reactive")`` over it.
@@ -43,8 +43,10 @@ def read_stream(
 
     ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
     :func:`rs_spark.arrow.with_schema`). ``options``: the source's options, e.g.
-    ``{"maxRecordsPerTrigger": 1000}``. ``codec``: how elements
-    cross (``arrow`` for publishers of pyarrow RecordBatches).
+    ``{"maxRecordsPerTrigger": 1000}``. ``codec``: how elements cross. ``arrow`` (the default): dicts,
+    tuples, Rows, dataclasses or RecordBatches are converted here, in this process's time zone, with
+    pyspark's rules (docs/types.md), in chunks sized by demand; option ``mode`` applies here.
+    ``json``: elements cross as JSON text and are converted in Spark's reader (an earlier release's way).
     ``bind``: where Spark's reader connects back to this process; the default (loopback)
     serves a driver on this machine. For a Spark Connect server elsewhere, bind an address of
     this machine that the server can reach (``tcp://10.0.0.5:0``); a random token protects it.
@@ -61,6 +63,8 @@ def read_stream(
     check_reachable(spark, bind, "read_stream")
     if len(publishers) > 1:
         _check_executors_reach(spark, bind)
+    if codec == "arrow":
+        publishers = _as_arrow(spark, publishers, declared, spark_opts)
     server, token, names = _serve(publishers, bind, retention, ssl)
     register(spark)
     addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
@@ -87,6 +91,18 @@ def _by_partition(publisher: Any) -> dict[str, Any]:
                 "partition in option endpoint, as id=address, and in the checkpoint's offsets)"
             )
     return pubs
+
+
+def _as_arrow(spark: Any, publishers: dict[str, Any], declared: Any, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Each Publisher's elements as record batches of the declared schema, converted in this process."""
+    from ...arrow.convert import DEFAULT_CORRUPT_COLUMN
+    from ..values import served_batches
+
+    struct = declared if isinstance(declared, StructType) else spark.createDataFrame([], declared).schema
+    lower = {str(k).lower(): v for k, v in options.items()}
+    mode = str(lower.get("mode", "FAILFAST"))
+    corrupt = str(lower.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN))
+    return {pid: served_batches(pub, struct, mode, corrupt) for pid, pub in publishers.items()}
 
 
 def _check_executors_reach(spark: Any, bind: str) -> None:

@@ -17,10 +17,10 @@ from typing import Any, NoReturn
 
 import pyarrow as pa
 
-from ....arrow.convert import ElementConverter
 from ....net.protocol.address import redact
 from ....net.protocol.errors import ResumeRejected
 from ....streams.errors import SpecViolation, throw_if_fatal
+from ...values import element_converter
 from ..data_loss import report_data_loss
 from ..errors import PublisherFailed
 from ..offsets import StreamOffset
@@ -54,7 +54,7 @@ class Live:
         self.opts = opts
         self.clock = clock  # when micro-batches were planned and the subscription began (the reader's clock)
         self.schema = arrow_schema
-        self.converter = ElementConverter(arrow_schema, opts.mode, opts.corrupt_column, add_corrupt_column=False)
+        self.converter = element_converter(arrow_schema, opts.mode, opts.corrupt_column)
         self.planned = Planned(opts, arrow_schema)
         self.log = self.planned.log
         self.upstream = Upstream(opts, arrow_schema, start, end)

@@ -1,0 +1,174 @@
+"""One row per Spark SQL type, with edge values, for the type matrix (tests/spark/test_types_*.py).
+
+``rows()`` are tuples in ``SCHEMA``'s order, built in the calling process's time zone: naive
+datetimes are wall clocks of that zone (including a DST gap and a DST overlap in America/New_York),
+so pyspark reads them as its local time and so must rs_spark. ``publisher`` is a factory (option
+``publisher``) serving the same rows as dicts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from decimal import Decimal
+
+from rs_spark import streams as rs
+
+SCHEMA = (
+    "b BOOLEAN, i8 TINYINT, i16 SMALLINT, i64 BIGINT, f FLOAT, d DOUBLE, dec DECIMAL(38,18), s STRING, bin BINARY, "
+    "day DATE, ts TIMESTAMP, ntz TIMESTAMP_NTZ, ints ARRAY<INT>, strs ARRAY<STRING>, m MAP<STRING,BIGINT>, "
+    "st STRUCT<x: INT, y: STRING>, kvs ARRAY<STRUCT<k: STRING, v: DOUBLE>>, span INTERVAL DAY TO SECOND"
+)
+NAMES = [
+    "b",
+    "i8",
+    "i16",
+    "i64",
+    "f",
+    "d",
+    "dec",
+    "s",
+    "bin",
+    "day",
+    "ts",
+    "ntz",
+    "ints",
+    "strs",
+    "m",
+    "st",
+    "kvs",
+    "span",
+]
+
+_DEC_MAX = Decimal("99999999999999999999.999999999999999999")
+_DEC_MIN = Decimal("-99999999999999999999.999999999999999999")
+
+
+def struct():
+    """``SCHEMA`` as a StructType, built without a SparkSession (parsing DDL needs one)."""
+    from pyspark.sql import types as T
+
+    kv = T.StructType([T.StructField("k", T.StringType()), T.StructField("v", T.DoubleType())])
+    xy = T.StructType([T.StructField("x", T.IntegerType()), T.StructField("y", T.StringType())])
+    kinds = [
+        T.BooleanType(),
+        T.ByteType(),
+        T.ShortType(),
+        T.LongType(),
+        T.FloatType(),
+        T.DoubleType(),
+        T.DecimalType(38, 18),
+        T.StringType(),
+        T.BinaryType(),
+        T.DateType(),
+        T.TimestampType(),
+        T.TimestampNTZType(),
+        T.ArrayType(T.IntegerType()),
+        T.ArrayType(T.StringType()),
+        T.MapType(T.StringType(), T.LongType()),
+        xy,
+        T.ArrayType(kv),
+        T.DayTimeIntervalType(),
+    ]
+    return T.StructType([T.StructField(n, k) for n, k in zip(NAMES, kinds, strict=True)])
+
+
+def rows() -> list[tuple]:
+    """The matrix rows: ordinary values, extremes, empties, nulls inside containers, an all-null row."""
+    gap = dt.datetime(2026, 3, 8, 2, 30)  # no such wall clock in New York (clocks jump 02:00 -> 03:00)
+    overlap = dt.datetime(2026, 11, 1, 1, 30)  # twice in New York (01:00-02:00 repeats)
+    return [
+        (
+            True,
+            1,
+            2,
+            3,
+            1.5,
+            2.25,
+            Decimal("1.5"),
+            "héllo wörld ✓",
+            b"\x00\xff",
+            dt.date(2026, 12, 2),
+            dt.datetime(2026, 12, 2, 9, 45, 1, 123456),
+            dt.datetime(2026, 12, 2, 9, 45, 1, 123456),
+            [1, 2, 3],
+            ["a", None, "c"],
+            {"k": 1, "n": None},
+            (1, "x"),
+            [("k", 1.0), ("l", None)],
+            dt.timedelta(days=1, seconds=2, microseconds=3),
+        ),
+        (
+            False,
+            -128,
+            -32768,
+            -(2**63),
+            -0.0,
+            math.nan,
+            _DEC_MAX,
+            "",
+            b"",
+            dt.date(1, 1, 1),
+            gap,
+            gap,
+            [],
+            [],
+            {},
+            (None, None),
+            [],
+            dt.timedelta(0),
+        ),
+        (
+            True,
+            127,
+            32767,
+            2**63 - 1,
+            math.inf,
+            -math.inf,
+            _DEC_MIN,
+            "日本語",
+            bytes(range(256)),
+            dt.date(9999, 12, 31),
+            overlap,
+            overlap,
+            [None],
+            [None],
+            {"": 0},
+            (2**31 - 1, ""),
+            [(None, math.nan)],
+            dt.timedelta(days=-1, microseconds=1),
+        ),
+        (
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            overlap.replace(fold=1),
+            dt.datetime(1970, 1, 1),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ),
+        tuple([None] * 18),
+    ]
+
+
+def dict_rows() -> list[dict]:
+    return [dict(zip(NAMES, r, strict=True)) for r in rows()]
+
+
+def publisher(options):
+    """Factory: the matrix rows as dicts (in the reader process's time zone)."""
+    return rs.from_iterable(dict_rows())
+
+
+__all__ = ["SCHEMA", "NAMES", "struct", "rows", "dict_rows", "publisher"]
