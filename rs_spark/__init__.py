@@ -40,7 +40,7 @@ def read_stream(
     options: Mapping[str, OptionValue] | None = None,
     bind: str = "tcp://127.0.0.1:0",
     retention: Retention | None = None,
-    codec: str = "json",
+    codec: str = "arrow",
     ssl: _ssl.SSLContext | None = None,
 ) -> DataFrame:
     """A streaming DataFrame over ``publisher`` from this process, or over a mapping of partition ids

@@ -143,7 +143,7 @@ _REFUSED = [
     ("DECIMAL from an int", DecimalType(10, 2), 5),
     ("BINARY from a str", BinaryType(), "ab"),
     ("MAP from a list of pairs", MapType(StringType(), LongType()), [("a", 1)]),
-    ("TIMESTAMP_NTZ from an aware datetime", TimestampNTZType(), dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)),
+    ("TIMESTAMP_NTZ from an aware datetime", TimestampNTZType(), dt.datetime(2026, 1, 1, tzinfo=dt.UTC)),
     ("INT from a str", IntegerType(), "5"),
 ]
 

@@ -73,6 +73,10 @@ def struct():
     return T.StructType([T.StructField(n, k) for n, k in zip(NAMES, kinds, strict=True)])
 
 
+DST_ROWS = (1, 2, 3)
+"""The rows whose TIMESTAMP is a wall clock in a DST gap or overlap (in America/New_York)."""
+
+
 def rows() -> list[tuple]:
     """The matrix rows: ordinary values, extremes, empties, nulls inside containers, an all-null row."""
     gap = dt.datetime(2026, 3, 8, 2, 30)  # no such wall clock in New York (clocks jump 02:00 -> 03:00)
@@ -166,9 +170,27 @@ def dict_rows() -> list[dict]:
     return [dict(zip(NAMES, r, strict=True)) for r in rows()]
 
 
+def canon(v) -> str:
+    """``repr`` with map keys sorted (a Spark MAP has no order: collect() gives the JVM's) and datetimes'
+    ``fold`` dropped (it does not change a naive value), so that NaN equals NaN and -0.0 is not 0.0."""
+    from pyspark.sql import Row
+
+    if isinstance(v, Row):
+        return "Row(" + ", ".join(f"{k}={canon(x)}" for k, x in v.asDict(recursive=False).items()) + ")"
+    if isinstance(v, dict):
+        return "{" + ", ".join(sorted(f"{canon(k)}: {canon(x)}" for k, x in v.items())) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(canon(x) for x in v) + "]"
+    if isinstance(v, tuple):
+        return "(" + ", ".join(canon(x) for x in v) + ")"
+    if isinstance(v, dt.datetime):
+        return repr(v.replace(fold=0))  # classic collect() marks a repeated wall clock fold=1, Connect's does not
+    return repr(v)
+
+
 def publisher(options):
     """Factory: the matrix rows as dicts (in the reader process's time zone)."""
     return rs.from_iterable(dict_rows())
 
 
-__all__ = ["SCHEMA", "NAMES", "struct", "rows", "dict_rows", "publisher"]
+__all__ = ["SCHEMA", "NAMES", "struct", "rows", "dict_rows", "canon", "publisher"]

@@ -1,0 +1,208 @@
+"""record_batches: a Publisher of elements as record batches, converted in chunks sized by demand.
+
+What must hold: every element arrives once, in order, within batches of at most ``size`` rows;
+upstream is never asked for more than the downstream's outstanding batches can hold (rule 1.1
+both ways); a slow publisher's element is not held back for company; a refused chunk fails the
+stream and cancels upstream; RecordBatches pass one by one, upstream asked one per batch wanted.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pyarrow as pa
+
+from rs_spark import streams as rs
+from rs_spark.arrow.chunking import record_batches
+from rs_spark.arrow.convert import ElementConverter, MalformedElementError
+
+from ..subscribers import Recorder
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def _convert():
+    converter = ElementConverter(SCHEMA)
+    return lambda elements, first: converter.convert(elements, first).batch
+
+
+class Asked:
+    """A Publisher of ids that records every request(n) it gets."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.requests: list[int] = []
+
+    def subscribe(self, subscriber) -> None:
+        inner = rs.range_(self.total).pipe(rs.map(lambda i: {"id": i}))
+        me = self
+
+        class Spy:
+            def on_subscribe(self, s):
+                class S:
+                    def request(self, n):
+                        me.requests.append(n)
+                        s.request(n)
+
+                    def cancel(self):
+                        s.cancel()
+
+                subscriber.on_subscribe(S())
+
+            def on_next(self, x):
+                subscriber.on_next(x)
+
+            def on_error(self, e):
+                subscriber.on_error(e)
+
+            def on_complete(self):
+                subscriber.on_complete()
+
+        inner.subscribe(Spy())
+
+
+def _ids(batches) -> list[int]:
+    return [i for b in batches for i in b.column("id").to_pylist()]
+
+
+def test_every_element_arrives_once_in_order_in_batches_of_at_most_size():
+    r = Recorder()
+    record_batches(rs.range_(10_000).pipe(rs.map(lambda i: {"id": i})), _convert, size=1000).subscribe(r)
+    r.wait_done()
+    assert r.completed and _ids(r.items) == list(range(10_000))
+    assert max(b.num_rows for b in r.items) <= 1000
+    assert len(r.items) <= 11, "a synchronous publisher's elements are converted in full chunks"
+
+
+def test_upstream_is_asked_one_element_first_then_size_per_batch_wanted():
+    pub = Asked(5000)
+    r = Recorder(batch=2, refill=False)
+    record_batches(pub, _convert, size=100).subscribe(r)
+    r.wait_for(2)
+    assert pub.requests[0] == 1, "the first ask tells what kind of Publisher this is"
+    assert sum(pub.requests) <= 1 + 2 * 100, f"asked {pub.requests} for two batches of at most 100"
+    assert _ids(r.items) == list(range(sum(b.num_rows for b in r.items)))
+
+
+def test_a_slow_publisher_s_element_is_emitted_without_waiting_for_more():
+    """A push source (a sensor) emits one element now and the next much later: the first must reach
+    the Subscriber before the second exists."""
+    emitters = []
+    pub = rs.create(emitters.append, buffer_size=16)
+    r = Recorder()
+    record_batches(pub, _convert, size=4096).subscribe(r)
+    emitters[0].next({"id": 1})
+    r.wait_for(1)
+    assert _ids(r.items) == [1], "one element, alone, was converted and delivered"
+    emitters[0].next({"id": 2})
+    emitters[0].complete()
+    r.wait_done()
+    assert _ids(r.items) == [1, 2] and r.completed
+
+
+def test_elements_from_another_thread_arrive_in_order():
+    done = threading.Event()
+
+    class Threaded:
+        def subscribe(self, subscriber):
+            class S:
+                def __init__(self):
+                    self.asked = 0
+                    self.cond = threading.Condition()
+
+                def request(self, n):
+                    with self.cond:
+                        self.asked += n
+                        self.cond.notify()
+
+                def cancel(self):
+                    done.set()
+
+            s = S()
+            subscriber.on_subscribe(s)
+
+            def run():
+                sent = 0
+                while sent < 3000:
+                    with s.cond:
+                        while s.asked == 0:
+                            s.cond.wait()
+                        k, s.asked = s.asked, 0
+                    for _ in range(k):
+                        if sent == 3000:
+                            break
+                        subscriber.on_next({"id": sent})
+                        sent += 1
+                subscriber.on_complete()
+
+            threading.Thread(target=run, daemon=True).start()
+
+    r = Recorder()
+    record_batches(Threaded(), _convert, size=256).subscribe(r)
+    r.wait_done()
+    assert _ids(r.items) == list(range(3000)) and max(b.num_rows for b in r.items) <= 256
+
+
+def test_a_malformed_element_fails_the_stream_naming_its_offset_and_cancels_upstream():
+    cancelled = threading.Event()
+    pub = rs.range_(100).pipe(rs.map(lambda i: {"id": "x" if i == 57 else i}))
+
+    class Watch:
+        def subscribe(self, subscriber):
+            class W:
+                def on_subscribe(self, s):
+                    class S:
+                        def request(self, n):
+                            s.request(n)
+
+                        def cancel(self):
+                            cancelled.set()
+                            s.cancel()
+
+                    subscriber.on_subscribe(S())
+
+                on_next = staticmethod(subscriber.on_next)
+                on_error = staticmethod(subscriber.on_error)
+                on_complete = staticmethod(subscriber.on_complete)
+
+            pub.subscribe(W())
+
+    r = Recorder(batch=1)  # a batch at a time: upstream has not completed when chunk 50-59 is refused
+    record_batches(Watch(), _convert, size=10).subscribe(r)
+    r.wait_done()
+    assert isinstance(r.error, MalformedElementError) and "offset 57" in str(r.error)
+    assert cancelled.is_set()
+    ids = _ids(r.items)
+    assert ids == list(range(len(ids))) and 40 <= len(ids) <= 57, "the chunks before the bad one, in order"
+
+
+def test_record_batches_pass_one_by_one_and_upstream_is_asked_one_per_batch():
+    batches = [pa.RecordBatch.from_pydict({"id": list(range(i * 100, i * 100 + 100))}) for i in range(20)]
+    asked: list[int] = []
+    src = rs.from_iterable(batches)
+
+    class Spy:
+        def subscribe(self, subscriber):
+            class W:
+                def on_subscribe(self, s):
+                    class S:
+                        def request(self, n):
+                            asked.append(n)
+                            s.request(n)
+
+                        def cancel(self):
+                            s.cancel()
+
+                    subscriber.on_subscribe(S())
+
+                on_next = staticmethod(subscriber.on_next)
+                on_error = staticmethod(subscriber.on_error)
+                on_complete = staticmethod(subscriber.on_complete)
+
+            src.subscribe(W())
+
+    r = Recorder(batch=3, refill=False)
+    record_batches(Spy(), _convert, size=4096).subscribe(r)
+    r.wait_for(3)
+    assert [b.num_rows for b in r.items] == [100, 100, 100]
+    assert sum(asked) <= 3, f"asked {asked}: one RecordBatch per batch wanted"
