@@ -1,9 +1,10 @@
-"""The type matrix through real queries: every path gives the rows ``spark.createDataFrame(rows).collect()`` gives.
+"""The type matrix through real queries: every path gives the rows pyspark makes of the same rows.
 
-One row per Spark SQL type with edge values (tests/spark/type_rows.py), read by each source path and
-written by each sink path, compared with what pyspark itself makes of the same rows in the same
-session: by ``type_rows.canon`` (``repr``, map keys sorted), so NaN equals NaN and -0.0 is not 0.0. The shared session runs in this process's
-zone (UTC here); ``test_types_zone.py`` runs the same paths in America/New_York.
+One row per Spark SQL type with edge values (tests/spark/type_rows.py), read by each source path
+and written by each sink path, compared with what pyspark itself makes of the same rows: by
+``type_rows.canon`` (``repr``, map keys sorted), so NaN equals NaN and -0.0 is not 0.0. The shared
+session runs in this process's zone (UTC here); ``test_types_zone.py`` runs the same paths in
+America/New_York.
 """
 
 from __future__ import annotations
