@@ -1,7 +1,7 @@
-"""``IdentityProcessorVerification``: the JVM TCK's 68 processor tests.
+"""``IdentityProcessorVerification``: the JVM TCK's 68 processor tests (48 of them run; 20 are untested rules).
 
-The 38 publisher tests run on the processor as a Publisher (fed by a helper publisher of
-``elements`` elements); the 27 whitebox tests run on it as a Subscriber (its downstream is a
+The 31 publisher tests run on the processor as a Publisher (fed by a helper publisher of
+``elements`` elements); the 14 whitebox tests run on it as a Subscriber (its downstream is a
 TCK subscriber that reports to the probe and takes the puppet's requests); three tests are
 specific to processors. Implement ``create_identity_processor(buffer_size)``: a Processor
 that passes elements through unchanged.
@@ -70,8 +70,8 @@ PROCESSOR_RULES.update(
 
 
 class IdentityProcessorVerification(Verification):
-    """Subclass and implement :meth:`create_identity_processor`; pytest runs the 68 JVM tests but the
-    20 untested ones (:func:`rs_spark.tck.untested_rules` lists those)."""
+    """Subclass and implement :meth:`create_identity_processor`; pytest runs its 48 tests (the JVM's 68
+    less 20 untested rules, which :func:`rs_spark.tck.untested_rules` lists)."""
 
     __test__ = False
     _rules = PROCESSOR_RULES
