@@ -6,11 +6,15 @@ stopped once, when the test session ends. Tests never stop it (a test that must 
 a session of its own starts it in a subprocess and says why, e.g. tests/reliability/driver.py).
 
 ``rsocket_js``: rsocket-js ready to run (Node.js on PATH and ``npm ci --prefix interop/js`` done).
+
+Every rs_spark.tck verification this suite collects pins its skips (``skips = {...}``, see
+docs/tck.md): collection stops, naming the class, where one does not.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -19,6 +23,25 @@ from .js_peer import require_rsocket_js
 pytest_plugins = ["tests.leakcheck"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def pytest_collection_modifyitems(config, items):
+    """A TCK verification left with ``skips = None`` would let any skip pass: refuse to run it."""
+    env = sys.modules.get("rs_spark.tck.env")  # not imported: no verification was collected
+    if env is None:
+        return
+    unpinned = sorted(
+        {
+            f"{item.nodeid.split('::')[0]}::{item.cls.__name__}"
+            for item in items
+            if isinstance(item.cls, type) and issubclass(item.cls, env.Verification) and item.cls.skips is None
+        }
+    )
+    if unpinned:
+        raise pytest.UsageError(
+            f"TCK verifications without skips: {', '.join(unpinned)}. Declare which of their tests may skip "
+            "and why: skips = {'test_... or rule': 'why'} ({} if none may); see docs/tck.md"
+        )
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,10 @@
 
 Or without pytest: ``rs_spark.tck.run(verification) -> {test: (pass|fail|skip, message)}``,
 or from a shell: ``python -m rs_spark.tck package.module:factory``. A test that does not apply
-raises :class:`TckSkipped` (a ``unittest.SkipTest``: pytest and unittest report it as a skip).
+raises :class:`TckSkipped` (a ``unittest.SkipTest``: pytest and unittest report it as a skip);
+``skips = {test or rule: why}`` on the subclass pins which tests may skip (any other skip fails)
+and declares optional rules not implemented. The JVM TCK's untested rules are no tests here:
+``rs_spark.tck.untested_rules(verification)`` lists them.
 Timeouts: class attributes ``default_timeout_ms`` etc., or the RS_TCK_*_TIMEOUT_MS environment variables.
 """
 
@@ -22,7 +25,7 @@ from .env import Latch, ManualSubscriber, Promise, Receptacle, TCKFailure, TestE
 from .processor import PROCESSOR_RULES, IdentityProcessorVerification
 from .publisher import RULES as PUBLISHER_RULES
 from .publisher import PublisherVerification
-from .runner import run
+from .runner import UntestedRule, run, untested_rules
 from .skip import TckSkipped, skip
 from .subscriber import (
     BLACKBOX_RULES,
@@ -54,6 +57,8 @@ __all__ = [
     "Promise",
     "Receptacle",
     "run",
+    "untested_rules",
+    "UntestedRule",
 ]
 
 if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import os
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Generic, TypeVar
+
+from .skip import TckSkipped, skip_reason
 
 T = TypeVar("T")
 
@@ -395,6 +398,8 @@ class Verification:
 
     Override timeouts with ``timeouts = Timeouts(...)`` (seconds) or the ``*_timeout_ms``
     class attributes; unset ones fall back to the RS_TCK_* environment variables.
+
+    Pin the tests that may skip with :attr:`skips`; see there.
     """
 
     __test__ = False
@@ -404,10 +409,30 @@ class Verification:
     poll_timeout_ms: int | None = None
     gc_timeout_ms: int | None = None
 
+    skips: ClassVar[Mapping[str, str] | None] = None
+    """The tests this verification may skip, each with why: ``{test name or rule number: why}``.
+
+    A key is a test's name (``"test_optional_spec111_may_support_multi_subscribe"``) or a rule
+    (``"1.11"``: every test of that rule). With ``skips`` set, a test that skips without being
+    listed fails, saying so: a regression cannot hide as one more skip. ``{}`` means no test may
+    skip. Left ``None``, skips are not pinned (the kit's own limits, e.g. ``create_failed_publisher()``
+    returning None, still skip).
+
+    Listing an *optional* test (or its rule) is also how an implementation declares that it does
+    not implement that optional rule: only then does an error in that test count as "does NOT
+    implement this OPTIONAL requirement" (a skip); in any test not listed it is a failure.
+    """
+
+    _rules: ClassVar[dict[str, tuple[str, str, str]]] = {}  # the verification's table: name -> (jvm, rule, status)
+    _running: str = ""  # the kit test now running on this instance
+
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         if "__test__" not in cls.__dict__:
             cls.__test__ = True
+        for name, fn in list(cls.__dict__.items()):
+            if name in cls._rules and callable(fn) and not getattr(fn, "_tck_pinned", False):
+                setattr(cls, name, pinned(fn))
 
     def _timeouts(self) -> Timeouts:
         if self.timeouts is not None:
@@ -418,6 +443,62 @@ class Verification:
 
     def _env(self) -> TestEnvironment:
         return TestEnvironment(self._timeouts())
+
+    def _rule_of(self, name: str) -> str:
+        return self._rules[name][1] if name in self._rules else "-"
+
+    def _allowed_skip(self, name: str) -> str | None:
+        """Why test ``name`` may skip, as :attr:`skips` says (by its name or its rule), else None."""
+        pinned = self.skips
+        if not pinned:
+            return None
+        if name in pinned:
+            return pinned[name]
+        return pinned.get(self._rule_of(name))
+
+    def _skips_owner(self) -> str:
+        """The class whose :attr:`skips` decide (a processor's inner verifications name the processor's)."""
+        return type(self).__name__
+
+    def _check_skips(self) -> None:
+        """Every key of :attr:`skips` names a test or a rule of this verification."""
+        if not self.skips:
+            return
+        rules = {rule for _, rule, status in self._rules.values() if status != "untested"}
+        tests = {name for name, (_, _, status) in self._rules.items() if status != "untested"}
+        wrong = sorted(k for k in self.skips if k not in tests and k not in rules)
+        if wrong:
+            raise TCKFailure(
+                f"{type(self).__name__}.skips names {wrong}, neither a test nor a rule that this verification "
+                f"runs: key each entry by a test name (test_...) or a rule number (e.g. '1.11')"
+            )
+
+
+def pinned(test: Callable[[Any], None]) -> Callable[[Any], None]:
+    """Wrap a kit test so that a skip its verification's :attr:`Verification.skips` does not allow fails."""
+    name = test.__name__
+
+    @functools.wraps(test)
+    def run(self: Verification) -> None:
+        self._check_skips()
+        self._running = name
+        try:
+            test(self)
+        except BaseException as exc:
+            reason = skip_reason(exc)
+            if reason is None or self.skips is None:
+                raise
+            why = self._allowed_skip(name)
+            if why is None:
+                raise TCKFailure(
+                    f"{type(self).__name__}.{name} skipped, and {type(self).__name__}.skips does not list it "
+                    f"(nor rule {self._rule_of(name)}): {reason}. If this skip is expected, add "
+                    f"{name!r}: 'why' to skips; if not, the implementation or the test setup regressed"
+                ) from None
+            raise TckSkipped(f"{reason} [pinned: {why}]") from None
+
+    run._tck_pinned = True  # type: ignore[attr-defined]
+    return run
 
 
 def wait_until(cond: threading.Condition, pred: Callable[[], bool], timeout: float) -> bool:
@@ -433,6 +514,7 @@ __all__ = [
     "TCKFailure",
     "END",
     "Verification",
+    "pinned",
     "Latch",
     "Promise",
     "Receptacle",

@@ -33,6 +33,7 @@ from rs_spark.net.protocol.auth import setup_metadata
 from rs_spark.net.protocol.codecs import ARROW_MIME, make_codec
 from rs_spark.tck import PublisherVerification, Timeouts
 from tests.subscribers import Recorder
+from tests.tck.skips import bounded
 from tests.waits import wait_until
 from tests.wire import RawFrames, raw
 
@@ -481,6 +482,7 @@ class TestDeliveryHubAsPublisher(PublisherVerification):
     arriving through one real commit channel and finish() as the end of the query."""
 
     timeouts = Timeouts(default=2.0, no_signals=0.1, poll=0.01, gc=0.5)
+    skips = bounded(2000, "one commit of all rows")
 
     def max_elements_from_publisher(self):
         return 2000

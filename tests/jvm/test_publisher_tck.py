@@ -7,6 +7,8 @@ import pytest
 from rs_spark.jvm import JvmPublisher
 from rs_spark.tck import PublisherVerification, Timeouts
 
+from ..tck.skips import bounded, no_failed_publisher
+
 T = Timeouts(default=2.0, no_signals=0.1, poll=0.01, gc=1.0)
 MAX = 2**63 - 1
 
@@ -21,6 +23,7 @@ class TestSubmissionPublisherValues(PublisherVerification):
     """The JDK's SubmissionPublisher of Longs, elements as Python ints."""
 
     timeouts = T
+    skips = {}
 
     def create_publisher(self, elements):
         S = self.jvm.rsspark.jvm.Sources
@@ -35,6 +38,7 @@ class TestSubmissionPublisherBatchesOverPy4jBytes(PublisherVerification):
     """Elements as one-row RecordBatches, carried as byte[] through py4j."""
 
     timeouts = T
+    skips = {}
 
     def create_publisher(self, elements):
         S = self.jvm.rsspark.jvm.Sources
@@ -51,6 +55,7 @@ class TestNettyHandlerPublisher(PublisherVerification):
     """netty-reactive-streams' HandlerPublisher (an org.reactivestreams.Publisher, via FlowAdapters)."""
 
     timeouts = T
+    skips = {**no_failed_publisher("netty's HandlerPublisher of elements only"), **bounded(10_000, "written up front")}
 
     def max_elements_from_publisher(self):
         return 10_000  # the netty client writes them all into the channel up front

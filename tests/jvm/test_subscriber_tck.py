@@ -20,6 +20,7 @@ class TestJvmCollectingSubscriber(SubscriberBlackboxVerification):
     """A JVM Flow.Subscriber requesting 4 at a time, behind the Python bridge."""
 
     timeouts = T
+    skips = {}
 
     def create_subscriber(self):
         return JvmSubscriber(self.jvm.rsspark.jvm.CollectingSubscriber(4), self.jvm, schema="value:int64")
@@ -32,6 +33,7 @@ class TestJvmReactiveStreamsSubscriberOneAtATime(SubscriberBlackboxVerification)
     """An org.reactivestreams Subscriber (FlowAdapters) requesting 1 at a time, map elements."""
 
     timeouts = T
+    skips = {}
 
     def create_subscriber(self):
         flow = self.jvm.rsspark.jvm.CollectingSubscriber(1)

@@ -15,6 +15,7 @@ from rs_spark import streams as rs
 from rs_spark.tck import IdentityProcessorVerification, Timeouts
 
 from ..subscribers import Recorder
+from ..tck.skips import UNICAST_PROCESSOR
 
 NET = Timeouts(default=1.0, no_signals=0.1, poll=0.01, gc=0.5)
 _names = itertools.count()
@@ -119,6 +120,7 @@ class TestServedIdentityProcessor(IdentityProcessorVerification):
     in this process)."""
 
     timeouts = NET
+    skips = UNICAST_PROCESSOR
 
     @pytest.fixture(autouse=True)
     def _server(self, server):

@@ -20,6 +20,7 @@ class TestServedPublisher(PublisherVerification):
     """Every publisher rule, checked on the Publisher that connect() returns."""
 
     timeouts = NET
+    skips = {}
 
     @pytest.fixture(autouse=True)
     def _server(self, server):
@@ -38,6 +39,7 @@ class TestServedSubscriber(SubscriberBlackboxVerification):
     (it forwards to a served CallbackSubscriber in the same process)."""
 
     timeouts = NET
+    skips = {}
 
     @pytest.fixture(autouse=True)
     def _server(self, server):
@@ -62,6 +64,7 @@ class TestServedPublisherOverTls(PublisherVerification):
     """Every publisher rule again, with the served Publisher reached over TLS (and a token)."""
 
     timeouts = NET
+    skips = {}
 
     @pytest.fixture(autouse=True)
     def _server(self, tls_server, tls):
@@ -84,6 +87,7 @@ class TestServedSubscriberOverTls(SubscriberBlackboxVerification):
     """Every blackbox subscriber rule again, the served Subscriber reached over TLS (and a token)."""
 
     timeouts = NET
+    skips = {}
 
     @pytest.fixture(autouse=True)
     def _server(self, tls_server, tls):

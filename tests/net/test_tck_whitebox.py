@@ -42,6 +42,7 @@ class _Probed:
 
 class TestConnectedSubscriberWhitebox(SubscriberWhiteboxVerification):
     timeouts = NET
+    skips = {}
 
     @pytest.fixture(autouse=True)
     def _server(self, server):

@@ -206,6 +206,7 @@ class TestPublisherServedOverWebSocket(PublisherVerification):
     """Every publisher rule, on the Publisher that connect() returns for a ws:// endpoint."""
 
     timeouts = Timeouts(default=1.0, no_signals=0.1, poll=0.01, gc=0.5)
+    skips = {}
 
     @pytest.fixture(autouse=True)
     def _server(self, server):

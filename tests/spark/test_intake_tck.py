@@ -8,6 +8,7 @@ from rs_spark.tck import SubscriberBlackboxVerification, Timeouts
 
 class TestIntakeBlackbox(SubscriberBlackboxVerification):
     timeouts = Timeouts(default=0.5, no_signals=0.05, poll=0.01, gc=0.5)
+    skips = {}
 
     def create_subscriber(self):
         return Intake(max_buffered=16, base_offset=0)

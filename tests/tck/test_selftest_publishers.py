@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rs_spark.tck import PUBLISHER_RULES, PublisherVerification, Timeouts
+from rs_spark.tck import PUBLISHER_RULES, PublisherVerification, Timeouts, untested_rules
 from rs_spark.tck.runner import run, run_verification
 
 FAST = Timeouts(default=0.3, no_signals=0.05, poll=0.01, gc=0.3)
@@ -25,6 +25,8 @@ class Naive:
             raise TypeError("subscribe(None) (rule 1.9)")
         pub = self
         st = {"i": 0, "done": False, "cancelled": False, "demand": 0, "emitting": False}
+        if self.bug == "shared_state":  # every subscriber shares one position (breaks rule 1.11's multicast)
+            st = self.__dict__.setdefault("_shared", st)
         if self.bug == "raise_from_subscribe":
             raise RuntimeError("subscribe raised instead of signalling on_error (rule 1.9)")
         if self.bug == "leak":
@@ -97,7 +99,7 @@ class Failed:
         s.on_error(RuntimeError("cannot serve"))
 
 
-def _verification(bug):
+def _verification(bug, skips=None):
     class V(PublisherVerification):
         __test__ = False
         timeouts = FAST
@@ -111,6 +113,7 @@ def _verification(bug):
         def bounded_depth_of_on_next_and_request_recursion(self):
             return 1
 
+    V.skips = {} if skips is None else skips  # pinned: no test may skip unless listed
     return V()
 
 
@@ -132,6 +135,8 @@ EXPECTED = {
     "ignore_request_zero": {
         "test_required_spec309_request_zero_must_signal_value_error",
         "test_required_spec309_request_negative_number_must_signal_value_error",
+        # optional, and the verification does not declare rule 3.9 not implemented: a failure, not a skip
+        "test_optional_spec309_request_negative_number_may_signal_value_error_with_specific_message",
     },
     "leak": {"test_required_spec313_cancel_must_make_the_publisher_eventually_drop_all_references_to_the_subscriber"},
     "no_type_error_on_none": {"test_required_spec109_subscribe_throw_type_error_on_none_subscriber"},
@@ -175,13 +180,85 @@ def test_on_next_before_on_subscribe_fails_every_element_test_citing_rule_1_9():
     assert all(results[name][0] == "pass" for name in CORE), {n: results[n] for n in CORE}
 
 
-def test_runner_reports_every_test_with_pass_fail_or_skip():
+def test_runner_reports_every_test_and_lists_the_untested_rules_apart():
     results = run(_verification(None))
-    assert set(results) == set(PUBLISHER_RULES)
-    assert {res for res, _ in results.values()} <= {"pass", "skip"}
-    untested = [n for n in results if n.startswith("test_untested_")]
-    assert len(untested) == 7
-    assert all(results[n][0] == "skip" and results[n][1].startswith("untested:") for n in untested)
+    untested = untested_rules(PublisherVerification)
+    assert set(results) == set(PUBLISHER_RULES) - {u.name for u in untested} and len(results) == 31
+    assert {res for res, _ in results.values()} == {"pass"}
+    assert len(untested) == 7 and all(u.name.startswith("test_untested_") and u.why for u in untested)
+    assert (
+        untested[0].jvm_name
+        == "untested_spec106_mustConsiderSubscriptionCancelledAfterOnErrorOrOnCompleteHasBeenCalled"
+    )
+    assert untested_rules(_verification(None)) == untested  # an instance or a class
+
+
+MULTICAST = {name for name, (_, rule, _) in PUBLISHER_RULES.items() if rule == "1.11"}
+
+
+def test_an_optional_test_that_fails_is_a_failure_unless_the_rule_is_declared_not_implemented():
+    """A publisher whose subscribers share one position breaks rule 1.11's multicast tests: they fail,
+    naming the declaration that would turn them into skips; declared, they skip and say why."""
+    outcomes = run_verification(_verification("shared_state"), PUBLISHER_RULES)
+    failed = {o.name: o.message for o in outcomes if o.result == "fail"}
+    assert failed and set(failed) <= MULTICAST, failed
+    assert all("skips = {'1.11': 'why'}" in msg for msg in failed.values()), failed
+    declared = run(_verification("shared_state", skips={"1.11": "one position for all subscribers"}))
+    assert "fail" not in {res for res, _ in declared.values()}, declared
+    skipped = {name: msg for name, (res, msg) in declared.items() if res == "skip"}
+    assert set(skipped) == set(failed)
+    assert all("does NOT implement this OPTIONAL" in m and "[pinned: one position" in m for m in skipped.values())
+
+
+class _NoFailedPublisher(PublisherVerification):
+    __test__ = False
+    timeouts = FAST
+
+    def create_publisher(self, elements):
+        return Naive(elements)
+
+    def skip_stochastic_tests(self):
+        return True
+
+
+FAILED_PUBLISHER_TESTS = {
+    "test_optional_spec104_must_signal_on_error_when_fails",
+    "test_required_spec109_may_reject_calls_to_subscribe_if_publisher_is_unable_or_unwilling_to_serve_them_rejection_must_trigger_on_error_after_on_subscribe",
+}
+STOCHASTIC = "test_stochastic_spec103_must_signal_on_methods_sequentially"
+
+
+@pytest.mark.parametrize(
+    "skips,expected",
+    [
+        (None, {"skip": FAILED_PUBLISHER_TESTS | {STOCHASTIC}}),  # not pinned: the kit's limits skip
+        ({}, {"fail": FAILED_PUBLISHER_TESTS | {STOCHASTIC}}),  # pinned, none listed: each skip fails
+        (
+            {**dict.fromkeys(FAILED_PUBLISHER_TESTS, "no failed publisher"), "1.3": "turned off"},
+            {"skip": FAILED_PUBLISHER_TESTS | {STOCHASTIC}},
+        ),
+        ({STOCHASTIC: "turned off"}, {"fail": FAILED_PUBLISHER_TESTS, "skip": {STOCHASTIC}}),
+    ],
+    ids=["unpinned", "pinned-empty", "pinned-all", "pinned-one"],
+)
+def test_a_skip_the_verification_does_not_pin_fails(skips, expected):
+    v = _NoFailedPublisher()
+    v.skips = skips
+    results = run(v)
+    got = {res: {n for n, (r, _) in results.items() if r == res} for res in ("fail", "skip")}
+    assert got == {"fail": expected.get("fail", set()), "skip": expected.get("skip", set())}, results
+    for name in expected.get("fail", ()):
+        assert "_NoFailedPublisher.skips does not list it" in results[name][1], results[name]
+    for name in expected.get("skip", ()):
+        assert ("[pinned: " in results[name][1]) == (skips is not None), results[name]
+
+
+def test_skips_naming_neither_a_test_nor_a_rule_fail_every_test_saying_which():
+    v = _NoFailedPublisher()
+    v.skips = {"1.99": "a typo", "test_optional_spec104_must_signal_on_error_when_fails": "fine"}
+    results = run(v)
+    assert {res for res, _ in results.values()} == {"fail"}
+    assert all("['1.99']" in msg and "rule number" in msg for _, msg in results.values())
 
 
 def overshooting(elements):

@@ -13,6 +13,7 @@ from rs_spark.tck import (
     SubscriberPuppet,
     SubscriberWhiteboxVerification,
     Timeouts,
+    untested_rules,
 )
 
 FAST = Timeouts(default=0.5, no_signals=0.05, poll=0.01, gc=0.5)
@@ -22,9 +23,16 @@ def _tests(cls):
     return {n for n, _ in inspect.getmembers(cls, inspect.isfunction) if n.startswith("test_")}
 
 
+def _untested(cls):
+    return {u.name for u in untested_rules(cls)}
+
+
 def test_blackbox_has_the_26_jvm_tests_and_whitebox_the_27():
-    assert len(BLACKBOX_RULES) == 26 and _tests(SubscriberBlackboxVerification) == set(BLACKBOX_RULES)
-    assert len(WHITEBOX_RULES) == 27 and _tests(SubscriberWhiteboxVerification) == set(WHITEBOX_RULES)
+    """Tests for the required ones; the untested ones are listed by untested_rules, not run."""
+    b_tests, w_tests = _tests(SubscriberBlackboxVerification), _tests(SubscriberWhiteboxVerification)
+    assert len(BLACKBOX_RULES) == 26 and b_tests == set(BLACKBOX_RULES) - _untested(SubscriberBlackboxVerification)
+    assert len(WHITEBOX_RULES) == 27 and w_tests == set(WHITEBOX_RULES) - _untested(SubscriberWhiteboxVerification)
+    assert (len(b_tests), len(w_tests)) == (11, 14)
     b = [st for _, _, st in BLACKBOX_RULES.values()]
     w = [st for _, _, st in WHITEBOX_RULES.values()]
     assert (b.count("required"), b.count("untested")) == (11, 15)
@@ -35,6 +43,7 @@ def test_blackbox_has_the_26_jvm_tests_and_whitebox_the_27():
 
 class TestBlockingIteratorBlackbox(SubscriberBlackboxVerification):
     timeouts = FAST
+    skips = {}
 
     def create_subscriber(self):
         return BlockingIterator(prefetch=8)
@@ -42,6 +51,7 @@ class TestBlockingIteratorBlackbox(SubscriberBlackboxVerification):
 
 class TestCallbackSubscriberBlackbox(SubscriberBlackboxVerification):
     timeouts = FAST
+    skips = {}
 
     def create_subscriber(self):
         return CallbackSubscriber(lambda x: None, request_size=4)
@@ -49,6 +59,7 @@ class TestCallbackSubscriberBlackbox(SubscriberBlackboxVerification):
 
 class TestAsyncIteratorSubscriberBlackbox(SubscriberBlackboxVerification):
     timeouts = FAST
+    skips = {}
 
     def create_subscriber(self):
         return AsyncIteratorSubscriber(prefetch=4)
@@ -75,6 +86,7 @@ class _ProbedCallbackSubscriber(CallbackSubscriber):
 
 class TestCallbackSubscriberWhitebox(SubscriberWhiteboxVerification):
     timeouts = FAST
+    skips = {}
 
     def create_subscriber(self, probe):
         return _ProbedCallbackSubscriber(probe)
