@@ -136,13 +136,16 @@ class Chunker:
             if not self._per_batch and len(self._buf) > had:
                 self._per_batch = 1 if _is_arrow(self._buf[had]) else self._size
             self._received = len(self._buf) + self._converted
-            now = len(self._buf) >= self._size or self._received >= self._asked
+            full = len(self._buf) >= self._size
+            now = full or self._received >= self._asked
             inside = self._requesting == threading.get_ident()
             later = not now and not inside and not self._flush_queued
             if later:
                 self._flush_queued = True
         if inside:
-            return  # the requesting thread flushes when upstream's request() returns
+            if full:  # an endless synchronous upstream never returns from request(): convert as it goes
+                self._convert_buffered(full_only=True)
+            return  # the requesting thread flushes the rest when upstream's request() returns
         if now:
             self._flush()
         elif later:
@@ -206,15 +209,17 @@ class Chunker:
         self._convert_buffered()
         self.replenish()
 
-    def _convert_buffered(self) -> None:
-        while self._flush_one():
+    def _convert_buffered(self, full_only: bool = False) -> None:
+        while self._flush_one(full_only):
             pass
 
-    def _flush_one(self) -> bool:
-        """Convert the next chunk; True when more is buffered."""
+    def _flush_one(self, full_only: bool = False) -> bool:
+        """Convert the next chunk (``full_only``: only a full one); True when more is buffered."""
         sub = self._sub
         with self._flush_lock:
             with self._lock:
+                if full_only and len(self._buf) < self._size:
+                    return False
                 self._flush_queued = False
                 chunk = _next_chunk(self._buf, self._size)
                 del self._buf[: len(chunk)]

@@ -15,6 +15,7 @@ import pyarrow as pa
 from rs_spark import streams as rs
 from rs_spark.arrow.chunking import record_batches
 from rs_spark.arrow.convert import ElementConverter, MalformedElementError
+from rs_spark.tck import PublisherVerification, Timeouts
 
 from ..subscribers import Recorder
 
@@ -206,3 +207,17 @@ def test_record_batches_pass_one_by_one_and_upstream_is_asked_one_per_batch():
     r.wait_for(3)
     assert [b.num_rows for b in r.items] == [100, 100, 100]
     assert sum(asked) <= 3, f"asked {asked}: one RecordBatch per batch wanted"
+
+
+class TestRecordBatchesTck(PublisherVerification):
+    """record_batches through the kit: a batch per element asked (size 1), so the kit's counts hold."""
+
+    timeouts = Timeouts(default=0.5, no_signals=0.05, poll=0.01, gc=0.5)
+    skips = {}
+
+    def create_publisher(self, elements):
+        source = rs.range_(elements) if elements < 2**63 - 1 else rs.defer(lambda: iter(int, 1))
+        return record_batches(source.pipe(rs.map(lambda i: {"id": i})), _convert, size=1)
+
+    def create_failed_publisher(self):
+        return record_batches(rs.error(RuntimeError("failed publisher")), _convert, size=1)
