@@ -7,7 +7,7 @@ editable install a path entry instead.
 
 Each run is a user's: no PYTHONPATH, run from an empty folder, the venv's bin/ first on PATH (an
 activated venv, so Spark's workers run ``python3`` of that venv), no ``rs_spark`` helper called.
-The wheel's install is checked by tests/test_wheel.py's runs from its fresh venv.
+tests/test_wheel.py runs the same session from the wheel installed in its fresh venv.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ print(json.dumps({"listed": listed, "rows": rows}))
 """
 
 
-def _plain_session(python, cwd):
+def plain_session(python, cwd):
     """PLAIN_SESSION run by ``python`` as a user of its venv runs it; its JSON line."""
     path = os.path.dirname(python) + os.pathsep + os.environ.get("PATH", "")
     env = {k: v for k, v in os.environ.items() if k not in FOREIGN} | {"PATH": path}
@@ -80,7 +80,7 @@ def test_a_fresh_editable_install_registers_format_reactive_with_a_plain_session
     _run([*pip, "download", "--quiet", "-d", str(wheelhouse), "setuptools>=77"], env=env)
     offline = env | {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse)}
     _run([*pip, "install", "--quiet", "--no-deps", "-e", str(project)], env=offline)  # as .ci/setup installs
-    assert _plain_session(python, run) == {"listed": True, "rows": 7}
+    assert plain_session(python, run) == {"listed": True, "rows": 7}
 
 
 def test_this_interpreters_install_registers_format_reactive_with_a_plain_session(tmp_path):
@@ -89,7 +89,7 @@ def test_this_interpreters_install_registers_format_reactive_with_a_plain_sessio
         metadata.distribution("rs-spark")
     except metadata.PackageNotFoundError:
         pytest.skip("rs_spark is not installed in this interpreter (only on PYTHONPATH): nothing to check")
-    got = _plain_session(sys.executable, tmp_path)
+    got = plain_session(sys.executable, tmp_path)
     assert got == {"listed": True, "rows": 7}, (
         f"{got}: this interpreter's rs_spark install hides pyspark_reactive from pkgutil.iter_modules(); an "
         "editable install from before pyproject.toml's package-dir: install it again (bash .ci/setup does)"
