@@ -9,8 +9,9 @@ bigger. A one-line live display shows rows/s, demand outstanding, buffered eleme
 and rows delivered; at the end a summary table and a PNG chart of demand and delivered elements
 per micro-batch (``--chart``; needs matplotlib, the ``demo`` extra).
 
-It runs the exactly-once configuration: a checkpoint and a replay log (option ``logPath``) in a
-temporary folder, removed at the end. It runs until it has something to show (``--batches``
+It reads with a checkpoint and a replay log (option ``logPath``), in a temporary folder removed at
+the end: one run, never restarted (exactly once across restarts also takes them on lasting storage
+and the sink's ``ledger=``: docs/guarantees.md). It runs until it has something to show (``--batches``
 micro-batches and ``--deliveries`` window averages delivered) or for ``--seconds`` at most, then
 stops the query at the end of a micro-batch (:mod:`rs_spark.examples.stopping`), so Spark has
 nothing to abort. Spark's log goes through a log4j2 configuration at ``--spark-log-level``.
@@ -162,7 +163,7 @@ def _start(spark: Any, args: Any, work: str) -> tuple[Any, SlowDashboard, Any]:
         .schema(SCHEMA)
         .option("maxRecordsPerTrigger", args.max_records_per_trigger)
         .option("pollTimeout", "200ms")
-        .option("logPath", os.path.join(work, "replay-log"))  # exactly once across restarts
+        .option("logPath", os.path.join(work, "replay-log"))  # planned batches replay from it
     )
     if args.endpoint:
         reader = reader.option("endpoint", args.endpoint)

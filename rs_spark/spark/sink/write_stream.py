@@ -43,7 +43,7 @@ def write_stream(
     When the query stops the Subscriber gets ``on_complete``; when it fails, ``on_error`` with
     the cause (``end_on_stop=False`` leaves a remote Subscriber open for a restarted query).
     ``elements``: ``dicts``, ``rows``, ``tuples`` or ``batches`` (RecordBatches; demand counts
-    batches). ``checkpoint``: checkpointLocation (exactly once across restarts); ``trigger``:
+    batches). ``checkpoint``: checkpointLocation (with ``ledger=``: exactly once across restarts); ``trigger``:
     keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
     ``output_mode``: ``append`` (default), ``update`` or ``complete``.
     ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`);
@@ -119,7 +119,8 @@ def _checkpoint_or_temporary(spark: Any, checkpoint: str | None, keep: float | N
     temporary = tempfile.mkdtemp(prefix="rs-sink-checkpoint-")
     log.warning(
         "write_stream: no checkpoint given; using the temporary %s, so a restarted query starts "
-        "over. Pass checkpoint= for exactly-once delivery across restarts",
+        "over. Exactly once across restarts takes checkpoint=, a source that replays and ledger= "
+        "(docs/guarantees.md#exactly-once)",
         temporary,
     )
     return temporary, temporary

@@ -1,0 +1,96 @@
+"""Installing rs_spark registers ``format("reactive")`` with a plain ``SparkSession``: Spark's
+Python worker lists the path entries with ``pkgutil.iter_modules()`` and imports every
+``pyspark_*`` module it finds (pyspark/sql/worker/lookup_data_sources.py). A module that only an
+import hook knows (setuptools' default editable install of a flat layout) is never listed, and
+the session fails with ``DATA_SOURCE_NOT_FOUND``; pyproject.toml's ``package-dir`` makes the
+editable install a path entry instead.
+
+Each run is a user's: no PYTHONPATH, run from an empty folder, the venv's bin/ first on PATH (an
+activated venv, so Spark's workers run ``python3`` of that venv), no ``rs_spark`` helper called.
+tests/test_wheel.py runs the same session from the wheel installed in its fresh venv.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import metadata
+
+import pytest
+
+from .test_wheel import FOREIGN, _link_dependencies, _run
+
+pytestmark = pytest.mark.slow  # starts Spark twice, and pip once
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PLAIN_SESSION = """
+import json, pkgutil
+from pyspark.sql import SparkSession
+
+listed = any(m.name == "pyspark_reactive" for m in pkgutil.iter_modules())
+spark = SparkSession.builder.master("local[1]").appName("rs_spark-discovery").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+try:
+    df = (spark.read.format("reactive").schema("sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG")
+          .option("publisher", "rs_spark.examples.sensors:readings").option("publisher.total", 7).load())
+    rows = df.count()
+except Exception as e:  # DATA_SOURCE_NOT_FOUND: reactive, when discovery missed it
+    rows = next((line for line in str(e).splitlines() if "DATA_SOURCE" in line), repr(e)[:300])
+finally:
+    spark.stop()
+print(json.dumps({"listed": listed, "rows": rows}))
+"""
+
+
+def plain_session(python, cwd):
+    """PLAIN_SESSION run by ``python`` as a user of its venv runs it; its JSON line."""
+    path = os.path.dirname(python) + os.pathsep + os.environ.get("PATH", "")
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN} | {"PATH": path}
+    r = subprocess.run([python, "-c", PLAIN_SESSION], cwd=cwd, env=env, capture_output=True, text=True, timeout=240)
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    assert r.returncode == 0 and lines, f"a plain SparkSession could not read format('reactive'):\n{r.stderr[-4000:]}"
+    return json.loads(lines[-1])
+
+
+def _copy_project(dest):
+    """What an editable install reads: the metadata, the build backend and the Python sources
+    (this checkout's working tree, so an uncommitted change to pyproject.toml is what is tested)."""
+    for name in ("pyproject.toml", "setup.py", "pyspark_reactive.py", "README.md", "LICENSE", "MANIFEST.in"):
+        shutil.copy(os.path.join(ROOT, name), dest / name)
+    (dest / "jvm-shim").mkdir()
+    shutil.copy(os.path.join(ROOT, "jvm-shim", "rs_spark_build.py"), dest / "jvm-shim")
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.jar")
+    shutil.copytree(os.path.join(ROOT, "rs_spark"), dest / "rs_spark", ignore=ignore)
+
+
+def test_a_fresh_editable_install_registers_format_reactive_with_a_plain_session(tmp_path):
+    project, venv, wheelhouse, run = (tmp_path / d for d in ("project", "venv", "wheelhouse", "run"))
+    project.mkdir()
+    run.mkdir()
+    _copy_project(project)
+    _run([sys.executable, "-m", "venv", str(venv)])
+    python = str(venv / "bin" / "python")
+    _link_dependencies(python)  # pyspark, pyarrow, py4j: this interpreter's, linked
+    env = {k: v for k, v in os.environ.items() if k not in FOREIGN}
+    pip = [python, "-m", "pip", "--disable-pip-version-check"]
+    _run([*pip, "download", "--quiet", "-d", str(wheelhouse), "setuptools>=77"], env=env)
+    offline = env | {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse)}
+    _run([*pip, "install", "--quiet", "--no-deps", "-e", str(project)], env=offline)  # as .ci/setup installs
+    assert plain_session(python, run) == {"listed": True, "rows": 7}
+
+
+def test_this_interpreters_install_registers_format_reactive_with_a_plain_session(tmp_path):
+    """The venv of .ci/setup (or whichever install runs the tests), as it is."""
+    try:
+        metadata.distribution("rs-spark")
+    except metadata.PackageNotFoundError:
+        pytest.skip("rs_spark is not installed in this interpreter (only on PYTHONPATH): nothing to check")
+    got = plain_session(sys.executable, tmp_path)
+    assert got == {"listed": True, "rows": 7}, (
+        f"{got}: this interpreter's rs_spark install hides pyspark_reactive from pkgutil.iter_modules(); an "
+        "editable install from before pyproject.toml's package-dir: install it again (bash .ci/setup does)"
+    )
