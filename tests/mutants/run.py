@@ -27,6 +27,7 @@ import argparse
 import dataclasses
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -174,9 +175,15 @@ def run_tests(tree: Path, tests: list[str], python: str, timeout: float) -> dict
     xml = tree / ".mutants-junit.xml"
     xml.unlink(missing_ok=True)
     cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}", *tests]
+    # A session of its own: on a timeout the whole group goes (pytest and the JVMs it started).
+    proc = subprocess.Popen(
+        cmd, cwd=tree, env=_env(tree), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
-        subprocess.run(cmd, cwd=tree, env=_env(tree), capture_output=True, timeout=timeout)
+        proc.wait(timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
         return dict.fromkeys(tests, "failed (timed out)")
     got = _outcomes(xml)
     return {t: got.get(_junit_key(t), "missing") for t in tests}
@@ -210,9 +217,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--python", default=sys.executable, help="the interpreter the tests run with")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds one pytest run may take")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy (its path is printed)")
+    ap.add_argument("--mutants", type=Path, default=MUTANTS, help="the list (default: tests/mutants/mutants.toml)")
     args = ap.parse_args(argv)
 
-    mutants = load()
+    mutants = load(args.mutants)
     if args.only:
         mutants = [m for m in mutants if args.only in m.name or args.only in m.file]
     bad = problems(mutants)
