@@ -293,17 +293,81 @@ def test_readme_stays_a_two_minute_read():
     assert size < 8000, f"README.md is {size} characters: move reference material into docs/ and link to it"
 
 
-def test_the_architecture_map_names_every_module():
+def _module_map(text: str, package: Path) -> tuple[set[Path], list[str]]:
+    """The modules docs/architecture.md's module map (the indented block under "Layers and
+    modules") names, as paths, and the names in it that are no module. A ``dir/`` opens that folder
+    (looked up from the folder open now, then from each folder above it: ``zero_loss/`` after
+    ``protocol/`` is net/zero_loss/); ``rs_spark/x/`` opens package folder x; a bare ``name.py`` is in the
+    folder open (or, failing that, in a folder above it within the package); a ``dir/name.py`` is a
+    path from rs_spark/ (or from the repository's root)."""
+    section = text.split("## Layers and modules", 1)[1].split("\n## ", 1)[0]
+    block = [ln for ln in section.splitlines() if ln.startswith("    ")]
+    root = package.parent
+    here = package
+    named: set[Path] = set()
+    stale: list[str] = []
+    for line in block:
+        for token in re.findall(r"\w[\w./-]*", line):
+            token = token.rstrip(".:,")
+            if token.endswith("/"):
+                if token.startswith("rs_spark/"):
+                    here = root / token
+                    continue
+                for folder in (here, *here.parents):
+                    if (folder / token).is_dir() and folder.is_relative_to(package):
+                        here = folder / token
+                        break
+            elif token.endswith(".py"):
+                if token.startswith("rs_spark/"):
+                    candidates = [root / token]
+                    here = candidates[0].parent
+                elif "/" in token:
+                    candidates = [package / token, root / token]  # a path from rs_spark/, or a file of the repository
+                else:  # in the folder open, else in one above it within the package (a folder named in passing)
+                    candidates = [f / token for f in (here, *here.parents) if f.is_relative_to(package)]
+                found = next((c for c in candidates if c.is_file()), None)
+                if found is not None:
+                    named.add(found)
+                else:
+                    stale.append(f"{token} (read as {candidates[0].relative_to(root)})")
+    return named, stale
+
+
+def test_the_architecture_map_names_every_module_by_its_path():
     """docs/architecture.md is the map newcomers keep true: a module it does not name is a room nobody
-    will find (the examples are programs, not rooms of the package)."""
-    text = (ROOT / "docs" / "architecture.md").read_text()
+    will find (the examples are programs, not rooms of the package). Each module is named in its
+    folder's place, not merely by a file name some other folder has (net/client.py does not name
+    delivery/client.py); a name the map gives that is no module is a room that is gone."""
     package = ROOT / "rs_spark"
+    named, stale = _module_map((ROOT / "docs" / "architecture.md").read_text(), package)
     unnamed = [
         str(p.relative_to(package))
         for p in sorted(package.rglob("*.py"))
-        if p.name != "__init__.py" and "examples" not in p.parts and p.name not in text
+        if p.name != "__init__.py" and "examples" not in p.relative_to(package).parts and p not in named
     ]
     assert unnamed == [], f"docs/architecture.md's module map does not name {unnamed}"
+    assert stale == [], f"docs/architecture.md's module map names modules that do not exist: {stale}"
+
+
+def test_the_architecture_map_is_read_by_path_not_by_file_name(tmp_path):
+    """The check above, on a tree of its own: a module named like one elsewhere is still unnamed."""
+    package = tmp_path / "rs_spark"
+    for rel in ("net/client.py", "net/protocol/client.py", "net/zero_loss/spill.py", "delivery/client.py"):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text("")
+    text = "\n".join(
+        [
+            "## Layers and modules",
+            "    rs_spark/net/  client.py",
+            "      protocol/  client.py",
+            "      zero_loss/ spill.py",
+            "    rs_spark/delivery/  hub.py",  # not delivery/client.py: net/'s and net/protocol/'s are named
+        ]
+    )
+    named, stale = _module_map(text, package)
+    want = {"net/client.py", "net/protocol/client.py", "net/zero_loss/spill.py"}
+    assert {str(p.relative_to(package)) for p in named} == want
+    assert stale == ["hub.py (read as rs_spark/delivery/hub.py)"]
 
 
 def test_deployment_names_the_spark_versions_ci_tests():

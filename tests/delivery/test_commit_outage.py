@@ -6,6 +6,7 @@ calls it (rs_spark.spark.sink.writer.deliver), without a Spark session."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -101,22 +102,32 @@ def test_a_commit_waits_for_an_unreachable_hub_and_delivers_every_row_once(hub_b
     assert sub.ids == list(range(200))
 
 
-def test_a_commit_whose_answer_the_outage_lost_is_answered_duplicate_and_delivers_nothing_twice(hub_behind_relay):
+def test_a_commit_whose_answer_the_outage_lost_is_answered_duplicate_and_delivers_nothing_twice(
+    hub_behind_relay, caplog
+):
     sub = _Taker(150)
     hub, relay, endpoint = hub_behind_relay(sub)
     opts = SinkOptions.parse({"endpoint": endpoint, **FAST})
     deliver(_staged(0, 100, opts), 0, opts)
-    t, failed = _commit_in_background(_staged(100, 200, opts), 1, opts)
-    wait_until(lambda: len(sub.ids) == 150, "the first 50 rows of micro-batch 1")
-    relay.black_hole()
-    sub.s.request(10**6)  # the hub delivers the rest now, and answers into the black hole
-    wait_until(lambda: len(sub.ids) == 200, "the rest of micro-batch 1")
-    relay.reset()  # the answer, held in the hole, is lost with the connection
-    relay.heal()
-    t.join(30)
-    assert not t.is_alive() and not failed, failed
+    with caplog.at_level(logging.INFO, logger="rs_spark"):
+        t, failed = _commit_in_background(_staged(100, 200, opts), 1, opts)
+        wait_until(lambda: len(sub.ids) == 150, "the first 50 rows of micro-batch 1")
+        relay.black_hole()
+        sub.s.request(10**6)  # the hub delivers the rest now, and answers into the black hole
+        wait_until(lambda: len(sub.ids) == 200, "the rest of micro-batch 1")
+        assert t.is_alive(), "the commit heard its answer through the black hole"
+        tries = relay.accepted
+        relay.reset()  # the answer, held in the hole, is lost with the connection
+        relay.heal()
+        t.join(30)
+        assert not t.is_alive() and not failed, failed
     assert sub.ids == list(range(200))
     assert hub.ledger.batch_id == 1 and hub.ledger.complete
+    assert relay.accepted > tries >= 2, "the commit was not tried again after its answer was lost"
+    answers = [r.getMessage() for r in caplog.records if r.name == "rs_spark.sink"]
+    assert any("micro-batch 1 (100 rows)" in m and "was delivered before" in m for m in answers), (
+        "the try after the lost answer was not answered duplicate"
+    )
 
 
 def test_a_hub_unreachable_longer_than_reconnect_timeout_fails_the_commit_saying_so(hub_behind_relay):

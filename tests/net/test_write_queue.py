@@ -96,6 +96,24 @@ def test_a_stream_waits_above_high_water_and_is_resumed_below_half_of_it():
     assert resumed == [1]
 
 
+def test_a_paused_stream_stays_paused_below_high_water_until_the_queue_drained_below_half():
+    """Resuming as soon as the queue is below high water would pause the stream again at its next
+    frame or two: it resumes once the queue is below half of it (1000 // 2 bytes here)."""
+    q, _ = _queue()
+    resumed: list[int] = []
+    q.put(_frame(b"a", 600), reply=False)
+    taken = q.take()  # the writer is inside a send of frame a
+    assert taken is not None and taken[1] == 600
+    q.put(_frame(b"b", 600), reply=False)
+    assert q.bytes == 1200 and q.wait_drain(1, lambda: resumed.append(1))
+    assert q.written() == [] and q.bytes == 600, "below high water, above half: still paused"
+    taken = q.take()
+    assert taken is not None and taken[1] == 600
+    for r in q.written():
+        r()
+    assert resumed == [1] and q.bytes == 0
+
+
 def test_closing_drops_the_queue_gives_the_budget_back_and_refuses_more():
     budget = OutboundBudget(1 << 20)
     q, _ = _queue(budget)

@@ -16,6 +16,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from rs_spark.jvm.gateway import jar_path
 from rs_spark.spark import internals, register
+from rs_spark.spark.sink.query_end import QueryEndListener, watched
 from tests.waits import wait_until
 
 
@@ -126,6 +127,38 @@ def test_pyspark_reads_the_listeners_jlistener_and_the_jvm_wrapper_takes_a_pytho
     listener = _class(spark, "org.apache.spark.sql.streaming.PythonStreamingQueryListener")
     events = {m.getName() for m in listener.getMethods()}
     assert {"onQueryStarted", "onQueryProgress", "onQueryIdle", "onQueryTerminated"} <= events
+
+
+class _Hearing(QueryEndListener):
+    """The query-end listener, noting which events reach its Python side."""
+
+    def __init__(self, runs) -> None:
+        super().__init__(runs)
+        self.heard: list[str] = []
+
+    def onQueryProgress(self, event) -> None:
+        self.heard.append("progress")
+
+    def onQueryTerminated(self, event) -> None:
+        self.heard.append("terminated")
+
+
+def test_the_query_end_listener_uses_the_end_only_wrapper_and_hears_no_progress_event(spark, idle_query):
+    """pyspark's own wrapper converts every progress event over py4j; the end-only one passes the
+    terminated events only. With it in use, the listener hears the query end and none of its batches."""
+    listener = _Hearing(watched(spark))
+    spark.streams.addListener(listener)  # reads listener._jlistener
+    try:
+        jlistener = listener._jlistener
+        assert jlistener.getClass().getName() == "org.apache.spark.sql.streaming." + internals.LISTENER_WRAPPER
+        assert not hasattr(listener, "_jlistenerobj"), "pyspark's own wrapper was made: end_only_listener fell back"
+        batch = idle_query.lastProgress["batchId"]
+        wait_until(lambda: idle_query.lastProgress["batchId"] > batch, "a micro-batch while the listener listens")
+        idle_query.stop()
+        assert internals.wait_listener_bus(spark, 60_000)
+        assert listener.heard == ["terminated"]
+    finally:
+        spark.streams.removeListener(listener)
 
 
 def test_the_listener_bus_can_be_waited_for(spark):

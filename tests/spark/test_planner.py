@@ -1,8 +1,8 @@
 """The planner's table: what a micro-batch reads, for every trigger x limit x publisher x retention x
 restart, each row's decision written down; and properties over many more views (hypothesis).
 
-The planner (rs_spark/spark/source/planner.py) is a pure function: these tests need no Spark, no
-clock and no thread. The Spark-level matrix (tests/spark/test_triggers.py) runs each trigger x
+The planner (rs_spark/spark/source/planner.py) is a pure function: these tests need no Spark session,
+no clock and no thread. The Spark-level matrix (tests/spark/test_triggers.py) runs each trigger x
 mode for real.
 """
 
@@ -13,7 +13,9 @@ import dataclasses
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
+from rs_spark.spark.source.options import SourceOptions
 from rs_spark.spark.source.planner import (
     Action,
     Limits,
@@ -26,6 +28,7 @@ from rs_spark.spark.source.planner import (
     decide,
     share,
 )
+from rs_spark.spark.source.read_limits import default_read_limit, limits_of
 
 S = 1000  # where the micro-batch starts
 
@@ -46,9 +49,14 @@ PUBLISHERS = {
 TARGET = {"finite": 250, "drained": 0, "busy": None, "slow": 20, "quiet": 0, "failing": 30, "broke": 0, "opening": None}
 
 LIMITS = {
-    "none": Limits(),  # ReadAllAvailable (and Trigger.Once, whatever the options)
+    "none": Limits(),  # no limit option: ReadAllAvailable
     "max": Limits(max_rows=100),  # maxRecordsPerTrigger=100
     "min": Limits(min_rows=300, max_trigger_delay=1.0),  # minRecordsPerTrigger=300, maxTriggerDelay=1s
+}
+OPTIONS = {  # the options each limit comes from
+    "none": {},
+    "max": {"maxRecordsPerTrigger": "100"},
+    "min": {"minRecordsPerTrigger": "300", "maxTriggerDelay": "1s"},
 }
 RETENTION = {
     "room": S,  # Spark committed up to S: the endpoint has room
@@ -56,7 +64,12 @@ RETENTION = {
 }
 
 # trigger   limit  publisher  retention  restart   ->  decision [rows]
-# (default and processingTime look alike to a source: "stream"; Once is "once", always limit none.)
+# (default and processingTime look alike to a source: "stream". Once is "once": Spark passes it
+# ReadAllAvailable whatever the limit options say, so its rows are those of "stream none" with the
+# options maxRecordsPerTrigger or minRecordsPerTrigger set, and decide as "stream none" does: it
+# reads everything held, 5000 rows beyond maxRecordsPerTrigger=100, 20 rows below
+# minRecordsPerTrigger=300 without waiting. "once none" would be "stream none" row for row: not
+# written down.)
 TABLE = """
 stream  none  finite   room   -  PLAN 250
 stream  none  finite   bound  -  PLAN 250
@@ -106,22 +119,38 @@ stream  min   broke    room   -  FAIL
 stream  min   broke    bound  -  FAIL
 stream  min   opening  room   -  AWAIT_OPEN
 stream  min   opening  bound  -  RELEASE
-once    none  finite   room   -  PLAN 250
-once    none  finite   bound  -  PLAN 250
-once    none  drained  room   -  WAIT
-once    none  drained  bound  -  RELEASE
-once    none  busy     room   -  PLAN 5000
-once    none  busy     bound  -  PLAN 5000
-once    none  slow     room   -  PLAN 20
-once    none  slow     bound  -  PLAN 20
-once    none  quiet    room   -  WAIT
-once    none  quiet    bound  -  RELEASE
-once    none  failing  room   -  PLAN 30
-once    none  failing  bound  -  PLAN 30
-once    none  broke    room   -  FAIL
-once    none  broke    bound  -  FAIL
-once    none  opening  room   -  AWAIT_OPEN
-once    none  opening  bound  -  RELEASE
+once    max   finite   room   -  PLAN 250
+once    max   finite   bound  -  PLAN 250
+once    max   drained  room   -  WAIT
+once    max   drained  bound  -  RELEASE
+once    max   busy     room   -  PLAN 5000
+once    max   busy     bound  -  PLAN 5000
+once    max   slow     room   -  PLAN 20
+once    max   slow     bound  -  PLAN 20
+once    max   quiet    room   -  WAIT
+once    max   quiet    bound  -  RELEASE
+once    max   failing  room   -  PLAN 30
+once    max   failing  bound  -  PLAN 30
+once    max   broke    room   -  FAIL
+once    max   broke    bound  -  FAIL
+once    max   opening  room   -  AWAIT_OPEN
+once    max   opening  bound  -  RELEASE
+once    min   finite   room   -  PLAN 250
+once    min   finite   bound  -  PLAN 250
+once    min   drained  room   -  WAIT
+once    min   drained  bound  -  RELEASE
+once    min   busy     room   -  PLAN 5000
+once    min   busy     bound  -  PLAN 5000
+once    min   slow     room   -  PLAN 20
+once    min   slow     bound  -  PLAN 20
+once    min   quiet    room   -  WAIT
+once    min   quiet    bound  -  RELEASE
+once    min   failing  room   -  PLAN 30
+once    min   failing  bound  -  PLAN 30
+once    min   broke    room   -  FAIL
+once    min   broke    bound  -  FAIL
+once    min   opening  room   -  AWAIT_OPEN
+once    min   opening  bound  -  RELEASE
 now     none  finite   room   -  PLAN 250
 now     none  finite   bound  -  PLAN 250
 now     none  drained  room   -  END
@@ -173,12 +202,12 @@ now     min   opening  bound  -  AWAIT_OPEN
 stream  none  busy     room   planned  REPLAY
 stream  max   quiet    bound  planned  REPLAY
 stream  min   slow     bound  planned  REPLAY
-once    none  finite   room   planned  REPLAY
+once    max   finite   room   planned  REPLAY
 now     max   busy     room   planned  REPLAY
 now     none  broke    room   planned  REPLAY
 stream  none  busy     room   newkey   RECORD_KEYS
 stream  min   quiet    bound  newkey   RECORD_KEYS
-once    none  finite   room   newkey   RECORD_KEYS
+once    min   finite   room   newkey   RECORD_KEYS
 now     max   busy     room   newkey   RECORD_KEYS
 stream  max   quiet    room   gone     START_OVER
 now     none  quiet    room   gone     START_OVER
@@ -196,6 +225,14 @@ now     max   busy     room   capped   PLAN 100
 # "capped": availableNowMaxRecords put the target 100 rows after S.
 
 
+def _limits(trigger: str, limit: str) -> Limits:
+    """The micro-batch's limits as the reader makes them (read_limits.limits_of) from the read limit
+    Spark passes: the source's default one (from the options), or ReadAllAvailable under Once."""
+    opts = SourceOptions.parse({"publisher": "tests.spark.publishers:numbers", **OPTIONS[limit]})
+    spark_limit = ReadAllAvailable() if trigger == "once" else default_read_limit(opts)
+    return limits_of(spark_limit, opts)
+
+
 def _view(trigger: str, limit: str, publisher: str, retention: str, restart: str) -> View:
     stream, rows = PUBLISHERS[publisher]
     if restart == "gone":
@@ -211,7 +248,7 @@ def _view(trigger: str, limit: str, publisher: str, retention: str, restart: str
     part = Part(S, S + rows, RETENTION[retention], stream, target)
     return View(
         {"": part},
-        LIMITS[limit],
+        _limits(trigger, limit),
         Trigger.AVAILABLE_NOW if now else Trigger.STREAMING,
         waited=2.0 if restart == "delayed" else 0.5,
         new_keys=restart == "newkey",
@@ -222,9 +259,16 @@ def _view(trigger: str, limit: str, publisher: str, retention: str, restart: str
 ROWS = [line.split() for line in TABLE.strip().splitlines()]
 
 
+def test_the_limits_are_made_from_spark_s_read_limit_as_the_reader_makes_them():
+    for limit, want in LIMITS.items():
+        assert _limits("stream", limit) == _limits("now", limit) == want, limit
+    once = [_limits("once", limit) for limit in ("max", "min")]
+    assert [(lim.max_rows, lim.min_rows) for lim in once] == [(None, None)] * 2, "Once: the options' bounds dropped"
+
+
 def test_the_table_has_every_trigger_limit_publisher_and_retention():
     walked = {(r[0], r[1], r[2], r[3]) for r in ROWS if r[4] == "-"}
-    for trigger, limits in {"stream": LIMITS, "once": ["none"], "now": LIMITS}.items():
+    for trigger, limits in {"stream": LIMITS, "once": ["max", "min"], "now": LIMITS}.items():
         for limit in limits:
             for publisher in PUBLISHERS:
                 for retention in RETENTION:

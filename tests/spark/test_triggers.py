@@ -169,16 +169,56 @@ def test_an_endless_busy_publisher_ends_available_now_at_its_target_and_the_othe
             assert q.isActive
         got = _ids(spark, name, mode)
         target = _target_rows(q) if trigger == "availableNow" else None
+        sizes = [p["numInputRows"] for p in q.recentProgress]
     finally:
         q.stop()
     _check_once_each(got)
     total = sum(map(len, got.values()))
+    if trigger == "once":  # one micro-batch, with what the reader held: maxRecordsPerTrigger does not apply
+        assert len(sizes) == 1 and sizes[0] == total
+        if mode in ("endpoint", "partitions"):  # a new endpoint stream's first micro-batch records its key
+            assert total == 0 and "stream" in json.dumps(_source(first, "endOffset"))
+        else:
+            assert 0 < total <= BUFFERED
+        return
+    # The publisher always has more than maxRecordsPerTrigger: every micro-batch is bounded by it.
+    assert max(sizes) <= MAX, f"a micro-batch read more than maxRecordsPerTrigger={MAX}: {sizes}"
     if trigger == "availableNow":
         assert total == target == RUN * (2 if mode == "partitions" else 1)  # it never fell short: the bound
         if mode in ("endpoint", "partitions"):  # the stream's key was recorded before any row was asked for
             assert first["numInputRows"] == 0 and "stream" in json.dumps(_source(first, "endOffset"))
-    elif trigger == "once":
-        assert total <= BUFFERED
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", ["endpoint", "partitions"])
+def test_once_on_an_endless_endpoint_records_its_stream_then_reads_a_batch_run_again(spark, tmp_path, mode):
+    """An endpoint stream's first micro-batch only records the stream's key in the checkpoint: Once
+    from a new checkpoint reads no row. Run again from that checkpoint, Once reads its batch: what the
+    reader held, beyond maxRecordsPerTrigger if it held more (Once reads all available)."""
+    df = _reader(spark, mode, False, tmp_path)
+    got: list = []
+
+    def once() -> list[int]:
+        q = (
+            df.writeStream.foreachBatch(lambda batch, _: got.extend(batch.collect()))
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(once=True)
+            .start()
+        )
+        try:
+            assert q.awaitTermination(150), "Once did not end against an endless publisher"
+            assert q.exception() is None
+            return [p["numInputRows"] for p in q.recentProgress]
+        finally:
+            q.stop()
+
+    assert once() == [0] and got == [], "the first Once records the stream's key only"
+    (rows,) = once()
+    assert 0 < rows <= BUFFERED * (2 if mode == "partitions" else 1) and len(got) == rows
+    per: dict[str, list[int]] = {}
+    for r in got:
+        per.setdefault(r.p if mode == "partitions" else "", []).append(r.id)
+    _check_once_each(per)
 
 
 @pytest.mark.timeout(180)
