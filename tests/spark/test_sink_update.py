@@ -4,12 +4,16 @@ and ``complete`` (format("reactive")), on a windowed count with a watermark and 
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 import rs_spark
+from rs_spark.spark.internals import wait_listener_bus
 from rs_spark.spark.sink.each_batch import Route, deliver_each_batch, route
+from rs_spark.spark.sink.mode_refusal import ADVICE, explain
 
 from ..subscribers import UNBOUNDED, Recorder
 from .event_publishers import SCHEMA
@@ -179,5 +183,43 @@ def test_plain_pyspark_update_mode_into_a_served_subscriber_through_deliver_each
         assert by_batch(rec) == UPDATES
         ep.finish()
         assert rec.wait_done(10).completed
+    finally:
+        ep.stop()
+
+
+@pytest.mark.parametrize(
+    "text, advised",
+    [
+        (None, False),
+        ("", False),
+        ("requirement failed: reactive does not support Update mode.", True),
+        ("[STREAM_FAILED] Query [id = x] terminated with exception: requirement failed: reactive does not support "
+         "Update mode. SQLSTATE: XXKST", True),
+        ("requirement failed: memory does not support Complete mode.", False),
+    ],
+)  # fmt: skip
+def test_the_advice_follows_sparks_refusal_of_update_mode_only(text, advised):
+    assert (explain(text) == ADVICE) is advised
+
+
+def test_plain_format_reactive_in_update_mode_fails_and_rs_spark_says_what_to_use(spark, tmp_path, caplog):
+    ep = rs_spark.serve_sink(Recorder())
+    try:
+        q = (
+            windowed_counts(spark)
+            .writeStream.format("reactive")
+            .option("endpoint", ep.address)
+            .outputMode("update")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .start()
+        )
+        with caplog.at_level(logging.ERROR, logger="rs_spark.sink"):
+            with pytest.raises(StreamingQueryException, match="reactive does not support Update mode"):
+                q.awaitTermination(120)
+            assert wait_listener_bus(spark, 30_000)
+        said = [r.getMessage() for r in caplog.records if "cannot write output mode update" in r.getMessage()]
+        assert len(said) == 1 and f"query {q.id}" in said[0]
+        assert "rs_spark.write_stream(df, subscriber, output_mode='update')" in said[0]
+        assert "deliver_each_batch(ep.address)" in said[0]
     finally:
         ep.stop()
