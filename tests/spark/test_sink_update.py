@@ -11,6 +11,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 import rs_spark
+from rs_spark.examples.stopping import stop_when_idle
 from rs_spark.spark.internals import wait_listener_bus
 from rs_spark.spark.sink.each_batch import Route, deliver_each_batch, route
 from rs_spark.spark.sink.mode_refusal import ADVICE, explain
@@ -221,5 +222,39 @@ def test_plain_format_reactive_in_update_mode_fails_and_rs_spark_says_what_to_us
         assert len(said) == 1 and f"query {q.id}" in said[0]
         assert "rs_spark.write_stream(df, subscriber, output_mode='update')" in said[0]
         assert "deliver_each_batch(ep.address)" in said[0]
+    finally:
+        ep.stop()
+
+
+def test_update_mode_on_a_processing_time_trigger_then_a_stop_completes_the_subscriber(spark, tmp_path):
+    rec = Recorder()
+    q = rs_spark.write_stream(
+        windowed_counts(spark),
+        rec,
+        checkpoint=str(tmp_path / "ck"),
+        trigger={"processingTime": "200 milliseconds"},
+        output_mode="update",
+    )
+    rec.wait_for(16)
+    assert stop_when_idle(q)  # between micro-batches: none is cut short
+    assert rec.wait_done(30).completed and rec.error is None
+    assert by_batch(rec) == UPDATES
+
+
+def test_update_mode_into_a_served_subscriber_by_its_address_ends_it_when_the_query_stops(spark, tmp_path):
+    rec = Recorder()
+    ep = rs_spark.serve_sink(rec)
+    try:
+        q = rs_spark.write_stream(
+            windowed_counts(spark),
+            ep.address,
+            checkpoint=str(tmp_path / "ck"),
+            trigger=AVAILABLE_NOW,
+            output_mode="update",
+        )
+        run(q)
+        assert rec.wait_done(30).completed  # write_stream sent the served hub "end"
+        assert by_batch(rec) == UPDATES
+        assert rs_spark.sink_state(q).hub is None
     finally:
         ep.stop()
