@@ -258,3 +258,22 @@ def test_update_mode_into_a_served_subscriber_by_its_address_ends_it_when_the_qu
         assert rs_spark.sink_state(q).hub is None
     finally:
         ep.stop()
+
+
+def _broken_at_25(t):
+    if t == 25:
+        raise ValueError("sensor 25 is broken")
+    return t
+
+
+def test_a_micro_batch_that_fails_delivers_nothing_and_the_subscriber_gets_the_cause(spark, tmp_path):
+    rec = Recorder()
+    ev = events(spark).withColumn("t", F.udf(_broken_at_25, "long")("t")).withColumn("ts", F.timestamp_seconds("t"))
+    counts = ev.withWatermark("ts", "5 seconds").groupBy(F.window("ts", "10 seconds"), "key").count()
+    counts = counts.select(F.col("window.start").cast("long").alias("w"), "key", "count")
+    q = rs_spark.write_stream(counts, rec, checkpoint=str(tmp_path / "ck"), trigger=AVAILABLE_NOW, output_mode="update")
+    with pytest.raises(StreamingQueryException, match="sensor 25 is broken"):
+        q.awaitTermination(120)
+    assert rec.wait_done(30).error is not None and "sensor 25 is broken" in str(rec.error)
+    assert by_batch(rec) == UPDATES[:2]  # batch 2 (the row t=25) failed: none of its rows was delivered
+    assert rs_spark.sink_state(q).hub.ledger.batch_id == 1
