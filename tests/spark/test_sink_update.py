@@ -5,6 +5,7 @@ and ``complete`` (format("reactive")), on a windowed count with a watermark and 
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 from pyspark.errors import StreamingQueryException
@@ -17,6 +18,7 @@ from rs_spark.spark.sink.each_batch import Route, deliver_each_batch, route
 from rs_spark.spark.sink.mode_refusal import ADVICE, explain
 
 from ..subscribers import UNBOUNDED, Recorder
+from ..waits import wait_until
 from .event_publishers import SCHEMA
 
 AVAILABLE_NOW = {"availableNow": True}
@@ -277,3 +279,41 @@ def test_a_micro_batch_that_fails_delivers_nothing_and_the_subscriber_gets_the_c
     assert rec.wait_done(30).error is not None and "sensor 25 is broken" in str(rec.error)
     assert by_batch(rec) == UPDATES[:2]  # batch 2 (the row t=25) failed: none of its rows was delivered
     assert rs_spark.sink_state(q).hub.ledger.batch_id == 1
+
+
+def _broken_while(t, flag):
+    if t == 25 and os.path.exists(flag):
+        raise ValueError("sensor 25 is broken")
+    return t
+
+
+def test_a_kept_subscriber_gets_every_update_once_across_a_failure_and_a_restart(spark, tmp_path):
+    """Option keepSubscriberOnAbort: micro-batch 2 fails while a flag file exists; the Subscriber is kept, the
+    query restarted from its checkpoint with the same Subscriber (the flag removed) goes on after batch 1."""
+    ck, flag = str(tmp_path / "ck"), tmp_path / "broken"
+    flag.write_text("")
+    rec = Recorder()
+
+    def start():
+        ev = events(spark).withColumn("t", F.udf(_broken_while, "long")("t", F.lit(str(flag))))
+        counts = ev.withColumn("ts", F.timestamp_seconds("t")).withWatermark("ts", "5 seconds")
+        counts = counts.groupBy(F.window("ts", "10 seconds"), "key").count()
+        counts = counts.select(F.col("window.start").cast("long").alias("w"), "key", "count")
+        return rs_spark.write_stream(
+            counts,
+            rec,
+            checkpoint=ck,
+            trigger=AVAILABLE_NOW,
+            output_mode="update",
+            options={"keepSubscriberOnAbort": "10min"},
+        )
+
+    q = start()
+    with pytest.raises(StreamingQueryException, match="sensor 25 is broken"):
+        q.awaitTermination(120)
+    wait_until(lambda: rs_spark.sink_state(q).hub.kept, "the Subscriber kept after the failure")
+    assert not rec.done.is_set() and len(rec.items) == 6
+    flag.unlink()
+    run(start())
+    assert rec.wait_done(30).completed and rec.error is None
+    assert by_batch(rec) == UPDATES
