@@ -75,7 +75,8 @@ def write_stream(
     bind: str = "tcp://127.0.0.1:0",
     ssl: _ssl.SSLContext | None = None,
 ) -> StreamingQuery:
-    """Start ``df.writeStream.format("reactive")`` into ``subscriber``; ``options`` are the sink's
+    """Start ``df.writeStream.format("reactive")`` into ``subscriber`` (``foreachBatch`` for ``output_mode="update"``,
+    which Spark refuses for Python data source sinks: same hub, ledger and guarantees); ``options`` are the sink's
     (see rs_spark.spark.sink.write_stream)."""
     from .spark.sink.write_stream import write_stream as _write_stream
 

@@ -28,12 +28,15 @@ def register(spark: SparkSession, replace: bool = False) -> None:
     modules; this call is for environments where that is off or rs_spark is not installed
     as a package. It does nothing if ``reactive`` is registered, unless ``replace``; either way it
     makes the source's shared environment map thread-safe (a Spark race: rs_spark.spark.shared_env),
-    so call it before starting queries on a session rs_spark did not create.
+    so call it before starting queries on a session rs_spark did not create, and adds a listener that
+    says what to use when a query writes ``format("reactive")`` in update mode (rs_spark.spark.sink.mode_refusal).
     """
     from .datasource import ReactiveDataSource
     from .internals import data_source_exists
     from .shared_env import guard_shared_env
+    from .sink.mode_refusal import watch
 
+    watch(spark)  # a query writing format("reactive") in update mode is told what to use instead
     if not replace and data_source_exists(spark, "reactive"):  # None (cannot tell): just register
         guard_shared_env(spark)
         return

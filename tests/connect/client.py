@@ -120,6 +120,42 @@ def write_stream_helper(spark):
     }
 
 
+def write_stream_update(spark):
+    """A grouped count in update mode into a client Subscriber: foreachBatch, whose function Spark Connect runs in
+    a Python worker of the server, which sends each micro-batch back to the hub in this client process."""
+    import rs_spark
+    from rs_spark import streams as rs
+
+    got, ended, errors = [], threading.Event(), []
+    sub = rs.CallbackSubscriber(
+        lambda r: got.append([r["key"], r["count"]]),
+        on_complete=ended.set,
+        on_error=lambda e: (errors.append(repr(e)), ended.set()),
+        request_size=64,
+    )
+    src = rs_spark.read_stream(
+        spark,
+        rs.range_(1200).pipe(rs.map(lambda i: {"seq": i, "key": i % 3})),
+        schema="seq LONG, key LONG",
+        options={"maxRecordsPerTrigger": 400},
+    )
+    q = rs_spark.write_stream(
+        src.groupBy("key").count(),
+        sub,
+        checkpoint=tempfile.mkdtemp(prefix="rs-connect-ck-"),
+        trigger={"availableNow": True},
+        output_mode="update",
+    )
+    q.awaitTermination(180)
+    return {
+        "final": sorted({k: c for k, c in got}.items()),
+        "count": len(got),
+        "completed": ended.wait(60),
+        "errors": errors,
+        "query_error": None if q.exception() is None else str(q.exception()),
+    }
+
+
 def sink_state_from_any_handle(spark):
     import rs_spark
     from rs_spark import streams as rs

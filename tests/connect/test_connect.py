@@ -114,6 +114,18 @@ def test_write_stream_into_a_client_subscriber_in_order_then_on_complete(connect
     assert r == {"seqs_in_order": True, "count": 1200, "completed": True, "errors": [], "query_error": None}
 
 
+def test_write_stream_in_update_mode_into_a_client_subscriber(connect_url):
+    # Three micro-batches of 400 rows, each updating the three keys' counts: 9 rows, the last of each key 400.
+    r = run("write_stream_update", connect_url)
+    assert r == {
+        "final": [[0, 400], [1, 400], [2, 400]],
+        "count": 9,
+        "completed": True,
+        "errors": [],
+        "query_error": None,
+    }
+
+
 def test_sink_state_is_found_from_a_handle_the_connect_client_got_from_spark_streams_get(connect_url):
     r = run("sink_state_from_any_handle", connect_url)
     assert r == {"same_hub": True, "run_id": True, "delivered": 2000, "completed": True, "after_end": 2000}

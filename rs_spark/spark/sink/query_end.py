@@ -84,11 +84,8 @@ worker = EndWorker()
 """The process's query-end worker (tests call ``worker.flush()`` to wait for the callbacks)."""
 
 
-class QueryEndListener(StreamingQueryListener):
-    """Hands each ``QueryTerminatedEvent`` to the session's watched runs."""
-
-    def __init__(self, runs: WatchedRuns) -> None:
-        self._runs = runs
+class EndOnlyListener(StreamingQueryListener):
+    """A listener that reads the ``QueryTerminatedEvent`` only (subclasses define ``onQueryTerminated``)."""
 
     def onQueryStarted(self, event: Any) -> None:
         pass
@@ -98,11 +95,6 @@ class QueryEndListener(StreamingQueryListener):
 
     def onQueryIdle(self, event: Any) -> None:
         pass
-
-    def onQueryTerminated(self, event: Any) -> None:
-        # On Spark's listener-bus thread: read the event, hand the work on.
-        run, exception = str(event.runId), event.exception
-        worker.submit(lambda: self._runs.fire(run, exception))
 
     @property
     def _jlistener(self) -> Any:
@@ -118,10 +110,22 @@ class QueryEndListener(StreamingQueryListener):
         return obj
 
 
+class QueryEndListener(EndOnlyListener):
+    """Hands each ``QueryTerminatedEvent`` to the session's watched runs."""
+
+    def __init__(self, runs: WatchedRuns) -> None:
+        self._runs = runs
+
+    def onQueryTerminated(self, event: Any) -> None:
+        # On Spark's listener-bus thread: read the event, hand the work on.
+        run, exception = str(event.runId), event.exception
+        worker.submit(lambda: self._runs.fire(run, exception))
+
+
 class _EndOnly:
     """The listener as the JVM calls it (py4j): terminated events converted and passed on, others dropped."""
 
-    def __init__(self, listener: QueryEndListener) -> None:
+    def __init__(self, listener: EndOnlyListener) -> None:
         self._listener = listener
 
     def onQueryStarted(self, jevent: Any) -> None:
@@ -328,4 +332,4 @@ def _is_connect(spark: Any) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-__all__ = ["on_query_end", "watched", "worker", "EndWorker", "QueryEndListener", "WatchedRuns"]
+__all__ = ["on_query_end", "watched", "worker", "EndWorker", "EndOnlyListener", "QueryEndListener", "WatchedRuns"]

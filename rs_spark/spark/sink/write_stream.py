@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import ssl as _ssl
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame
@@ -16,6 +16,7 @@ from ...delivery import DeliveryHub, QueryFailed
 from ...streams.types import Subscriber
 from ..options import OptionError, OptionValue, lookup
 from ..session import check_reachable, is_local
+from .each_batch import Route, deliver_each_batch, route
 from .options import keep_window
 
 log = logging.getLogger("rs_spark.sink")
@@ -36,7 +37,8 @@ def write_stream(
     bind: str = "tcp://127.0.0.1:0",
     ssl: _ssl.SSLContext | None = None,
 ) -> StreamingQuery:
-    """Start ``df.writeStream.format("reactive")`` into ``subscriber`` and return the StreamingQuery.
+    """Start ``df.writeStream.format("reactive")`` (``foreachBatch`` in update mode) into ``subscriber`` and
+    return the StreamingQuery.
 
     ``subscriber``: a Subscriber in this process (served on 127.0.0.1 for the query's commits;
     subscribed once, now) or the address of one served elsewhere (:func:`rs_spark.serve_sink`).
@@ -45,7 +47,12 @@ def write_stream(
     ``elements``: ``dicts``, ``rows``, ``tuples`` or ``batches`` (RecordBatches; demand counts
     batches). ``checkpoint``: checkpointLocation (with ``ledger=``: exactly once across restarts); ``trigger``:
     keyword arguments of ``DataStreamWriter.trigger``, e.g. ``{"processingTime": "1 second"}``;
-    ``output_mode``: ``append`` (default), ``update`` or ``complete``.
+    ``output_mode``: ``append`` (default), ``update`` or ``complete``; Spark refuses ``update`` for Python data
+    source sinks, so an ``update`` query writes through ``foreachBatch`` (:mod:`rs_spark.spark.sink.each_batch`:
+    each micro-batch collected in the driver, then delivered by the same hub and ledger, as exactly once and
+    paced; options ``stagingLocation`` and ``inlineMaxBytes`` do not apply). Each element's micro-batch is the
+    subscription's ``batch_id``: append adds rows, update sends each changed row again (upsert it by the
+    grouping key), complete sends the whole result (replace what you hold).
     ``bind``: where the query's commits reach a Subscriber in this process (see :func:`read_stream`);
     ``ssl``: a server ``ssl.SSLContext`` to serve it on ``tls://`` (give option ``tlsCaFile`` too).
     ``options``: the sink's options, e.g. ``{"commitTimeout": "30s"}``; with ``keepSubscriberOnAbort`` a
@@ -59,6 +66,7 @@ def write_stream(
     from .run_end import RunEnd, take_kept
     from .state import run_started
 
+    each_batch = route(output_mode) is Route.EACH_BATCH  # an unknown mode is refused before anything starts
     spark = df.sparkSession
     register(spark)
     requested = dict(options or {})
@@ -66,9 +74,8 @@ def write_stream(
     checkpoint, temporary = _checkpoint_or_temporary(spark, checkpoint, keep)
     resumed = None if isinstance(subscriber, str) else take_kept(subscriber, checkpoint)
     hub, endpoint = resumed or _serve(spark, subscriber, elements, ledger, bind, ssl)
-    sink_options, staging = _with_local_staging(spark, requested)
-    w = _writer(df, endpoint, sink_options, checkpoint, trigger, query_name, output_mode)
-    query = _start(w, hub)
+    sink_options, staging = (requested, None) if each_batch else _with_local_staging(spark, requested)
+    query = _start(lambda: _writer(df, endpoint, sink_options, checkpoint, trigger, query_name, output_mode), hub)
     state = run_started(query, hub, sink_options)
     end = RunEnd(
         state,
@@ -135,10 +142,14 @@ def _writer(
     query_name: str | None,
     output_mode: str | None,
 ) -> Any:
-    """The ``DataStreamWriter`` for ``format("reactive")`` with every option set."""
-    w = df.writeStream.format("reactive").option("endpoint", endpoint)
-    for k, v in options.items():
-        w = w.option(k, str(v))
+    """The ``DataStreamWriter`` for ``format("reactive")`` (``foreachBatch`` in update mode) with every option
+    set."""
+    if route(output_mode) is Route.EACH_BATCH:
+        w = df.writeStream.foreachBatch(deliver_each_batch(endpoint, options))
+    else:
+        w = df.writeStream.format("reactive").option("endpoint", endpoint)
+        for k, v in options.items():
+            w = w.option(k, str(v))
     if checkpoint:
         w = w.option("checkpointLocation", checkpoint)
     if trigger:
@@ -150,10 +161,11 @@ def _writer(
     return w
 
 
-def _start(w: Any, hub: DeliveryHub | None) -> Any:
-    """Start the query; if it does not start, the Subscriber served here gets on_error with why."""
+def _start(writer: Callable[[], Any], hub: DeliveryHub | None) -> Any:
+    """Build the writer and start the query; if it does not start (a bad option too), the Subscriber served
+    here gets on_error with why."""
     try:
-        return w.start()
+        return writer().start()
     except BaseException as exc:
         if hub is not None:
             # Ctrl-C / exit while starting is not the query's failure: the Subscriber is told the

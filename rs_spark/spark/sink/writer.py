@@ -15,7 +15,7 @@ rows inside ``write()``: no ordering across tasks, and a retried task delivers a
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -36,22 +36,36 @@ def deliver(messages: list[Any], batch_id: int, opts: SinkOptions) -> None:
     """Send the staged micro-batch to the hub; return when every row reached the Subscriber."""
     parts = [m for m in messages if isinstance(m, StagedPartition) and m.rows]
     total = sum(m.rows for m in parts)
+    # Each try sends the whole micro-batch again (read anew from its staging): the hub skips what it delivered.
+    deliver_batches(lambda: _staged(parts, opts), batch_id, total, opts)
+
+
+def deliver_batches(
+    batches: Callable[[], Iterable[pa.RecordBatch]], batch_id: int, total: int, opts: SinkOptions
+) -> None:
+    """Send micro-batch ``batch_id`` (``total`` rows; ``batches()`` yields its record batches, in order, anew for
+    each try) to the hub at ``opts.endpoint``; return when every row reached the Subscriber (or was delivered
+    before: the hub's ledger). Both the format("reactive") commit and the foreachBatch route (update mode) send
+    this way."""
     if total == 0:
         return
     where = f"micro-batch {batch_id} ({total} rows) to {redact(opts.endpoint) if opts.endpoint else '?'}"
-    # Each try sends the whole micro-batch again (read anew from its staging): the hub skips what it delivered.
-    acks = send_riding_outages(lambda: _send(_tagged(parts, batch_id, total, opts), where, opts), where, opts)
+    acks = send_riding_outages(lambda: _send(_tagged(batches(), batch_id, total), where, opts), where, opts)
     _check_ack(acks, where)
 
 
-def _tagged(parts: list[StagedPartition], batch_id: int, total: int, opts: SinkOptions) -> Iterator[pa.RecordBatch]:
-    """The staged record batches, in order, tagged with the micro-batch and their first row."""
-    start = 0
+def _staged(parts: list[StagedPartition], opts: SinkOptions) -> Iterator[pa.RecordBatch]:
     for m in parts:
-        for b in read_staged(m, opts):
-            if b.num_rows:
-                yield tag_batch(b, batch_id, start, total)
-                start += b.num_rows
+        yield from read_staged(m, opts)
+
+
+def _tagged(batches: Iterable[pa.RecordBatch], batch_id: int, total: int) -> Iterator[pa.RecordBatch]:
+    """The record batches, in order, tagged with the micro-batch and their first row."""
+    start = 0
+    for b in batches:
+        if b.num_rows:
+            yield tag_batch(b, batch_id, start, total)
+            start += b.num_rows
 
 
 def _send(batches: Iterator[pa.RecordBatch], where: str, opts: SinkOptions) -> list[pa.RecordBatch]:
@@ -186,4 +200,4 @@ class ReactiveBatchWriter(_WriterBase, DataSourceArrowWriter):
         self._abort(messages, -1)
 
 
-__all__ = ["ReactiveStreamWriter", "ReactiveBatchWriter", "deliver"]
+__all__ = ["ReactiveStreamWriter", "ReactiveBatchWriter", "deliver", "deliver_batches"]

@@ -1,0 +1,81 @@
+"""Plain ``writeStream.format("reactive").outputMode("update")``: Spark's refusal, and what to use instead.
+
+Spark refuses output mode ``update`` for every Python data source sink, in the driver JVM, as the query plans
+its first micro-batch: no code of rs_spark runs before it, and Spark never tells the sink its output mode, so
+the query's exception stays Spark's (``requirement failed: reactive does not support Update mode``). What
+rs_spark can do is say what works: :func:`watch` (called by :func:`rs_spark.spark.register`, so by
+``local_session``, ``read_stream`` and ``write_stream`` too) adds a listener to a classic session that, when a
+query ends with that refusal, logs at ERROR level what to use instead (:data:`ADVICE`). Not on Spark Connect:
+its listener bus calls a client's listeners over gRPC, and one left registered outlives the query.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import weakref
+from typing import Any
+
+from .query_end import EndOnlyListener
+
+log = logging.getLogger("rs_spark.sink")
+
+REFUSAL = "reactive does not support Update mode"
+"""What Spark's exception says when a query writes ``format("reactive")`` in update mode."""
+
+ADVICE = (
+    "writeStream.format('reactive') cannot write output mode update: Spark refuses it for every Python data source "
+    "sink. Use rs_spark.write_stream(df, subscriber, output_mode='update') (a Subscriber in this process, or the "
+    "address of one served with rs_spark.serve_sink), or, for a served Subscriber, "
+    "df.writeStream.foreachBatch(rs_spark.spark.sink.each_batch.deliver_each_batch(ep.address)).outputMode('update'): "
+    "both deliver each micro-batch through the same hub and ledger, exactly once; or use output mode append or "
+    "complete with format('reactive')"
+)
+
+
+def explain(exception: str | None) -> str | None:
+    """What to use instead, when a query's failure text is Spark's refusal of update mode for the sink; else None."""
+    return ADVICE if exception and REFUSAL in exception else None
+
+
+class ModeRefusalListener(EndOnlyListener):
+    """Logs :data:`ADVICE` for each query of the session that ends with Spark's refusal of update mode."""
+
+    def onQueryTerminated(self, event: Any) -> None:
+        advice = explain(event.exception)
+        if advice is not None:
+            log.error("query %s (run %s) failed at its start: %s", event.id, event.runId, advice)
+
+
+_lock = threading.Lock()
+_watched: weakref.WeakKeyDictionary[Any, ModeRefusalListener] = weakref.WeakKeyDictionary()
+
+
+def watch(spark: Any) -> None:
+    """Add the :class:`ModeRefusalListener` to ``spark`` (once; classic sessions only), removed at exit."""
+    if type(spark).__module__.startswith("pyspark.sql.connect"):
+        return
+    with _lock:
+        if spark in _watched:
+            return
+        first = not _watched
+        listener = _watched[spark] = ModeRefusalListener()
+    spark.streams.addListener(listener)
+    if first:
+        # Registered after the session's own exit hooks: atexit runs it before them, with the JVM still there.
+        atexit.register(_remove_all)
+
+
+def _remove_all() -> None:
+    with _lock:
+        watched = list(_watched.items())
+        _watched.clear()
+    for spark, listener in watched:
+        try:
+            spark.streams.removeListener(listener)
+        except Exception as exc:  # the session is stopping: no event reaches it any more
+            log.debug("mode refusal: could not remove the listener: %s", exc)
+
+
+__all__ = ["ADVICE", "REFUSAL", "ModeRefusalListener", "explain", "watch"]
