@@ -138,10 +138,17 @@ def main() -> None:
     conv = conversions(args.convert, args.runs)
     spark.stop()
 
-    print(f"\nread_stream into noop, {args.batches} x {args.rows:,} rows (long, double, string), median [range] of {args.runs}")
+    print(
+        f"\nread_stream into noop, {args.batches} x {args.rows:,} rows (long, double, string), "
+        f"median [range] of {args.runs}"
+    )
     print("| row | path | rows/s | of (r3) |")
     print("| --- | --- | ---: | ---: |")
-    names = {"r1": "dicts, converted here, sent as Arrow (now)", "r2": "dicts sent as JSON (until now)", "r3": "RecordBatches"}
+    names = {
+        "r1": "dicts, converted here, sent as Arrow (now)",
+        "r2": "dicts sent as JSON (until now)",
+        "r3": "RecordBatches",
+    }
     ceiling = statistics.median(rates["r3"])
     for key in kinds:
         print(f"| ({key}) | {names[key]} | {_spread(rates[key])} | {statistics.median(rates[key]) / ceiling:.0%} |")
