@@ -22,12 +22,17 @@ def test_read_stream_needs_exactly_one_publisher(kwargs):
         realtime.read_stream(None, schema="id LONG", **kwargs)
 
 
-def test_dicts_and_tuples_become_one_row_record_batches_and_record_batches_pass_through():
+def test_dicts_and_tuples_are_converted_in_chunks_and_record_batches_pass_on_their_own():
     batch = pa.record_batch([pa.array([7], pa.int64()), pa.array([0.5])], names=["id", "t"])
-    pub = realtime.as_record_batches(rs.just({"id": 1, "t": 2.0}, (3, 4.0), batch), STRUCT)
+    plain = [{"id": 1, "t": 2.0}, (3, 4.0), *({"id": i, "t": 1.0} for i in range(10, 20))]
+    pub = realtime.as_record_batches(rs.just(*plain, batch, {"id": 9, "t": 1.0}), STRUCT)
     out = rs.to_list(pub, timeout=10)
     assert all(isinstance(b, pa.RecordBatch) for b in out)
-    assert [b.to_pylist() for b in out] == [[{"id": 1, "t": 2.0}], [{"id": 3, "t": 4.0}], [{"id": 7, "t": 0.5}]]
+    rows = [r for b in out for r in b.to_pylist()]
+    want = [{"id": 1, "t": 2.0}, {"id": 3, "t": 4.0}, *({"id": i, "t": 1.0} for i in range(10, 20))]
+    assert rows == [*want, {"id": 7, "t": 0.5}, {"id": 9, "t": 1.0}]
+    assert [{"id": 7, "t": 0.5}] in [b.to_pylist() for b in out], "a RecordBatch is a batch of its own"
+    assert len(out) < len(rows), "plain elements share batches (not one batch per row)"
 
 
 def test_a_malformed_element_fails_the_stream_naming_it():

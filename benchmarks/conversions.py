@@ -1,6 +1,6 @@
 """Values as pyspark makes them: what it costs (issue 49). One table, every row measured in this run.
 
-    .venv/bin/python benchmarks/types.py [--rows 400000] [--batches 4] [--runs 3]
+    .venv/bin/python benchmarks/conversions.py [--rows 400000] [--batches 4] [--runs 3]
 
 Part 1, ``read_stream`` (a Publisher in this process) into ``format("noop")`` with AvailableNow,
 ``batches`` micro-batches of ``rows`` rows (long, double, string); rows/s over the non-empty
