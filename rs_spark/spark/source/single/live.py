@@ -59,6 +59,7 @@ class Live:
         self.log = self.planned.log
         self.upstream = Upstream(opts, arrow_schema, start, end)
         self._prefetch: int | None = None  # demand deferred until Spark has the planned micro-batch
+        self._asked_rows = 0  # rows the last ask wanted beyond its start (what "short" is measured against)
         s = start.offset
         self.next_offset = s if self.log is None else max(s, self.log.end_offset())
         self.intake = self._new_intake()
@@ -196,7 +197,11 @@ class Live:
         ``committed``: the offset Spark committed (-1: none known)."""
         intake = self.intake
         floor = max(committed, self.release_floor(s))
-        return Part(s, s + intake.buffered_rows, floor, self._stream(), target, short=intake.outstanding > 0)
+        # Short: rows asked for did not come within pollTimeout. Counted in rows, not elements: an Arrow
+        # endpoint's elements are batches whose sizes vary (cut to credit), so requested elements still
+        # outstanding say nothing about whether the rows came (the partitioned reader counts rows too).
+        short = intake.buffered_rows < self._asked_rows
+        return Part(s, s + intake.buffered_rows, floor, self._stream(), target, short=short)
 
     def _stream(self) -> Stream:
         intake = self.intake
@@ -228,6 +233,7 @@ class Live:
     # -- demand ---------------------------------------------------------------------------------
     def ask(self, a: Ask) -> int:
         """Signal the demand ``a`` says and wait up to pollTimeout for its rows; the elements asked for."""
+        self._asked_rows = 0
         if not a.per_part:
             return 0
         o, intake = self.opts, self.intake
@@ -240,6 +246,7 @@ class Live:
         intake.chunk = max(1024, min(65_536, want // 4))  # the converter thread's bite: ~4 per micro-batch
         intake.demand_up_to(want)
         intake.wait(a.wait_for, o.poll_timeout)
+        self._asked_rows = a.per_part
         return want
 
     def prefetch_later(self, elements: int) -> None:
