@@ -47,7 +47,7 @@ def read_stream_rate(spark, kind: str, rows: int, batches: int) -> float:
     total = rows * batches
     if kind == "batches":
         step = 65_536
-        pub = rs.range_(0, total, step).pipe(
+        pub = rs.from_iterable(range(0, total, step)).pipe(
             rs.map(
                 lambda s: pa.RecordBatch.from_pydict(
                     {
