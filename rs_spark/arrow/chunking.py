@@ -11,9 +11,10 @@ bounded by demand. The first ask is for one element: a Publisher of RecordBatche
 for one batch per batch wanted (each passes on its own, conformed to the schema), any other for
 ``size`` elements per batch. A chunk is emitted when it is full, when upstream has delivered all it was
 asked for, when a synchronous upstream returns from ``request`` (what it emitted inside the call
-is one chunk), or, for an upstream that emits from a thread of its own, on the timer thread at
-once (elements that arrive meanwhile join the chunk: batches grow with the rate, and a slow
-publisher's element is never held back waiting for company).
+is one chunk), at once for a RecordBatch (on the thread that emitted it), or, for an upstream
+that emits plain elements from a thread of its own, on the timer thread at once (elements that
+arrive meanwhile join the chunk: batches grow with the rate, and a slow publisher's element is
+never held back waiting for company).
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ class Chunker:
             if not self._per_batch and len(self._buf) > had:
                 self._per_batch = 1 if _is_arrow(self._buf[had]) else self._size
             self._received = len(self._buf) + self._converted
-            full = len(self._buf) >= self._size
+            full = len(self._buf) >= self._size or _is_arrow(self._buf[0])  # a RecordBatch is a chunk itself
             now = full or self._received >= self._asked
             inside = self._requesting == threading.get_ident()
             later = not now and not inside and not self._flush_queued
@@ -218,7 +219,7 @@ class Chunker:
         sub = self._sub
         with self._flush_lock:
             with self._lock:
-                if full_only and len(self._buf) < self._size:
+                if full_only and len(self._buf) < self._size and not (self._buf and _is_arrow(self._buf[0])):
                     return False
                 self._flush_queued = False
                 chunk = _next_chunk(self._buf, self._size)

@@ -221,3 +221,20 @@ class TestRecordBatchesTck(PublisherVerification):
 
     def create_failed_publisher(self):
         return record_batches(rs.error(RuntimeError("failed publisher")), _convert, size=1)
+
+
+class TestRecordBatchesOfArrowTck(PublisherVerification):
+    """record_batches over a Publisher of RecordBatches (each passes alone: the kit's counts hold)."""
+
+    timeouts = Timeouts(default=0.5, no_signals=0.05, poll=0.01, gc=0.5)
+    skips = {}
+
+    def create_publisher(self, elements):
+        def one(i):
+            return pa.RecordBatch.from_pydict({"id": pa.array([i], pa.int64())})
+
+        source = rs.range_(elements) if elements < 2**63 - 1 else rs.defer(lambda: iter(int, 1))
+        return record_batches(source.pipe(rs.map(one)), _convert, size=4096)
+
+    def create_failed_publisher(self):
+        return record_batches(rs.error(RuntimeError("failed publisher")), _convert)
