@@ -29,8 +29,9 @@ class ValueRules(Protocol):
     """How Python values become the schema's columns, where an upper layer has its own rules (Spark's:
     :class:`rs_spark.spark.values.SparkValues`). Without rules, values go to ``pyarrow.array`` as they are."""
 
-    def columns(self, elements: Sequence[Any]) -> list[list[Any]]:
-        """Each field's values for ``elements``, ready for ``pyarrow.array``; raises on any element refused."""
+    def columns(self, elements: Sequence[Any]) -> list[Any]:
+        """Each field's values for ``elements``, ready for ``pyarrow.array`` (or already an Arrow array);
+        raises on any element refused."""
         ...
 
     def row(self, element: Any) -> Sequence[Any]:
@@ -201,7 +202,10 @@ class ElementConverter:
     def _bulk_by_rules(self, elements: Sequence[Any]) -> pa.RecordBatch:
         assert self.rules is not None
         columns = self.rules.columns(elements)
-        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, self._data_fields, strict=True)]
+        arrays = [
+            col.cast(f.type) if isinstance(col, pa.Array) else pa.array(col, type=f.type)
+            for col, f in zip(columns, self._data_fields, strict=True)
+        ]
         self._check_nulls(arrays)
         return pa.RecordBatch.from_arrays(arrays, schema=self._data_schema)
 

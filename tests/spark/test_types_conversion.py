@@ -199,3 +199,49 @@ class _Obj:
 
     def __init__(self, d: dict) -> None:
         self.__dict__.update(d)
+
+
+def _minutes_across_years(n: int = 3000) -> list[dt.datetime]:
+    """Naive wall clocks spread over 1900-2100, the minutes either side of New York's 2026 transitions
+    (in hours whose offset does not change), and the first and last minutes of years 2 and 9998."""
+    start, step = dt.datetime(1900, 1, 1), dt.timedelta(minutes=35_083, microseconds=7)  # not a whole hour
+    edges = [dt.datetime(2026, 3, 8, 1, 59, 59), dt.datetime(2026, 3, 8, 3, 0), dt.datetime(2026, 11, 1, 0, 59)]
+    edges += [dt.datetime(2026, 11, 1, 2, 0, 1), dt.datetime(2, 1, 1, 0, 1), dt.datetime(9998, 12, 31, 23, 59)]
+    return [start + i * step for i in range(n)] + edges
+
+
+def test_a_naive_timestamp_column_shifted_an_hour_at_a_time_is_what_pyspark_makes_value_by_value(zone):
+    """The bulk path (local_time.naive_to_utc) against pyspark's per-value astimezone, where it applies;
+    where an hour has a DST change it must decline (None) and leave the column to pyspark's converter."""
+    from rs_spark.spark.values.local_time import naive_to_utc
+
+    schema = StructType([StructField("ts", TimestampType())])
+    for values in (_minutes_across_years(), [dt.datetime(2026, 7, 1, 12, 0, 0, 1), None]):
+        clean = [v for v in values if v is None or naive_to_utc([v]) is not None]
+        shifted = naive_to_utc(clean)
+        assert shifted is not None
+        assert shifted.to_pylist() == _pyspark_table([(v,) for v in clean], schema).column("ts").to_pylist()
+    assert naive_to_utc(_minutes_across_years()[-6:-2]) is not None, "the hours beside a transition are bulk"
+    if zone == "America/New_York":
+        assert naive_to_utc([dt.datetime(2026, 3, 8, 2, 30)]) is None, "a DST gap value is pyspark's to convert"
+        assert naive_to_utc([dt.datetime(2026, 11, 1, 1, 30)]) is None, "an overlap value too"
+    assert naive_to_utc([dt.datetime(2026, 1, 1, fold=1)]) is None, "fold=1: pyspark's to convert"
+    assert naive_to_utc([dt.date(2026, 1, 1)]) is None, "a date for a TIMESTAMP: pyspark's converter refuses it"
+
+
+def test_a_utc_timestamp_column_shifted_to_local_time_an_hour_at_a_time_is_what_collect_gives(zone):
+    from rs_spark.spark.values.local_time import utc_to_local
+
+    schema = StructType([StructField("ts", TimestampType())])
+    instants = pa.array(
+        [v.replace(tzinfo=dt.UTC) for v in _minutes_across_years()[:-2]] + [None], pa.timestamp("us", tz="UTC")
+    )
+    table = pa.table({"ts": instants})
+    keep = [i for i in range(len(instants)) if utc_to_local(instants.slice(i, 1)) is not None]
+    kept = pa.table({"ts": instants.take(keep)})
+    want = [r.ts for r in ArrowTableToRowsConversion.convert(kept, schema)]
+    assert utc_to_local(kept.column("ts")).to_pylist() == want
+    assert len(keep) > len(instants) - 20, "only hours with a change of offset are declined"
+    assert batch_dicts(table.to_batches()[0]) == [
+        {"ts": r.ts} for r in ArrowTableToRowsConversion.convert(table, schema)
+    ]

@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pyspark.sql.conversion import LocalDataToArrowConversion
-from pyspark.sql.types import BinaryType, StringType, StructType
+from pyspark.sql.types import BinaryType, StringType, StructType, TimestampType
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, ElementConverter, Mode
+from .local_time import naive_to_utc
 from .schema import arrow_schema, spark_schema
 
 _NONE = type(None)
@@ -42,9 +43,10 @@ class SparkValues:
             LocalDataToArrowConversion._create_converter(f.dataType, f.nullable, none_on_identity=True) for f in fields
         ]
         self._plain = [_plain_types(f.dataType, f.nullable) for f in fields]
+        self._timestamp = [isinstance(f.dataType, TimestampType) for f in fields]
 
     # -- ValueRules --------------------------------------------------------------------------
-    def columns(self, elements: Sequence[Any]) -> list[list[Any]]:
+    def columns(self, elements: Sequence[Any]) -> list[Any]:
         cols = self._raw_columns(elements)
         return [self._column(i, col) for i, col in enumerate(cols)]
 
@@ -81,10 +83,14 @@ class SparkValues:
         rows = [self.row(e) for e in elements]
         return [list(c) for c in zip(*rows, strict=True)] if self._width else []
 
-    def _column(self, i: int, col: list[Any]) -> list[Any]:
+    def _column(self, i: int, col: list[Any]) -> Any:
         conv = self._convs[i]
         if conv is None:
             return col
+        if self._timestamp[i]:
+            shifted = naive_to_utc(col)  # pyspark's rule, an offset per hour (local_time.py)
+            if shifted is not None:
+                return shifted
         plain = self._plain[i]
         if plain is not None:
             kinds = set(map(type, col))

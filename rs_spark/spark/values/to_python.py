@@ -3,8 +3,9 @@
 What a Subscriber receives per the sink's ``elements``: ``rows`` are the Rows ``collect()`` makes of
 the same batch (TIMESTAMP as a naive datetime in this process's local time, MAP as a dict, STRUCT as a
 Row, VARIANT as a VariantVal); ``dicts`` are ``Row.asDict(recursive=True)`` of them; ``tuples`` are
-``tuple(row)``. A batch whose columns need none of pyspark's conversions (no TIMESTAMP, MAP, VARIANT
-or user-defined type, at any depth) takes Arrow's own ``to_pylist``, which gives the same values.
+``tuple(row)``. A batch whose columns need none of pyspark's conversions but the top-level TIMESTAMPs'
+(no VARIANT, user-defined type or nested TIMESTAMP) takes Arrow's own ``to_pylist``, which gives the
+same values, with its TIMESTAMP columns shifted to local time an hour at a time (:mod:`.local_time`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from pyspark.sql.types import (
     TimestampType,
     UserDefinedType,
     VariantType,
+    _create_row,
 )
 
+from .local_time import utc_to_local
 from .schema import spark_schema
 
 
@@ -31,6 +34,11 @@ def batch_rows(batch: pa.RecordBatch) -> list[Any]:
     """The rows of ``batch`` as pyspark Rows, as ``collect()`` gives them."""
     if not batch.num_columns:
         return _empty_rows(batch.num_rows, tuples=False)
+    local = _local(batch, structs=True)
+    if local is not None:  # pyspark's own Row maker over Arrow's values (the same values, see batch_tuples)
+        names = batch.schema.names
+        cols = [c.to_pylist(maps_as_pydicts="strict") for c in local.columns]
+        return [_create_row(names, values) for values in zip(*cols, strict=True)]
     return ArrowTableToRowsConversion.convert(pa.Table.from_batches([batch]), _schema(batch.schema))
 
 
@@ -38,8 +46,9 @@ def batch_tuples(batch: pa.RecordBatch) -> list[Any]:
     """The rows of ``batch`` as tuples (``tuple(row)`` of :func:`batch_rows`)."""
     if not batch.num_columns:
         return _empty_rows(batch.num_rows, tuples=True)
-    if _plain(batch.schema, structs=True):
-        cols = [c.to_pylist(maps_as_pydicts="strict") for c in batch.columns]
+    local = _local(batch, structs=True)
+    if local is not None:
+        cols = [c.to_pylist(maps_as_pydicts="strict") for c in local.columns]
         return list(zip(*cols, strict=True))
     table = pa.Table.from_batches([batch])
     return ArrowTableToRowsConversion.convert(table, _schema(batch.schema), return_as_tuples=True)
@@ -49,8 +58,9 @@ def batch_dicts(batch: pa.RecordBatch) -> list[Any]:
     """The rows of ``batch`` as dicts (``Row.asDict(recursive=True)`` of :func:`batch_rows`)."""
     if not batch.num_columns:
         return [{} for _ in range(batch.num_rows)]
-    if _plain(batch.schema, structs=False):
-        return batch.to_pylist(maps_as_pydicts="strict")
+    local = _local(batch, structs=False)
+    if local is not None:
+        return local.to_pylist(maps_as_pydicts="strict")
     return [r.asDict(recursive=True) for r in batch_rows(batch)]
 
 
@@ -65,11 +75,29 @@ def _schema(schema: pa.Schema) -> StructType:
     return spark_schema(schema)
 
 
+def _local(batch: pa.RecordBatch, structs: bool) -> pa.RecordBatch | None:
+    """``batch`` with its TIMESTAMP columns as naive local wall clocks, when Arrow's own values of the
+    result are then collect()'s (``structs``: a struct needs pyspark, which makes it a Row); else None."""
+    zoned = _shortcut(batch.schema, structs)
+    if zoned is None:
+        return None
+    columns = list(batch.columns)
+    for i in zoned:
+        local = utc_to_local(columns[i])
+        if local is None:
+            return None  # an hour with a change of offset: pyspark's per-value path
+        columns[i] = local
+    return pa.RecordBatch.from_arrays(columns, names=batch.schema.names) if zoned else batch
+
+
 @lru_cache(maxsize=128)
-def _plain(schema: pa.Schema, structs: bool) -> bool:
-    """Whether Arrow's own values are collect()'s for every column; ``structs``: a struct counts as
-    needing pyspark (collect() makes it a Row; Arrow a dict, which is what ``asDict(recursive=True)`` gives)."""
-    return not any(_needs_pyspark(f.dataType, structs) for f in _schema(schema).fields)
+def _shortcut(schema: pa.Schema, structs: bool) -> tuple[int, ...] | None:
+    """The top-level TIMESTAMP columns of ``schema`` if every other column's Arrow values are collect()'s
+    (no TIMESTAMP, VARIANT or user-defined type below the top, no struct when ``structs``); else None."""
+    fields = _schema(schema).fields
+    zoned = tuple(i for i, f in enumerate(fields) if isinstance(f.dataType, TimestampType))
+    others = (f.dataType for i, f in enumerate(fields) if i not in zoned)
+    return None if any(_needs_pyspark(t, structs) for t in others) else zoned
 
 
 def _needs_pyspark(t: DataType, structs: bool) -> bool:
