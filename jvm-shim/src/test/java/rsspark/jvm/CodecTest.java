@@ -41,8 +41,8 @@ class CodecTest {
         assertEquals("value:binary", Schemas.format(Schemas.of(byte[].class)));
         assertEquals("x:int64,label:string", Schemas.format(Schemas.of(Point.class)));
         assertEquals("name:string,size:int32", Schemas.format(Schemas.of(Bean.class)));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Schemas.parse("id:decimal"));
-        assertTrue(e.getMessage().contains("unknown type 'decimal'"), e.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Schemas.parse("id:interval"));
+        assertTrue(e.getMessage().contains("unknown type 'interval'"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> Schemas.of(LinkedHashMap.class));
     }
 
