@@ -274,10 +274,10 @@ public final class BatchEncoder implements AutoCloseable {
     }
 
     static Writer writer(org.apache.arrow.vector.ValueVector v) {
-        if (v instanceof BigIntVector) { BigIntVector x = (BigIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).longValue()); }
-        if (v instanceof IntVector) { IntVector x = (IntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).intValue()); }
-        if (v instanceof SmallIntVector) { SmallIntVector x = (SmallIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).shortValue()); }
-        if (v instanceof TinyIntVector) { TinyIntVector x = (TinyIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).byteValue()); }
+        if (v instanceof BigIntVector) { BigIntVector x = (BigIntVector) v; return (i, o) -> x.setSafe(i, exactInteger(o, 64)); }
+        if (v instanceof IntVector) { IntVector x = (IntVector) v; return (i, o) -> x.setSafe(i, (int) exactInteger(o, 32)); }
+        if (v instanceof SmallIntVector) { SmallIntVector x = (SmallIntVector) v; return (i, o) -> x.setSafe(i, (short) exactInteger(o, 16)); }
+        if (v instanceof TinyIntVector) { TinyIntVector x = (TinyIntVector) v; return (i, o) -> x.setSafe(i, (byte) exactInteger(o, 8)); }
         if (v instanceof Float8Vector) { Float8Vector x = (Float8Vector) v; return (i, o) -> x.setSafe(i, ((Number) o).doubleValue()); }
         if (v instanceof Float4Vector) { Float4Vector x = (Float4Vector) v; return (i, o) -> x.setSafe(i, ((Number) o).floatValue()); }
         if (v instanceof BitVector) { BitVector x = (BitVector) v; return (i, o) -> x.setSafe(i, ((Boolean) o) ? 1 : 0); }
@@ -309,6 +309,33 @@ public final class BatchEncoder implements AutoCloseable {
             return (i, o) -> x.setSafe(i, exactDecimal(o, precision, scale));
         }
         throw new IllegalArgumentException("no writer for " + v.getField());
+    }
+
+    /**
+     * {@code o} as an integer of {@code bits} bits, or an error: never narrowed (a Long beyond an int32
+     * column's range is refused, not wrapped) nor truncated (a Double is refused, as pyspark refuses a
+     * float for an integer column). Takes Long, Integer, Short, Byte and BigInteger.
+     */
+    static long exactInteger(Object o, int bits) {
+        long min = bits == 64 ? Long.MIN_VALUE : -(1L << (bits - 1));
+        long max = bits == 64 ? Long.MAX_VALUE : (1L << (bits - 1)) - 1;
+        boolean fits;
+        long x = 0;
+        if (o instanceof Long || o instanceof Integer || o instanceof Short || o instanceof Byte) {
+            x = ((Number) o).longValue();
+            fits = x >= min && x <= max;
+        } else if (o instanceof BigInteger) {
+            fits = ((BigInteger) o).bitLength() < bits; // bitLength excludes the sign bit
+            if (fits) x = ((BigInteger) o).longValue();
+        } else {
+            return BatchEncoder.<Long>failType(o, "an integer: Long, Integer, Short, Byte or BigInteger (the field is int"
+                    + bits + "; a fraction is never truncated)");
+        }
+        if (!fits) {
+            throw new IllegalArgumentException(o + " is outside the range of the field's int" + bits + " (" + min + " to "
+                    + max + "): declare a wider integer type (int64, or decimal(38,0))");
+        }
+        return x;
     }
 
     /**

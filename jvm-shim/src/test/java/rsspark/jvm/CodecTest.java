@@ -75,6 +75,27 @@ class CodecTest {
     }
 
     @Test
+    void integersAreNeverNarrowedNorTruncated() throws Exception {
+        assertEquals(List.of(-128, 127, 5), Util.column(Util.encode("value:int8",
+                List.of((byte) -128, 127L, java.math.BigInteger.valueOf(5)))).stream().map(o -> ((Number) o).intValue()).toList());
+        assertEquals(List.of(Long.MIN_VALUE, Long.MAX_VALUE), Util.column(Util.encode("value:int64",
+                List.of(java.math.BigInteger.valueOf(Long.MIN_VALUE), Long.MAX_VALUE))));
+        for (Object[] c : new Object[][] {
+                {"n:int32", 2_147_483_648L, "outside the range of the field's int32 (-2147483648 to 2147483647)"},
+                {"n:int8", 128, "outside the range of the field's int8"},
+                {"n:int16", -32_769, "outside the range of the field's int16"},
+                {"n:int64", java.math.BigInteger.ONE.shiftLeft(63), "outside the range of the field's int64"},
+                {"n:int64", 1.5, "java.lang.Double is not an integer"},
+        }) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("n", c[1]);
+            BatchEncoder.EncodeException e = assertThrows(BatchEncoder.EncodeException.class,
+                    () -> Util.encode((String) c[0], List.of(m)));
+            assertTrue(e.getMessage().contains("field 'n'") && e.getMessage().contains((String) c[2]), e.getMessage());
+        }
+    }
+
+    @Test
     void aBadElementNamesItsOffsetAndFieldAndKeepsThePrefix() {
         try (BatchEncoder e = new BatchEncoder(Schemas.parse("value:int64"), new RootAllocator())) {
             List<Object> items = List.of(1L, 2L, "three");
