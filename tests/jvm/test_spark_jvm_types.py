@@ -165,3 +165,21 @@ def test_option_jvm_publisher_refuses_a_column_it_does_not_carry_at_the_start(sp
     msg = _failure(df)
     assert "option jvmPublisher='rsspark.fixtures.Feeds#typed'" in msg, msg[:3000]
     assert "column 'tags' has type array<string> (Arrow list<element: string>)" in msg, msg[:3000]
+
+
+def test_option_jvm_publisher_in_a_batch_read_refuses_it_too_and_carries_the_types(spark):
+    def read(schema):
+        return (
+            spark.read.format("reactive")
+            .schema(schema)
+            .option("jvmPublisher", "rsspark.fixtures.Feeds#typed")
+            .option("jvmJars", FIXTURES)
+            .option("publisher.count", "8")
+            .load()
+        )
+
+    assert read(SCHEMA).orderBy("id").collect() == _expected(spark, 8)
+    with pytest.raises(Exception) as info:
+        read("id LONG, tags MAP<STRING, LONG>").collect()
+    msg = str(info.value)
+    assert "column 'tags' has type map<string,bigint> (Arrow map<string, int64>)" in msg, msg[:3000]
