@@ -27,7 +27,7 @@ from .gateway import (
     shim,
 )
 from .publisher import JvmError, JvmPublisher
-from .schema import parse_spec, to_spec
+from .schema import UnsupportedColumn, parse_spec, to_spec
 from .subscriber import JvmSubscriber
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "JAR_NAME",
     "parse_spec",
     "to_spec",
+    "UnsupportedColumn",
 ]
 
 if not TYPE_CHECKING:  # a public submodule is imported when first named: rs_spark.spark.register after import rs_spark

@@ -64,6 +64,7 @@ class ReactiveDataSource(DataSource):
         """The streaming reader: one publisher through the driver-side reader process, or several
         endpoints (``executorFetch``) read by executors."""
         opts = SourceOptions.parse(self.options)
+        _check_jvm_columns(opts, schema)
         if opts.executor_fetch:
             from .source.partitioned.reader import PartitionedStreamReader
 
@@ -72,7 +73,9 @@ class ReactiveDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """``spark.read``: a finite publisher read to completion on one executor."""
-        return ReactiveBatchReader(SourceOptions.parse(self.options), schema)
+        opts = SourceOptions.parse(self.options)
+        _check_jvm_columns(opts, schema)
+        return ReactiveBatchReader(opts, schema)
 
     # -- sink (rs_spark/spark/sink/writer.py) --------------------------------------------------
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
@@ -88,6 +91,21 @@ class ReactiveDataSource(DataSource):
         from .sink.writer import ReactiveBatchWriter
 
         return ReactiveBatchWriter(SinkOptions.parse(self.options))
+
+
+def _check_jvm_columns(opts: SourceOptions, schema: StructType) -> None:
+    """Option jvmPublisher: the JVM encodes straight into the source's columns, so a column of a type
+    it does not carry fails the query now, at its start (before the JVM or any element), naming the
+    column and its Spark type (``rs_spark.jvm.schema.UnsupportedColumn``, an OptionError here)."""
+    if not opts.jvm_publisher:
+        return
+    from ..jvm.schema import UnsupportedColumn
+    from .jvm import jvm_schema
+
+    try:
+        jvm_schema(schema, skip=opts.corrupt_column)
+    except UnsupportedColumn as exc:
+        raise OptionError(f"option jvmPublisher={opts.jvm_publisher!r}: {exc}") from None
 
 
 def _with_corrupt_column(schema: str | StructType, column: str) -> str | StructType:

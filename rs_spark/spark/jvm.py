@@ -82,10 +82,11 @@ def _loaded(spark: SparkSession, path: str) -> bool:
 
 def publisher(spark: SparkSession, jvm_publisher: Any, schema: Any = None, **kwargs: Any) -> Any:
     """A :class:`rs_spark.jvm.JvmPublisher` over ``jvm_publisher`` in this driver; ``schema`` may be
-    a Spark DDL string or StructType too (see :func:`arrow_schema`)."""
+    a Spark DDL string or StructType too (see :func:`jvm_schema`: a column the shim does not carry
+    is refused here, naming its Spark type)."""
     from ..jvm import JvmPublisher
 
-    return JvmPublisher(jvm_publisher, jvm(spark), schema=arrow_schema(schema), **kwargs)
+    return JvmPublisher(jvm_publisher, jvm(spark), schema=jvm_schema(schema), **kwargs)
 
 
 def read_jvm_stream(
@@ -103,13 +104,15 @@ def read_jvm_stream(
     Publisher of Arrow batches and served to the reader by :func:`rs_spark.read_stream` (codec
     ``arrow``). ``schema``: DDL, StructType, pyarrow.Schema or ``"id:int64,name:string"``;
     None: declared by a record / bean / scalar class via ``schema_of`` is not known up front,
-    so give one. ``options``: the source's options, e.g. ``{"maxRecordsPerTrigger": 1000}``. ``batch_rows``: most rows
-    per Arrow batch the JVM hands over.
+    so give one. A column of a type the shim does not carry (ARRAY, MAP, STRUCT, intervals, ...)
+    raises :class:`rs_spark.jvm.schema.UnsupportedColumn` here, before anything runs (docs/jvm.md).
+    ``options``: the source's options, e.g. ``{"maxRecordsPerTrigger": 1000}``. ``batch_rows``: most
+    rows per Arrow batch the JVM hands over.
     """
     from .source.read_stream import read_stream
 
     spark_opts = dict(options or {})
-    pa_schema = arrow_schema(schema)
+    pa_schema = jvm_schema(schema)
     if pa_schema is None:
         raise ValueError(
             "read_jvm_stream() needs schema= (DDL, StructType, pyarrow.Schema or 'name:type,...'); "
@@ -148,4 +151,69 @@ def arrow_schema(schema: Any) -> Any | None:
     raise TypeError(f"schema {schema!r}: use DDL, StructType, pyarrow.Schema or 'name:type,...'")
 
 
-__all__ = ["jars", "configure", "jvm", "publisher", "read_jvm_stream", "schema_of", "arrow_schema"]
+def jvm_schema(schema: Any, skip: str | None = None) -> Any | None:
+    """:func:`arrow_schema`, refusing a column the JVM shim does not carry with
+    :class:`rs_spark.jvm.schema.UnsupportedColumn` naming the column, its Spark type (and Arrow type)
+    and what the shim carries. ``skip``: a column left out (the source's corrupt-record column)."""
+    from pyspark.sql.types import StructType, _parse_datatype_string
+
+    from ..jvm.schema import UnsupportedColumn, parse_spec, spec_type
+
+    if schema is None:
+        return None
+    if isinstance(schema, str):
+        try:
+            return _without(parse_spec(schema), skip)
+        except ValueError:
+            schema = _parse_datatype_string(schema)
+    if isinstance(schema, StructType):
+        return _of_struct(schema, skip)
+    import pyarrow as pa
+
+    if not isinstance(schema, pa.Schema):
+        return arrow_schema(schema)  # raises TypeError saying what a schema may be
+    pa_schema = schema
+    for f in pa_schema:
+        if f.name != skip and spec_type(f.type) is None:
+            raise UnsupportedColumn(f.name, f.type, _spark_type_of_arrow(f.type))
+    return _without(pa_schema, skip)
+
+
+def _of_struct(struct: StructType, skip: str | None) -> pa.Schema:
+    """The Arrow schema of ``struct`` as pyspark maps it (TIMESTAMP at UTC), field by field so that
+    a column refused names its Spark type."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    from ..jvm.schema import UnsupportedColumn, spec_type
+
+    fields = []
+    for sf in struct.fields:
+        if sf.name == skip:
+            continue
+        try:
+            at = to_arrow_type(sf.dataType, timezone="UTC")
+        except Exception:  # pyspark converts it to no Arrow type (year-month intervals, CHAR, ...)
+            raise UnsupportedColumn(sf.name, None, sf.dataType.simpleString()) from None
+        if spec_type(at) is None:
+            raise UnsupportedColumn(sf.name, at, sf.dataType.simpleString())
+        fields.append(pa.field(sf.name, at, nullable=sf.nullable))
+    return pa.schema(fields)
+
+
+def _without(schema: pa.Schema, skip: str | None) -> pa.Schema:
+    import pyarrow as pa
+
+    return schema if skip is None else pa.schema([f for f in schema if f.name != skip])
+
+
+def _spark_type_of_arrow(t: pa.DataType) -> str | None:
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    try:
+        return str(from_arrow_type(t, prefer_timestamp_ntz=True).simpleString())
+    except Exception:  # no Spark type for it: the Arrow type says it all
+        return None
+
+
+__all__ = ["jars", "configure", "jvm", "publisher", "read_jvm_stream", "schema_of", "arrow_schema", "jvm_schema"]

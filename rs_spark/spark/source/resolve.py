@@ -69,17 +69,16 @@ def _jvm_publisher(opts: SourceOptions, schema: Any) -> Any:
     """Option jvmPublisher: a JVM Publisher built in a standalone JVM this process starts (Spark's
     reader process has no py4j link to the driver JVM), handing over Arrow batches."""
     from ...jvm.factory import JvmFactoryError, open_publisher
-    from ...jvm.schema import to_spec
+    from ...jvm.schema import UnsupportedColumn, to_spec
 
-    if schema is not None:  # the JVM encodes straight into the source's columns, when it can carry them
-        fields = [f for f in schema if f.name != opts.corrupt_column]
+    if schema is not None:  # the JVM encodes straight into the source's columns
+        import pyarrow as pa
+
+        schema = pa.schema([f for f in schema if f.name != opts.corrupt_column])
         try:
-            import pyarrow as pa
-
-            schema = pa.schema(fields)
-            to_spec(schema)
-        except ValueError:
-            schema = None  # a type the shim does not carry: the element class declares, the reader converts
+            to_spec(schema)  # refused at the query's start already (datasource._check_jvm_columns)
+        except UnsupportedColumn as exc:
+            raise PublisherFactoryError(f"option jvmPublisher={opts.jvm_publisher!r}: {exc}") from None
     try:
         return open_publisher(
             opts.jvm_publisher or "",

@@ -7,6 +7,9 @@ import java.lang.reflect.Constructor;
 import java.lang.reflect.Method;
 import java.lang.reflect.RecordComponent;
 import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -14,17 +17,20 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.vector.DateDayVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.TimeStampVector;
 import org.apache.arrow.vector.VarCharVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.arrow.vector.types.pojo.ArrowType;
 import org.apache.arrow.vector.util.Text;
 
 /**
  * Arrow IPC stream bytes -> JVM elements.
  *
- * <p>Element kinds: {@code value} (the first column's values, boxed: Long, String, byte[], ...),
+ * <p>Element kinds: {@code value} (the first column's values, boxed: Long, String, byte[], Instant
+ * (timestamp), LocalDateTime (timestamp_ntz), LocalDate (date), BigDecimal (decimal), ...),
  * {@code map} (a {@code LinkedHashMap} by column name), {@code list} (column values by position),
  * {@code auto} ({@code value} for one column, else {@code map}), or the name of a record class (canonical constructor, by component name) or bean class
  * (no-argument constructor and setters).
@@ -176,8 +182,14 @@ public final class BatchDecoder {
         if (v instanceof VarCharVector) return new String(((VarCharVector) v).get(row), java.nio.charset.StandardCharsets.UTF_8);
         if (v instanceof TimeStampVector) {
             long micros = ((TimeStampVector) v).get(row);
-            return Instant.ofEpochSecond(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000);
+            long seconds = Math.floorDiv(micros, 1_000_000L);
+            int nanos = (int) Math.floorMod(micros, 1_000_000L) * 1000;
+            if (((ArrowType.Timestamp) v.getField().getType()).getTimezone() == null) {
+                return LocalDateTime.ofEpochSecond(seconds, nanos, ZoneOffset.UTC); // a wall clock (TIMESTAMP_NTZ)
+            }
+            return Instant.ofEpochSecond(seconds, nanos);
         }
+        if (v instanceof DateDayVector) return LocalDate.ofEpochDay(((DateDayVector) v).get(row));
         Object o = v.getObject(row);
         return o instanceof Text ? o.toString() : o;
     }

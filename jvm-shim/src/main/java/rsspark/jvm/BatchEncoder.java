@@ -8,7 +8,15 @@ import java.lang.reflect.RecordComponent;
 import java.nio.channels.Channels;
 import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.math.RoundingMode;
 import java.time.Instant;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.ZonedDateTime;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -19,12 +27,15 @@ import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
 import org.apache.arrow.vector.BigIntVector;
 import org.apache.arrow.vector.BitVector;
+import org.apache.arrow.vector.DateDayVector;
+import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.Float4Vector;
 import org.apache.arrow.vector.Float8Vector;
 import org.apache.arrow.vector.IntVector;
 import org.apache.arrow.vector.SmallIntVector;
 import org.apache.arrow.vector.TimeStampMicroTZVector;
+import org.apache.arrow.vector.TimeStampMicroVector;
 import org.apache.arrow.vector.TinyIntVector;
 import org.apache.arrow.vector.VarBinaryVector;
 import org.apache.arrow.vector.VarCharVector;
@@ -36,7 +47,8 @@ import org.apache.arrow.vector.types.pojo.Schema;
 /**
  * Elements -> one Arrow IPC stream (schema + one record batch) in a byte[].
  *
- * <p>Elements: a scalar (boxed primitive, String, byte[], Instant) for a one-column schema; a
+ * <p>Elements: a scalar (boxed primitive, String, byte[], Instant, LocalDateTime, LocalDate,
+ * BigDecimal; see {@link Schemas}) for a one-column schema; a
  * {@code Map} (by field name); a record (by component name); a bean (by getter); a {@code List}
  * or {@code Object[]} (by position). Not thread-safe: one encoder per bridge.
  */
@@ -262,30 +274,135 @@ public final class BatchEncoder implements AutoCloseable {
     }
 
     static Writer writer(org.apache.arrow.vector.ValueVector v) {
-        if (v instanceof BigIntVector) { BigIntVector x = (BigIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).longValue()); }
-        if (v instanceof IntVector) { IntVector x = (IntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).intValue()); }
-        if (v instanceof SmallIntVector) { SmallIntVector x = (SmallIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).shortValue()); }
-        if (v instanceof TinyIntVector) { TinyIntVector x = (TinyIntVector) v; return (i, o) -> x.setSafe(i, ((Number) o).byteValue()); }
+        if (v instanceof BigIntVector) { BigIntVector x = (BigIntVector) v; return (i, o) -> x.setSafe(i, exactInteger(o, 64)); }
+        if (v instanceof IntVector) { IntVector x = (IntVector) v; return (i, o) -> x.setSafe(i, (int) exactInteger(o, 32)); }
+        if (v instanceof SmallIntVector) { SmallIntVector x = (SmallIntVector) v; return (i, o) -> x.setSafe(i, (short) exactInteger(o, 16)); }
+        if (v instanceof TinyIntVector) { TinyIntVector x = (TinyIntVector) v; return (i, o) -> x.setSafe(i, (byte) exactInteger(o, 8)); }
         if (v instanceof Float8Vector) { Float8Vector x = (Float8Vector) v; return (i, o) -> x.setSafe(i, ((Number) o).doubleValue()); }
         if (v instanceof Float4Vector) { Float4Vector x = (Float4Vector) v; return (i, o) -> x.setSafe(i, ((Number) o).floatValue()); }
         if (v instanceof BitVector) { BitVector x = (BitVector) v; return (i, o) -> x.setSafe(i, ((Boolean) o) ? 1 : 0); }
         if (v instanceof VarCharVector) {
             VarCharVector x = (VarCharVector) v;
             return (i, o) -> x.setSafe(i, (o instanceof CharSequence || o instanceof Character)
-                    ? o.toString().getBytes(StandardCharsets.UTF_8) : failType(o, "a String"));
+                    ? o.toString().getBytes(StandardCharsets.UTF_8) : BatchEncoder.<byte[]>failType(o, "a String"));
         }
         if (v instanceof VarBinaryVector) { VarBinaryVector x = (VarBinaryVector) v; return (i, o) -> x.setSafe(i, (byte[]) o); }
         if (v instanceof TimeStampMicroTZVector) {
             TimeStampMicroTZVector x = (TimeStampMicroTZVector) v;
+            return (i, o) -> x.setSafe(i, micros(instant(o)));
+        }
+        if (v instanceof TimeStampMicroVector) { // no zone: a wall clock (Spark TIMESTAMP_NTZ)
+            TimeStampMicroVector x = (TimeStampMicroVector) v;
+            return (i, o) -> x.setSafe(i, micros(wallClock(o).toInstant(ZoneOffset.UTC)));
+        }
+        if (v instanceof DateDayVector) {
+            DateDayVector x = (DateDayVector) v;
             return (i, o) -> {
-                Instant t = (Instant) o;
-                x.setSafe(i, Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000L), t.getNano() / 1000));
+                if (!(o instanceof LocalDate)) failType(o, "a java.time.LocalDate (the field is date, Spark DATE)");
+                x.setSafe(i, Math.toIntExact(((LocalDate) o).toEpochDay()));
             };
+        }
+        if (v instanceof DecimalVector) {
+            DecimalVector x = (DecimalVector) v;
+            int precision = x.getPrecision();
+            int scale = x.getScale();
+            return (i, o) -> x.setSafe(i, exactDecimal(o, precision, scale));
         }
         throw new IllegalArgumentException("no writer for " + v.getField());
     }
 
-    private static byte[] failType(Object o, String what) {
+    /**
+     * {@code o} as an integer of {@code bits} bits, or an error: never narrowed (a Long beyond an int32
+     * column's range is refused, not wrapped) nor truncated (a Double is refused, as pyspark refuses a
+     * float for an integer column). Takes Long, Integer, Short, Byte and BigInteger.
+     */
+    static long exactInteger(Object o, int bits) {
+        long min = bits == 64 ? Long.MIN_VALUE : -(1L << (bits - 1));
+        long max = bits == 64 ? Long.MAX_VALUE : (1L << (bits - 1)) - 1;
+        boolean fits;
+        long x = 0;
+        if (o instanceof Long || o instanceof Integer || o instanceof Short || o instanceof Byte) {
+            x = ((Number) o).longValue();
+            fits = x >= min && x <= max;
+        } else if (o instanceof BigInteger) {
+            fits = ((BigInteger) o).bitLength() < bits; // bitLength excludes the sign bit
+            if (fits) x = ((BigInteger) o).longValue();
+        } else {
+            return BatchEncoder.<Long>failType(o, "an integer: Long, Integer, Short, Byte or BigInteger (the field is int"
+                    + bits + "; a fraction is never truncated)");
+        }
+        if (!fits) {
+            throw new IllegalArgumentException(o + " is outside the range of the field's int" + bits + " (" + min + " to "
+                    + max + "): declare a wider integer type (int64, or decimal(38,0))");
+        }
+        return x;
+    }
+
+    /**
+     * Microseconds since the epoch, the sub-microsecond digits dropped (towards the past), as Spark
+     * stores an Instant or LocalDateTime.
+     */
+    static long micros(Instant t) {
+        return Math.addExact(Math.multiplyExact(t.getEpochSecond(), 1_000_000L), t.getNano() / 1000);
+    }
+
+    /** An instant for a timestamp (zoned) field: Instant, OffsetDateTime or ZonedDateTime; never a wall clock. */
+    static Instant instant(Object o) {
+        if (o instanceof Instant) return (Instant) o;
+        if (o instanceof OffsetDateTime) return ((OffsetDateTime) o).toInstant();
+        if (o instanceof ZonedDateTime) return ((ZonedDateTime) o).toInstant();
+        if (o instanceof LocalDateTime) {
+            throw new IllegalArgumentException("a LocalDateTime is a wall clock without a zone, and the field is "
+                    + "timestamp (an instant, Spark TIMESTAMP): give an Instant (or OffsetDateTime, ZonedDateTime: "
+                    + "e.g. localDateTime.atZone(zone).toInstant()), or declare the field timestamp_ntz (Spark TIMESTAMP_NTZ)");
+        }
+        return failType(o, "an Instant, OffsetDateTime or ZonedDateTime (the field is timestamp, Spark TIMESTAMP)");
+    }
+
+    /** A wall clock for a timestamp_ntz field: a LocalDateTime; never an instant (whose wall clock depends on a zone). */
+    static LocalDateTime wallClock(Object o) {
+        if (o instanceof LocalDateTime) return (LocalDateTime) o;
+        if (o instanceof Instant || o instanceof OffsetDateTime || o instanceof ZonedDateTime) {
+            throw new IllegalArgumentException("a " + o.getClass().getSimpleName() + " is an instant, and the field is "
+                    + "timestamp_ntz (a wall clock without a zone, Spark TIMESTAMP_NTZ): give a LocalDateTime "
+                    + "(e.g. LocalDateTime.ofInstant(instant, zone)), or declare the field timestamp (Spark TIMESTAMP)");
+        }
+        return failType(o, "a java.time.LocalDateTime (the field is timestamp_ntz, Spark TIMESTAMP_NTZ)");
+    }
+
+    /**
+     * {@code o} as a BigDecimal of exactly {@code scale}, or an error: never rounded (a value with
+     * more fraction digits than the scale, other than trailing zeros, is refused), never more than
+     * {@code precision} digits. Takes BigDecimal, BigInteger, Long, Integer, Short, Byte (no float or
+     * double: their binary fractions are not the decimals they print as).
+     */
+    static BigDecimal exactDecimal(Object o, int precision, int scale) {
+        BigDecimal d;
+        if (o instanceof BigDecimal) d = (BigDecimal) o;
+        else if (o instanceof BigInteger) d = new BigDecimal((BigInteger) o);
+        else if (o instanceof Long || o instanceof Integer || o instanceof Short || o instanceof Byte) {
+            d = BigDecimal.valueOf(((Number) o).longValue());
+        } else {
+            return failType(o, "a java.math.BigDecimal, BigInteger or integer (the field is decimal(" + precision
+                    + "," + scale + "), Spark DECIMAL(" + precision + "," + scale + "))");
+        }
+        BigDecimal exact;
+        try {
+            exact = d.setScale(scale, RoundingMode.UNNECESSARY);
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException(d.toPlainString() + " has more than " + scale + " digits after the "
+                    + "point, and the field is decimal(" + precision + "," + scale + "): round it to the scale "
+                    + "(value.setScale(" + scale + ", RoundingMode.HALF_EVEN)) or declare a larger scale", e);
+        }
+        if (exact.precision() > precision) {
+            throw new IllegalArgumentException(d.toPlainString() + " has " + (exact.precision() - scale)
+                    + " digits before the point, and the field is decimal(" + precision + "," + scale + "), which holds "
+                    + (precision - scale) + ": declare a larger precision (at most 38)");
+        }
+        return exact;
+    }
+
+    private static <T> T failType(Object o, String what) {
         throw new ClassCastException(o.getClass().getName() + " is not " + what);
     }
 

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
+import org.apache.arrow.vector.types.DateUnit;
 import org.apache.arrow.vector.types.FloatingPointPrecision;
 import org.apache.arrow.vector.types.TimeUnit;
 import org.apache.arrow.vector.types.pojo.ArrowType;
@@ -19,9 +20,15 @@ import org.apache.arrow.vector.types.pojo.Schema;
 /**
  * Schemas as compact text, {@code "id:int64,name:string"}, shared with the Python side.
  *
- * <p>Types: {@code bool int8 int16 int32 int64 float32 float64 string binary timestamp}
- * (timestamp: microseconds, UTC; from {@link java.time.Instant}). A schema can also be declared
- * by a class: a boxed primitive, String or byte[] gives one column {@code value}; a record its
+ * <p>Types: {@code bool int8 int16 int32 int64 float32 float64 string binary timestamp
+ * timestamp_ntz date decimal(p,s)}. timestamp: an instant, microseconds, UTC (Spark TIMESTAMP; from
+ * {@link java.time.Instant}, {@link java.time.OffsetDateTime}, {@link java.time.ZonedDateTime});
+ * timestamp_ntz: a wall clock, microseconds, no zone (Spark TIMESTAMP_NTZ; from
+ * {@link java.time.LocalDateTime}); date: days since 1970-01-01 (Spark DATE, Arrow date32; from
+ * {@link java.time.LocalDate}); decimal(p,s): Arrow decimal128 (Spark DECIMAL(p,s), 1 &lt;= p &lt;= 38,
+ * 0 &lt;= s &lt;= p; from {@link java.math.BigDecimal}, BigInteger or an integer). A schema can also be
+ * declared by a class: a boxed primitive, String, byte[] or one of the classes above gives one
+ * column {@code value} (BigDecimal: decimal(38,18), BigInteger: decimal(38,0), as Spark's encoders declare them); a record its
  * components; a bean its readable properties. Maps need a given schema.
  */
 public final class Schemas {
@@ -34,7 +41,7 @@ public final class Schemas {
             throw new IllegalArgumentException("empty schema: give it as \"name:type,...\", e.g. \"id:int64,name:string\"");
         }
         List<Field> fields = new ArrayList<>();
-        for (String part : spec.split(",")) {
+        for (String part : split(spec)) {
             String p = part.trim();
             int colon = p.lastIndexOf(':');
             if (colon <= 0 || colon == p.length() - 1) {
@@ -46,10 +53,34 @@ public final class Schemas {
         return new Schema(fields);
     }
 
-    static final String TYPES = "bool int8 int16 int32 int64 float32 float64 string binary timestamp";
+    static final String TYPES =
+            "bool int8 int16 int32 int64 float32 float64 string binary timestamp timestamp_ntz date decimal(p,s)";
+
+    /** {@code spec} split at the commas outside parentheses (decimal(10,2) holds one). */
+    static List<String> split(String spec) {
+        List<String> parts = new ArrayList<>();
+        int depth = 0;
+        int start = 0;
+        for (int i = 0; i < spec.length(); i++) {
+            char c = spec.charAt(i);
+            if (c == '(') depth++;
+            else if (c == ')') depth = Math.max(0, depth - 1);
+            else if (c == ',' && depth == 0) {
+                parts.add(spec.substring(start, i));
+                start = i + 1;
+            }
+        }
+        parts.add(spec.substring(start));
+        return parts;
+    }
+
+    private static final java.util.regex.Pattern DECIMAL =
+            java.util.regex.Pattern.compile("decimal\\s*\\(\\s*(\\d+)\\s*(?:,\\s*(\\d+)\\s*)?\\)");
 
     static ArrowType type(String name, String spec) {
-        switch (name.toLowerCase(Locale.ROOT)) {
+        String lower = name.toLowerCase(Locale.ROOT);
+        if (lower.startsWith("decimal")) return decimal(lower, name, spec);
+        switch (lower) {
             case "bool": case "boolean": return ArrowType.Bool.INSTANCE;
             case "int8": case "byte": return new ArrowType.Int(8, true);
             case "int16": case "short": return new ArrowType.Int(16, true);
@@ -60,9 +91,33 @@ public final class Schemas {
             case "string": case "utf8": return ArrowType.Utf8.INSTANCE;
             case "binary": case "bytes": return ArrowType.Binary.INSTANCE;
             case "timestamp": return new ArrowType.Timestamp(TimeUnit.MICROSECOND, "UTC");
+            case "timestamp_ntz": return new ArrowType.Timestamp(TimeUnit.MICROSECOND, null);
+            case "date": case "date32": return new ArrowType.Date(DateUnit.DAY);
             default:
                 throw new IllegalArgumentException("unknown type '" + name + "' in schema \"" + spec + "\"; types: " + TYPES);
         }
+    }
+
+    private static ArrowType decimal(String lower, String name, String spec) {
+        java.util.regex.Matcher m = DECIMAL.matcher(lower);
+        if (!m.matches()) {
+            throw new IllegalArgumentException("type '" + name + "' in schema \"" + spec
+                    + "\" is no decimal(p,s): give precision p (1 to 38) and scale s (0 to p), e.g. decimal(10,2)");
+        }
+        int p;
+        int s;
+        try {
+            p = Integer.parseInt(m.group(1));
+            s = m.group(2) == null ? 0 : Integer.parseInt(m.group(2));
+        } catch (NumberFormatException e) {
+            p = -1;
+            s = -1;
+        }
+        if (p < 1 || p > 38 || s < 0 || s > p) {
+            throw new IllegalArgumentException("type '" + name + "' in schema \"" + spec
+                    + "\": a decimal's precision is 1 to 38 and its scale 0 to the precision (Spark DECIMAL(p,s))");
+        }
+        return new ArrowType.Decimal(p, s, 128);
     }
 
     /** The spec text of a schema (inverse of {@link #parse}). */
@@ -83,11 +138,18 @@ public final class Schemas {
         }
         if (t instanceof ArrowType.Utf8) return "string";
         if (t instanceof ArrowType.Binary) return "binary";
-        if (t instanceof ArrowType.Timestamp) return "timestamp";
+        if (t instanceof ArrowType.Timestamp) {
+            return ((ArrowType.Timestamp) t).getTimezone() == null ? "timestamp_ntz" : "timestamp";
+        }
+        if (t instanceof ArrowType.Date && ((ArrowType.Date) t).getUnit() == DateUnit.DAY) return "date";
+        if (t instanceof ArrowType.Decimal && ((ArrowType.Decimal) t).getBitWidth() == 128) {
+            ArrowType.Decimal d = (ArrowType.Decimal) t;
+            return "decimal(" + d.getPrecision() + "," + d.getScale() + ")";
+        }
         throw new IllegalArgumentException("unsupported Arrow type " + t);
     }
 
-    /** The scalar type name of a boxed primitive / String / byte[] / Instant class, or null. */
+    /** The scalar type name of a boxed primitive / String / byte[] / java.time / BigDecimal class, or null. */
     static String scalarType(Class<?> c) {
         if (c == Long.class || c == long.class) return "int64";
         if (c == Integer.class || c == int.class) return "int32";
@@ -98,7 +160,12 @@ public final class Schemas {
         if (c == Boolean.class || c == boolean.class) return "bool";
         if (c == String.class || c == Character.class || c == char.class) return "string";
         if (c == byte[].class) return "binary";
-        if (c == java.time.Instant.class) return "timestamp";
+        if (c == java.time.Instant.class || c == java.time.OffsetDateTime.class
+                || c == java.time.ZonedDateTime.class) return "timestamp";
+        if (c == java.time.LocalDateTime.class) return "timestamp_ntz";
+        if (c == java.time.LocalDate.class) return "date";
+        if (c == java.math.BigDecimal.class) return "decimal(38,18)"; // Spark's DecimalType.SYSTEM_DEFAULT
+        if (c == java.math.BigInteger.class) return "decimal(38,0)"; // Spark's DecimalType.BigIntDecimal
         return null;
     }
 
@@ -122,7 +189,7 @@ public final class Schemas {
         }
         if (sb.length() == 0) {
             throw new IllegalArgumentException("cannot declare a schema from " + c.getName()
-                    + ": it is no boxed primitive, String, byte[], record or bean with getters; give a schema");
+                    + ": it is no boxed primitive, String, byte[], Instant, LocalDateTime, LocalDate, BigDecimal, record or bean with getters; give a schema");
         }
         return parse(sb.toString());
     }

@@ -141,7 +141,8 @@ final class JvmFeed implements RowFeed {
             } catch (IllegalArgumentException e) {
                 throw new IllegalArgumentException(where + ": the schema " + schema.toDDL() + " has a column type the JVM "
                         + "publisher path cannot fill (" + e.getMessage() + "); use BOOLEAN, TINYINT, SMALLINT, INT, "
-                        + "BIGINT, FLOAT, DOUBLE, STRING, BINARY or TIMESTAMP columns", e);
+                        + "BIGINT, FLOAT, DOUBLE, STRING, BINARY, TIMESTAMP, TIMESTAMP_NTZ, DATE or DECIMAL(p,s) "
+                        + "columns (ARRAY, MAP, STRUCT and intervals are not carried)", e);
             }
             this.decoder = new ArrowRows(schema, Feeds.allocator(), where);
             try {

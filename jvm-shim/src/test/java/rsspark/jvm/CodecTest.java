@@ -41,8 +41,8 @@ class CodecTest {
         assertEquals("value:binary", Schemas.format(Schemas.of(byte[].class)));
         assertEquals("x:int64,label:string", Schemas.format(Schemas.of(Point.class)));
         assertEquals("name:string,size:int32", Schemas.format(Schemas.of(Bean.class)));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Schemas.parse("id:decimal"));
-        assertTrue(e.getMessage().contains("unknown type 'decimal'"), e.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Schemas.parse("id:interval"));
+        assertTrue(e.getMessage().contains("unknown type 'interval'"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> Schemas.of(LinkedHashMap.class));
     }
 
@@ -72,6 +72,27 @@ class CodecTest {
         assertEquals("b", ((Bean) beans.get(0)).getName());
         List<Object> lists = roundTrip("x:int64,label:string", List.<Object>of(Arrays.asList(1L, "one")), "list");
         assertEquals(Arrays.asList(1L, "one"), lists.get(0));
+    }
+
+    @Test
+    void integersAreNeverNarrowedNorTruncated() throws Exception {
+        assertEquals(List.of(-128, 127, 5), Util.column(Util.encode("value:int8",
+                List.of((byte) -128, 127L, java.math.BigInteger.valueOf(5)))).stream().map(o -> ((Number) o).intValue()).toList());
+        assertEquals(List.of(Long.MIN_VALUE, Long.MAX_VALUE), Util.column(Util.encode("value:int64",
+                List.of(java.math.BigInteger.valueOf(Long.MIN_VALUE), Long.MAX_VALUE))));
+        for (Object[] c : new Object[][] {
+                {"n:int32", 2_147_483_648L, "outside the range of the field's int32 (-2147483648 to 2147483647)"},
+                {"n:int8", 128, "outside the range of the field's int8"},
+                {"n:int16", -32_769, "outside the range of the field's int16"},
+                {"n:int64", java.math.BigInteger.ONE.shiftLeft(63), "outside the range of the field's int64"},
+                {"n:int64", 1.5, "java.lang.Double is not an integer"},
+        }) {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("n", c[1]);
+            BatchEncoder.EncodeException e = assertThrows(BatchEncoder.EncodeException.class,
+                    () -> Util.encode((String) c[0], List.of(m)));
+            assertTrue(e.getMessage().contains("field 'n'") && e.getMessage().contains((String) c[2]), e.getMessage());
+        }
     }
 
     @Test
