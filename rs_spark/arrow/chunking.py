@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from ..streams.demand import MAX_DEMAND, is_valid_request
 from ..streams.drain import QueueSubscription, check_subscriber, subscribe_with
-from ..streams.errors import null_element_error, report_dropped, throw_if_fatal
+from ..streams.errors import SpecViolation, null_element_error, report_dropped, throw_if_fatal
 from ..streams.pipeline import PublisherBase
 from ..streams.scheduler import SchedulerLike, default_scheduler
 from ..streams.types import Publisher, Subscriber, Subscription
@@ -73,7 +73,7 @@ class _Downstream(QueueSubscription):
     __slots__ = ("_chunker",)
 
     def __init__(self, subscriber: Subscriber[Any], chunker: Chunker) -> None:
-        super().__init__(subscriber, on_release=chunker.cancel_up, delay_error=False)
+        super().__init__(subscriber, on_release=chunker.cancel_up, delay_error=True)  # rows before an error arrive
         self._chunker = chunker
 
     def request(self, n: int) -> None:
@@ -134,15 +134,23 @@ class Chunker:
                 return
             had = len(self._buf)
             self._buf.extend(items)
-            if not self._per_batch and len(self._buf) > had:
+            if len(self._buf) == had:
+                return
+            if not self._per_batch:
                 self._per_batch = 1 if _is_arrow(self._buf[had]) else self._size
             self._received = len(self._buf) + self._converted
+            over = self._received > self._asked
             full = len(self._buf) >= self._size or _is_arrow(self._buf[0])  # a RecordBatch is a chunk itself
             now = full or self._received >= self._asked
             inside = self._requesting == threading.get_ident()
             later = not now and not inside and not self._flush_queued
             if later:
                 self._flush_queued = True
+        if over:
+            self._fail(
+                SpecViolation("1.1", f"the publisher signalled more on_next than were requested ({self._asked})")
+            )
+            return
         if inside:
             if full:  # an endless synchronous upstream never returns from request(): convert as it goes
                 self._convert_buffered(full_only=True)
@@ -163,8 +171,10 @@ class Chunker:
 
     # -- demand ----------------------------------------------------------------------------
     def replenish(self) -> None:
-        """Ask upstream for what the downstream's outstanding batches may still hold, and convert what
-        a synchronous upstream emits inside each ``request`` (a loop: the stack never grows per batch)."""
+        """Convert what is buffered for the downstream's outstanding batches, ask upstream for what they
+        may still hold, and convert what a synchronous upstream emits inside each ``request`` (a loop:
+        the stack never grows per batch)."""
+        self._convert_buffered()
         while self._ask_once():
             self._convert_buffered()
 
@@ -189,9 +199,14 @@ class Chunker:
             self._requesting = threading.get_ident()
         try:
             up.request(more)
-        finally:
+        except BaseException as exc:  # rule 3.16: request returns normally; this one did not
+            throw_if_fatal(exc)
             with self._lock:
                 self._requesting = None
+            self._fail(SpecViolation("3.16", f"the publisher's Subscription.request({more}) raised {exc!r}"))
+            return False
+        with self._lock:
+            self._requesting = None
         return True
 
     def cancel_up(self) -> None:
@@ -210,16 +225,20 @@ class Chunker:
         self._convert_buffered()
         self.replenish()
 
-    def _convert_buffered(self, full_only: bool = False) -> None:
-        while self._flush_one(full_only):
+    def _convert_buffered(self, full_only: bool = False, final: bool = False) -> None:
+        while self._flush_one(full_only, final):
             pass
 
-    def _flush_one(self, full_only: bool = False) -> bool:
-        """Convert the next chunk (``full_only``: only a full one); True when more is buffered."""
+    def _flush_one(self, full_only: bool = False, final: bool = False) -> bool:
+        """Convert the next chunk (``full_only``: only a full one) if the downstream wants a batch (or
+        ``final``: the upstream ended); True when more is buffered. Elements wait here while no batch is
+        wanted, so a slow publisher's rows join one batch instead of queueing as many small ones."""
         sub = self._sub
         with self._flush_lock:
             with self._lock:
                 if full_only and len(self._buf) < self._size and not (self._buf and _is_arrow(self._buf[0])):
+                    return False
+                if not final and sub is not None and sub.outstanding - sub.queued <= 0:
                     return False
                 self._flush_queued = False
                 chunk = _next_chunk(self._buf, self._size)
@@ -253,8 +272,7 @@ class Chunker:
             if self._done:
                 return
             self._up = None  # terminated: never cancel it from here on (rule 2.3)
-        if error is None:
-            self._flush_all()
+        self._flush_all()  # what came before the end, an error's too, is delivered first
         with self._lock:
             if self._done:
                 return  # a chunk failed while flushing
@@ -268,7 +286,7 @@ class Chunker:
             sub.offer_error(error)
 
     def _flush_all(self) -> None:
-        self._convert_buffered()
+        self._convert_buffered(final=True)
 
 
 def _is_arrow(item: Any) -> bool:

@@ -15,8 +15,10 @@ import pyarrow as pa
 from rs_spark import streams as rs
 from rs_spark.arrow.chunking import record_batches
 from rs_spark.arrow.convert import ElementConverter, MalformedElementError
+from rs_spark.streams.errors import SpecViolation
 from rs_spark.tck import PublisherVerification, Timeouts
 
+from ..streams.manual_clock import ManualScheduler
 from ..subscribers import Recorder
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -238,3 +240,95 @@ class TestRecordBatchesOfArrowTck(PublisherVerification):
 
     def create_failed_publisher(self):
         return record_batches(rs.error(RuntimeError("failed publisher")), _convert)
+
+
+class _Scripted:
+    """A Publisher that runs ``script(subscriber, subscription_requests)`` on the first request."""
+
+    def __init__(self, script, raise_on_request: int | None = None) -> None:
+        self.script, self.raise_on_request, self.requests = script, raise_on_request, []
+
+    def subscribe(self, subscriber):
+        me = self
+
+        class S:
+            def request(self, n):
+                me.requests.append(n)
+                if me.raise_on_request == len(me.requests):
+                    raise RuntimeError("request broke")
+                if len(me.requests) == 1:
+                    me.script(subscriber)
+
+            def cancel(self):
+                pass
+
+        subscriber.on_subscribe(S())
+
+
+def test_spec_1_1_more_elements_than_requested_fail_the_stream_naming_the_rule():
+    def flood(s):
+        for i in range(5):
+            s.on_next({"id": i})  # asked for one
+
+    r = Recorder()
+    record_batches(_Scripted(flood), _convert).subscribe(r)
+    r.wait_done()
+    assert isinstance(r.error, SpecViolation) and r.error.rule == "1.1", r.error
+
+
+def test_spec_3_16_a_request_that_raises_fails_the_stream_instead_of_hanging_it():
+    r = Recorder()
+    record_batches(_Scripted(lambda s: s.on_next({"id": 0}), raise_on_request=2), _convert).subscribe(r)
+    r.wait_done()
+    assert isinstance(r.error, SpecViolation) and r.error.rule == "3.16" and "request broke" in str(r.error)
+    assert _ids(r.items) == [0], "what came before is delivered"
+
+
+def test_the_elements_before_an_error_are_delivered_before_it():
+    class Then:
+        def subscribe(self, subscriber):
+            class S:
+                def __init__(self):
+                    self.n = 0
+
+                def request(self, n):
+                    self.n += 1
+                    if self.n == 1:
+                        subscriber.on_next({"id": 0})
+                    elif self.n == 2:
+                        for i in (1, 2, 3):
+                            subscriber.on_next({"id": i})
+                        subscriber.on_error(LookupError("gone"))
+
+                def cancel(self):
+                    pass
+
+            subscriber.on_subscribe(S())
+
+    r = Recorder()
+    record_batches(Then(), _convert).subscribe(r)
+    r.wait_done()
+    assert isinstance(r.error, LookupError) and _ids(r.items) == [0, 1, 2, 3]
+
+
+def test_a_slow_publisher_s_elements_wait_for_demand_and_join_one_batch():
+    """The timer's flushes run only when the test says (a manual clock), after every element: with no
+    batch wanted they convert nothing, and the elements become one batch once one is wanted."""
+    emitters, clock = [], ManualScheduler()
+    r = Recorder(batch=1, refill=False)
+    record_batches(rs.create(emitters.append, buffer_size=64), _convert, size=4096, scheduler=clock).subscribe(r)
+    emitters[0].next({"id": 0})  # the probe: one element asked, flushed when it comes (all asked came)
+    r.wait_for(1)
+    r.request(1)  # now 4096 are asked for one batch
+    emitters[0].next({"id": 1})
+    clock.advance(0)
+    r.wait_for(2)  # delivered at once: a slow publisher's row is not held back
+    for i in range(2, 40):  # asked for, but no batch is wanted: they wait
+        emitters[0].next({"id": i})
+        clock.advance(0)
+    assert len(r.items) == 2
+    r.request(1)
+    clock.advance(0)
+    r.wait_for(3)
+    assert _ids(r.items) == list(range(40)), _ids(r.items)
+    assert [b.num_rows for b in r.items] == [1, 1, 38]
