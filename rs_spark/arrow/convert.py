@@ -14,6 +14,7 @@ and field, then applies the mode:
 from __future__ import annotations
 
 import dataclasses
+import decimal
 import enum
 import json
 import operator
@@ -388,9 +389,14 @@ class ElementConverter:
 
 
 def _check_zone(field: pa.Field, given: pa.DataType) -> None:
-    """A naive Arrow timestamp is a wall clock, not an instant: casting it to a zoned field would read it
-    as UTC. Refuse it, saying what to send."""
+    """A naive Arrow timestamp is a wall clock, a zoned one an instant: a cast between them would read the
+    wall clock as UTC or drop the zone. Refuse either, saying what to send."""
     want = field.type
+    if pa.types.is_timestamp(want) and want.tz is None and pa.types.is_timestamp(given) and given.tz is not None:
+        raise pa.ArrowInvalid(
+            f"column '{field.name}' is a timestamp with time zone {given.tz} (an instant), and the field is "
+            "TIMESTAMP_NTZ (a wall clock): send naive timestamps (pa.timestamp('us')), or declare the field TIMESTAMP"
+        )
     if pa.types.is_timestamp(want) and want.tz is not None and pa.types.is_timestamp(given) and given.tz is None:
         raise pa.ArrowInvalid(
             f"column '{field.name}' is a timestamp without a time zone ({given}), and the field is TIMESTAMP (an "
@@ -401,6 +407,8 @@ def _check_zone(field: pa.Field, given: pa.DataType) -> None:
 
 def _reason(exc: BaseException) -> str:
     """What a refusal says (a bare assertion from pyspark's converters says nothing: say what it means)."""
+    if isinstance(exc, decimal.InvalidOperation):
+        return "more digits than the column's precision and scale hold"
     text = str(exc).strip()
     if text:
         return text

@@ -245,3 +245,36 @@ def test_a_utc_timestamp_column_shifted_to_local_time_an_hour_at_a_time_is_what_
     assert batch_dicts(table.to_batches()[0]) == [
         {"ts": r.ts} for r in ArrowTableToRowsConversion.convert(table, schema)
     ]
+
+
+def test_a_map_with_struct_keys_reaches_a_subscriber_as_collect_gives_it():
+    key = StructType([StructField("x", IntegerType())])
+    schema = StructType([StructField("m", MapType(key, LongType()))])
+    table = _pyspark_table([({Row(x=1): 2},)], schema)
+    want = ArrowTableToRowsConversion.convert(table, schema)
+    assert batch_dicts(table.to_batches()[0]) == [r.asDict(recursive=True) for r in want]
+
+
+def test_a_non_nullable_array_takes_only_what_pyspark_takes():
+    from pyspark.sql.types import ArrayType
+
+    schema = StructType([StructField("a", ArrayType(IntegerType()), nullable=False)])
+    with pytest.raises(AssertionError):
+        _pyspark_table([((1, 2),)], schema)
+    with pytest.raises(MalformedElementError, match="field 'a'"):
+        element_converter(schema).convert([{"a": (1, 2)}], 0)
+
+
+def test_a_decimal_too_wide_for_its_column_says_so():
+    schema = StructType([StructField("d", DecimalType(4, 2))])
+    with pytest.raises(MalformedElementError, match="precision and scale"):
+        element_converter(schema).convert([{"d": Decimal("123.456")}], 0)
+
+
+def test_a_zoned_arrow_timestamp_is_never_taken_as_a_wall_clock_for_a_timestamp_ntz_field():
+    schema = StructType([StructField("ts", TimestampNTZType())])
+    zoned = pa.RecordBatch.from_pydict(
+        {"ts": pa.array([dt.datetime(2026, 1, 1, 14)], pa.timestamp("us", tz="America/New_York"))}
+    )
+    with pytest.raises(MalformedElementError, match="declare the field TIMESTAMP"):
+        element_converter(schema).convert([zoned], 0)

@@ -8,6 +8,7 @@ Connect's ``createDataFrame`` converts in the client), in chunks sized by demand
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pyspark.sql.types import StructType
@@ -17,6 +18,8 @@ from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, Mode
 from ...streams.pipeline import PublisherBase
 from ...streams.types import Publisher
 from .to_arrow import element_converter
+
+log = logging.getLogger("rs_spark.source")
 
 
 def served_batches(
@@ -33,7 +36,22 @@ def served_batches(
 
     def fresh() -> Convert:
         converter = element_converter(schema, parsed, corrupt_column)
-        return lambda elements, first: converter.convert(elements, first).batch
+
+        def convert(elements: list[Any], first: int) -> Any:
+            c = converter.convert(elements, first)
+            if c.malformed:  # the reader never sees these elements: say here what became of them
+                what = "dropped" if parsed is Mode.DROPMALFORMED else "kept as rows of nulls"
+                log.warning(
+                    "read_stream: %d malformed elements among offsets %d-%d %s (mode=%s)",
+                    c.malformed,
+                    first,
+                    first + len(elements) - 1,
+                    what,
+                    parsed.value,
+                )
+            return c.batch
+
+        return convert
 
     return record_batches(publisher, fresh, size)
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pyspark.sql.conversion import LocalDataToArrowConversion
-from pyspark.sql.types import BinaryType, StringType, StructType, TimestampType
+from pyspark.sql.types import ArrayType, BinaryType, StringType, StructType, TimestampType
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, ElementConverter, Mode
 from .local_time import naive_to_utc
@@ -107,7 +107,11 @@ def _plain_types(data_type: Any, nullable: bool) -> set[type] | None:
         return {str} | extra
     if isinstance(data_type, BinaryType):
         return {bytes} | extra
-    if not nullable and not LocalDataToArrowConversion._need_converter(data_type, True):
+    if (
+        not nullable
+        and not isinstance(data_type, ArrayType)
+        and not LocalDataToArrowConversion._need_converter(data_type, True)
+    ):
         return _ANY_BUT_NONE  # pyspark converts these (ints, floats, dates...) only to refuse None
     return None
 

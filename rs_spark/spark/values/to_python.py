@@ -105,8 +105,8 @@ def _needs_pyspark(t: DataType, structs: bool) -> bool:
         return True
     if isinstance(t, ArrayType):
         return _needs_pyspark(t.elementType, structs)
-    if isinstance(t, MapType):
-        return _needs_pyspark(t.keyType, structs) or _needs_pyspark(t.valueType, structs)
+    if isinstance(t, MapType):  # a struct key: Arrow's dict cannot hold a dict as a key, pyspark's Row can
+        return _needs_pyspark(t.keyType, True) or _needs_pyspark(t.valueType, structs)
     if isinstance(t, StructType):
         return structs or any(_needs_pyspark(f.dataType, structs) for f in t.fields)
     return False
