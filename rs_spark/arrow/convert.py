@@ -382,10 +382,25 @@ class ElementConverter:
             if not f.nullable and col.null_count:
                 raise pa.ArrowInvalid(f"column '{f.name}' has nulls but the field is not nullable")
             cols.append(col)
+        kept = self._kept_corrupt(e)
         if isinstance(e, pa.Table):
             t = pa.Table.from_arrays(cols, schema=self._data_schema)
+            if kept is not None:  # a Table's batches: keep each one's slice of the texts
+                out, at = [], 0
+                for b in t.to_batches():
+                    out.append(self._finish(b, kept[at : at + b.num_rows]))
+                    at += b.num_rows
+                return out
             return [self._finish(b) for b in t.to_batches()]
-        return [self._finish(pa.RecordBatch.from_arrays(cols, schema=self._data_schema))]
+        return [self._finish(pa.RecordBatch.from_arrays(cols, schema=self._data_schema), kept)]
+
+    def _kept_corrupt(self, e: Any) -> list[str | None] | None:
+        """PERMISSIVE: the corrupt-record texts a batch already carries (converted upstream, e.g. where
+        read_stream's Publisher lives), else None."""
+        if self.mode is not Mode.PERMISSIVE or not self.corrupt_column:
+            return None
+        idx = e.schema.get_field_index(self.corrupt_column)
+        return None if idx < 0 else e.column(idx).cast(pa.string()).to_pylist()
 
 
 def _check_zone(field: pa.Field, given: pa.DataType) -> None:

@@ -36,7 +36,7 @@ def test_read_stream_serves_an_in_memory_publisher_from_this_process(spark):
             yield {"id": i, "name": f"n{i}"}
 
     df = rs_spark.read_stream(
-        spark, rs.defer(gen), schema=SCHEMA, options={"maxRecordsPerTrigger": 200, "pollTimeout": "300ms"}
+        spark, rs.defer(gen), schema=SCHEMA, options={"maxRecordsPerTrigger": 200, "pollTimeout": "10s"}
     )
     rows, q = _drain(spark, df, 500, availableNow=True)
     assert rows == [(i, f"n{i}") for i in range(500)]
