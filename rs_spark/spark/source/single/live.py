@@ -197,10 +197,11 @@ class Live:
         ``committed``: the offset Spark committed (-1: none known)."""
         intake = self.intake
         floor = max(committed, self.release_floor(s))
-        # Short: rows asked for did not come within pollTimeout. Counted in rows, not elements: an Arrow
-        # endpoint's elements are batches whose sizes vary (cut to credit), so requested elements still
-        # outstanding say nothing about whether the rows came (the partitioned reader counts rows too).
-        short = intake.buffered_rows < self._asked_rows
+        # Short: rows asked for did not come within pollTimeout, and elements asked for are still due. Both:
+        # an Arrow endpoint's elements are batches whose sizes vary (cut to credit), so elements may still
+        # be due when every row asked for came (read_stream's chunks), and an ask in elements may cover
+        # fewer rows than asked (a batch half taken counts as one) while every element came.
+        short = intake.buffered_rows < self._asked_rows and intake.outstanding > 0
         return Part(s, s + intake.buffered_rows, floor, self._stream(), target, short=short)
 
     def _stream(self) -> Stream:
