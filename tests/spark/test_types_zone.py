@@ -14,7 +14,9 @@ import sys
 
 from ..conftest import ROOT
 
-PATHS = "this_process or partitions or factory or batch_read or subscriber_gets"
+PATHS = "(this_process and not partitions) or a_factory or subscriber_gets and (rows or dicts)"
+"""In New York: the user's process converting (read_stream), Spark's workers converting (a factory), and
+the Subscriber's process converting back (rows, dicts); the other paths share these conversions."""
 
 
 def test_every_path_gives_what_pyspark_gives_in_new_york():
@@ -43,4 +45,4 @@ def test_every_path_gives_what_pyspark_gives_in_new_york():
     )
     tail = (r.stdout + r.stderr)[-4000:]
     assert r.returncode == 0, f"the paths in America/New_York failed:\n{tail}"
-    assert "\n7 passed" in r.stdout, tail
+    assert "\n4 passed" in r.stdout, tail
