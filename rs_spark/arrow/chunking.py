@@ -9,12 +9,14 @@ Demand: ``request(k)`` from downstream asks for ``k`` batches, and upstream for 
 ``k * size`` elements in all (what is buffered or on its way counts), so what waits here is
 bounded by demand. The first ask is for one element: a Publisher of RecordBatches is then asked
 for one batch per batch wanted (each passes on its own, conformed to the schema), any other for
-``size`` elements per batch. A chunk is emitted when it is full, when upstream has delivered all it was
-asked for, when a synchronous upstream returns from ``request`` (what it emitted inside the call
-is one chunk), at once for a RecordBatch (on the thread that emitted it), or, for an upstream
-that emits plain elements from a thread of its own, on the timer thread at once (elements that
-arrive meanwhile join the chunk: batches grow with the rate, and a slow publisher's element is
-never held back waiting for company).
+``size`` elements per batch, the first batch's rest at once (so the first batch is as big as the
+rest: an endpoint sizes its asks by the last batch's rows). A chunk is emitted when it is full,
+when upstream has delivered all it was asked for, when a synchronous upstream returns from
+``request`` (what it emitted inside the call is one chunk), at once for a RecordBatch (on the
+thread that emitted it), or, for an upstream that emits plain elements from a thread of its own, on
+the timer thread at once (elements that arrive meanwhile join the chunk: batches grow with the
+rate, and a slow publisher's element is never held back waiting for company). Elements wait while
+no batch is wanted, and join one when one is.
 """
 
 from __future__ import annotations
@@ -136,8 +138,13 @@ class Chunker:
             self._buf.extend(items)
             if len(self._buf) == had:
                 return
+            topup = 0
             if not self._per_batch:
                 self._per_batch = 1 if _is_arrow(self._buf[had]) else self._size
+                if self._per_batch > 1:  # plain elements: the probe's batch is filled, not sent alone
+                    topup = max(0, self._size - (self._asked - self._converted))
+                    self._asked += topup
+            up = self._up
             self._received = len(self._buf) + self._converted
             over = self._received > self._asked
             full = len(self._buf) >= self._size or _is_arrow(self._buf[0])  # a RecordBatch is a chunk itself
@@ -146,6 +153,8 @@ class Chunker:
             later = not now and not inside and not self._flush_queued
             if later:
                 self._flush_queued = True
+        if topup and up is not None:
+            self._request_topup(up, topup)
         if over:
             self._fail(
                 SpecViolation("1.1", f"the publisher signalled more on_next than were requested ({self._asked})")
@@ -178,6 +187,14 @@ class Chunker:
         while self._ask_once():
             self._convert_buffered()
 
+    def _request_topup(self, up: Subscription, n: int) -> None:
+        """Ask for the rest of the first batch (rule 3.2: request may be called from on_next)."""
+        try:
+            up.request(n)
+        except BaseException as exc:  # rule 3.16
+            throw_if_fatal(exc)
+            self._request_failed(n, exc)
+
     def _ask_once(self) -> bool:
         """One ``request`` upstream, if the downstream wants more than is buffered or on its way."""
         sub = self._sub
@@ -203,7 +220,7 @@ class Chunker:
             throw_if_fatal(exc)
             with self._lock:
                 self._requesting = None
-            self._fail(SpecViolation("3.16", f"the publisher's Subscription.request({more}) raised {exc!r}"))
+            self._request_failed(more, exc)
             return False
         with self._lock:
             self._requesting = None
@@ -259,6 +276,15 @@ class Chunker:
                 sub.enqueue(batch)
         sub.drain()
         return more
+
+    def _request_failed(self, n: int, exc: BaseException) -> None:
+        """The upstream's request raised: what it sent is delivered, then the stream fails (rule 3.16)."""
+        with self._lock:
+            up, self._up = self._up, None
+        if up is not None:
+            up.cancel()
+        self._convert_buffered(final=True)
+        self._fail(SpecViolation("3.16", f"the publisher's Subscription.request({n}) raised {exc!r}"))
 
     def _fail(self, error: BaseException) -> None:
         """``convert`` refused a chunk: cancel upstream, fail downstream (rule 4.2 style)."""

@@ -267,8 +267,8 @@ class _Scripted:
 
 def test_spec_1_1_more_elements_than_requested_fail_the_stream_naming_the_rule():
     def flood(s):
-        for i in range(5):
-            s.on_next({"id": i})  # asked for one
+        for i in range(5):  # RecordBatches: asked for one, one per batch wanted
+            s.on_next(pa.RecordBatch.from_pydict({"id": pa.array([i], pa.int64())}))
 
     r = Recorder()
     record_batches(_Scripted(flood), _convert).subscribe(r)
@@ -317,7 +317,8 @@ def test_a_slow_publisher_s_elements_wait_for_demand_and_join_one_batch():
     emitters, clock = [], ManualScheduler()
     r = Recorder(batch=1, refill=False)
     record_batches(rs.create(emitters.append, buffer_size=64), _convert, size=4096, scheduler=clock).subscribe(r)
-    emitters[0].next({"id": 0})  # the probe: one element asked, flushed when it comes (all asked came)
+    emitters[0].next({"id": 0})  # the probe: one element asked; the rest of its batch asked at once
+    clock.advance(0)
     r.wait_for(1)
     r.request(1)  # now 4096 are asked for one batch
     emitters[0].next({"id": 1})

@@ -64,7 +64,7 @@ def read_stream(
     if len(publishers) > 1:
         _check_executors_reach(spark, bind)
     if codec == "arrow":
-        publishers = _as_arrow(spark, publishers, declared, spark_opts)
+        publishers = _as_arrow(spark, publishers, declared, spark_opts, retention)
     server, token, names = _serve(publishers, bind, retention, ssl)
     register(spark)
     addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
@@ -93,16 +93,23 @@ def _by_partition(publisher: Any) -> dict[str, Any]:
     return pubs
 
 
-def _as_arrow(spark: Any, publishers: dict[str, Any], declared: Any, options: Mapping[str, Any]) -> dict[str, Any]:
-    """Each Publisher's elements as record batches of the declared schema, converted in this process."""
+def _as_arrow(
+    spark: Any, publishers: dict[str, Any], declared: Any, options: Mapping[str, Any], retention: Retention | None
+) -> dict[str, Any]:
+    """Each Publisher's elements as record batches of the declared schema, converted in this process, in
+    chunks no bigger than the endpoint's retention bound (a batch is kept whole: a bigger one would pass it)."""
+    from ...arrow.chunking import CHUNK_ROWS
     from ...arrow.convert import DEFAULT_CORRUPT_COLUMN
     from ..values import served_batches
+
+    bound = (retention or Retention()).max_records
+    size = max(1, min(CHUNK_ROWS, bound // 2))
 
     struct = declared if isinstance(declared, StructType) else spark.createDataFrame([], declared).schema
     lower = {str(k).lower(): v for k, v in options.items()}
     mode = str(lower.get("mode", "FAILFAST"))
     corrupt = str(lower.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN))
-    return {pid: served_batches(pub, struct, mode, corrupt) for pid, pub in publishers.items()}
+    return {pid: served_batches(pub, struct, mode, corrupt, size) for pid, pub in publishers.items()}
 
 
 def _check_executors_reach(spark: Any, bind: str) -> None:
