@@ -97,16 +97,21 @@ def _as_arrow(
     spark: Any, publishers: dict[str, Any], declared: Any, options: Mapping[str, Any], retention: Retention | None
 ) -> dict[str, Any]:
     """Each Publisher's elements as record batches of the declared schema, converted in this process, in
-    chunks no bigger than the endpoint's retention bound (a batch is kept whole: a bigger one would pass it)."""
+    chunks no bigger than half the endpoint's retention bound or of the reader's maxBufferedRecords (each
+    keeps or holds a batch whole: a bigger one would pass the bound)."""
     from ...arrow.chunking import CHUNK_ROWS
     from ...arrow.convert import DEFAULT_CORRUPT_COLUMN
     from ..values import served_batches
 
     bound = (retention or Retention()).max_records
-    size = max(1, min(CHUNK_ROWS, bound // 2))
+    lower = {str(k).lower(): v for k, v in options.items()}
+    try:  # the reader holds one batch whole, whatever its size
+        held = int(str(lower.get("maxbufferedrecords", 100_000)))
+    except ValueError:
+        held = 100_000  # the reader refuses the option, naming it
+    size = max(1, min(CHUNK_ROWS, bound // 2, held // 2))
 
     struct = declared if isinstance(declared, StructType) else spark.createDataFrame([], declared).schema
-    lower = {str(k).lower(): v for k, v in options.items()}
     mode = str(lower.get("mode", "FAILFAST"))
     corrupt = str(lower.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN))
     return {pid: served_batches(pub, struct, mode, corrupt, size) for pid, pub in publishers.items()}
