@@ -29,15 +29,15 @@ def _convert():
     return lambda elements, first: converter.convert(elements, first).batch
 
 
-class Asked:
-    """A Publisher of ids that records every request(n) it gets."""
+class Spied:
+    """``source`` as a Publisher that records every request(n) it gets and whether it was cancelled."""
 
-    def __init__(self, total: int) -> None:
-        self.total = total
+    def __init__(self, source) -> None:
+        self.source = source
         self.requests: list[int] = []
+        self.cancelled = threading.Event()
 
     def subscribe(self, subscriber) -> None:
-        inner = rs.range_(self.total).pipe(rs.map(lambda i: {"id": i}))
         me = self
 
         class Spy:
@@ -48,20 +48,16 @@ class Asked:
                         s.request(n)
 
                     def cancel(self):
+                        me.cancelled.set()
                         s.cancel()
 
                 subscriber.on_subscribe(S())
 
-            def on_next(self, x):
-                subscriber.on_next(x)
+            on_next = staticmethod(subscriber.on_next)
+            on_error = staticmethod(subscriber.on_error)
+            on_complete = staticmethod(subscriber.on_complete)
 
-            def on_error(self, e):
-                subscriber.on_error(e)
-
-            def on_complete(self):
-                subscriber.on_complete()
-
-        inner.subscribe(Spy())
+        self.source.subscribe(Spy())
 
 
 def _ids(batches) -> list[int]:
@@ -78,7 +74,7 @@ def test_every_element_arrives_once_in_order_in_batches_of_at_most_size():
 
 
 def test_upstream_is_asked_one_element_first_then_size_per_batch_wanted():
-    pub = Asked(5000)
+    pub = Spied(rs.range_(5000).pipe(rs.map(lambda i: {"id": i})))
     r = Recorder(batch=2, refill=False)
     record_batches(pub, _convert, size=100).subscribe(r)
     r.wait_for(2)
@@ -147,68 +143,24 @@ def test_elements_from_another_thread_arrive_in_order():
 
 
 def test_a_malformed_element_fails_the_stream_naming_its_offset_and_cancels_upstream():
-    cancelled = threading.Event()
-    pub = rs.range_(100).pipe(rs.map(lambda i: {"id": "x" if i == 57 else i}))
-
-    class Watch:
-        def subscribe(self, subscriber):
-            class W:
-                def on_subscribe(self, s):
-                    class S:
-                        def request(self, n):
-                            s.request(n)
-
-                        def cancel(self):
-                            cancelled.set()
-                            s.cancel()
-
-                    subscriber.on_subscribe(S())
-
-                on_next = staticmethod(subscriber.on_next)
-                on_error = staticmethod(subscriber.on_error)
-                on_complete = staticmethod(subscriber.on_complete)
-
-            pub.subscribe(W())
-
+    pub = Spied(rs.range_(100).pipe(rs.map(lambda i: {"id": "x" if i == 57 else i})))
     r = Recorder(batch=1)  # a batch at a time: upstream has not completed when chunk 50-59 is refused
-    record_batches(Watch(), _convert, size=10).subscribe(r)
+    record_batches(pub, _convert, size=10).subscribe(r)
     r.wait_done()
     assert isinstance(r.error, MalformedElementError) and "offset 57" in str(r.error)
-    assert cancelled.is_set()
+    assert pub.cancelled.is_set()
     ids = _ids(r.items)
     assert ids == list(range(len(ids))) and 40 <= len(ids) <= 57, "the chunks before the bad one, in order"
 
 
 def test_record_batches_pass_one_by_one_and_upstream_is_asked_one_per_batch():
     batches = [pa.RecordBatch.from_pydict({"id": list(range(i * 100, i * 100 + 100))}) for i in range(20)]
-    asked: list[int] = []
-    src = rs.from_iterable(batches)
-
-    class Spy:
-        def subscribe(self, subscriber):
-            class W:
-                def on_subscribe(self, s):
-                    class S:
-                        def request(self, n):
-                            asked.append(n)
-                            s.request(n)
-
-                        def cancel(self):
-                            s.cancel()
-
-                    subscriber.on_subscribe(S())
-
-                on_next = staticmethod(subscriber.on_next)
-                on_error = staticmethod(subscriber.on_error)
-                on_complete = staticmethod(subscriber.on_complete)
-
-            src.subscribe(W())
-
+    src = Spied(rs.from_iterable(batches))
     r = Recorder(batch=3, refill=False)
-    record_batches(Spy(), _convert, size=4096).subscribe(r)
+    record_batches(src, _convert, size=4096).subscribe(r)
     r.wait_for(3)
     assert [b.num_rows for b in r.items] == [100, 100, 100]
-    assert sum(asked) <= 3, f"asked {asked}: one RecordBatch per batch wanted"
+    assert sum(src.requests) <= 3, f"asked {src.requests}: one RecordBatch per batch wanted"
 
 
 class TestRecordBatchesTck(PublisherVerification):
