@@ -20,6 +20,7 @@ from rs_spark.spark.source.planner import (
     Action,
     Limits,
     Part,
+    Said,
     Stream,
     Trigger,
     View,
@@ -335,7 +336,7 @@ def test_ask_a_micro_batch_worth_and_under_available_now_wait_for_all_of_it_unti
     a = ask(Trigger.AVAILABLE_NOW, Limits(), 1000, False)
     assert (a.per_part, a.wait_for, a.edge) == (1000, 1000, True)
     a = ask(Trigger.AVAILABLE_NOW, Limits(max_rows=100), 1000, True)
-    assert (a.per_part, a.wait_for, a.edge) == (0, 0, False)  # every target fixed: nothing more
+    assert (a.per_part, a.wait_for, a.edge) == (100, 1, False)  # every target fixed: up to it (readers cut it)
 
 
 # -- AvailableNow's target: the live edge, or the bound -----------------------------------------------
@@ -363,6 +364,95 @@ def test_available_now_target_is_the_live_edge_or_the_bound(row):
     stream, held, owes, run_start, most, want = row
     p = Part(S, S + int(held), S, Stream(stream), short=owes == "yes")
     assert available_now_target(p, int(run_start), int(most)) == (None if want == "-" else int(want))
+
+
+# -- AvailableNow over a slow link or from a busy reader: the endpoint decides, not the reader's clock --
+# Every ask below fell short by the reader's clock ("owes" yes), or did not ("no"); "said": the
+# endpoint's answer beyond S (position:edge), "-" when it does not answer (an earlier build: the
+# reader's own rule) or was not asked. The run began at S, availableNowMaxRecords is "most".
+# Target beyond S ("-": none yet) and the decision (Limits(): no read limit).
+# stream     held   owes  said        most     ->  target  decision [rows]
+SAID = """
+open         0      yes   -           1000000      0       END
+open         0      yes   5000:no     1000000      -       AWAIT_ROWS
+open         300    yes   5000:no     1000000      -       PLAN 300
+open         0      yes   20000:yes   1000000      20000   AWAIT_ROWS
+open         300    yes   20000:yes   1000000      20000   PLAN 300
+open         40     yes   40:yes      1000000      40      PLAN 40
+open         0      yes   0:yes       1000000      0       END
+open         300    yes   20000:yes   1000         1000    PLAN 300
+open         2000   yes   5000:no     1000         1000    PLAN 1000
+completed    100    yes   5000:no     1000000      100     PLAN 100
+completed    0      yes   5000:no     1000000      0       END
+opening      0      yes   -           1000000      -       AWAIT_OPEN
+"""
+SAID_ROWS = [r.split() for r in SAID.strip().splitlines()]
+
+
+@pytest.mark.parametrize("row", SAID_ROWS, ids=" ".join)
+def test_available_now_ends_where_the_endpoint_says_not_where_the_reader_s_clock_says(row):
+    stream, held, owes, said, most, want, action, *rows = row
+    answer = None
+    if said != "-":
+        position, edge = said.split(":")
+        answer = Said(S + int(position), edge == "yes")
+    p = Part(S, S + int(held), S, Stream(stream), short=owes == "yes", said=answer)
+    target = available_now_target(p, S, int(most))
+    assert target == (None if want == "-" else S + int(want))
+    d = decide(View({"": dataclasses.replace(p, target=target)}, trigger=Trigger.AVAILABLE_NOW))
+    assert d.action is Action[action], d.step
+    if rows:
+        assert d.rows == int(rows[0])
+
+
+def test_a_partition_whose_rows_are_on_their_way_keeps_the_run_going_while_another_is_at_its_target():
+    done = Part(100, 100, 100, target=100)
+    due = Part(0, 0, 0, target=50)  # the endpoint said 50 rows are ready: none has come yet
+    d = decide(View({"a": done, "b": due}, trigger=Trigger.AVAILABLE_NOW))
+    assert d.action is Action.AWAIT_ROWS and d.parts == ("b",)
+    failed = dataclasses.replace(due, stream=Stream.FAILED, available=0)  # a stream that ended is not awaited
+    assert decide(View({"a": done, "b": failed}, trigger=Trigger.AVAILABLE_NOW)).action is Action.FAIL
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(0, 3000),  # rows the publisher holds ready (then it pauses: a live feed between bursts)
+    st.integers(0, 6),  # the link: rows asked for at one ask arrive this many asks later
+    st.lists(st.booleans(), min_size=1, max_size=30),  # a busy reader: asks that fell short by its clock anyway
+    st.integers(1, 700),  # maxRecordsPerTrigger
+)
+def test_available_now_reads_a_ready_backlog_whole_whatever_the_link_and_the_reader_s_load(backlog, delay, busy, max_rows):
+    """The endpoint's publisher holds ``backlog`` rows and owes any asked beyond them (so it says
+    edge once credit passed them); rows travel ``delay`` asks; the reader's own clock may call any
+    ask short. The run ends having read the whole backlog, never more."""
+    lim = Limits(max_rows=max_rows)
+    start = available = credit = 0
+    in_flight: list[tuple[int, int]] = []  # (the ask it arrives at, rows)
+    target = None
+    for i in range(20_000):
+        a = ask(Trigger.AVAILABLE_NOW, lim, 10_000, target is not None)
+        wanted = start + a.per_part if target is None else min(start + a.per_part, target)
+        if wanted > credit:  # REQUEST_N: the publisher sends what it holds of it, over the link
+            sent = max(0, min(wanted, backlog) - min(credit, backlog))
+            in_flight.append((i + delay, sent))
+            credit = wanted
+        available += sum(n for at, n in in_flight if at <= i)
+        in_flight = [(at, n) for at, n in in_flight if at > i]
+        short = available < wanted or busy[i % len(busy)]
+        p = Part(start, available, start, target=target, short=short)
+        if a.edge:
+            said = Said(min(credit, backlog), credit > backlog) if short else None
+            p = dataclasses.replace(p, said=said)
+            target = available_now_target(p, 0, 1_000_000)
+            p = dataclasses.replace(p, target=target)
+        d = decide(View({"": p}, lim, Trigger.AVAILABLE_NOW))
+        if d.action is Action.END:
+            break
+        assert d.action in (Action.PLAN, Action.AWAIT_ROWS), d.step
+        start += d.rows
+    else:
+        pytest.fail("AvailableNow never ended")
+    assert start == target == backlog
 
 
 # -- properties ---------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ into it (Reactor's ``wip``), so the publisher's ``request`` is called from one d
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Callable
 
 from ...streams.demand import MAX_DEMAND, add_cap
@@ -24,11 +26,12 @@ class CreditPump:
     from the last batch's rows.
     """
 
-    __slots__ = ("credit", "asked", "_last_rows", "_rows", "_queued", "requesting")
+    __slots__ = ("credit", "asked", "owed_since", "_last_rows", "_rows", "_queued", "requesting")
 
     def __init__(self, rows: bool) -> None:
         self.credit = 0  # what the peer allows us to send (rows when ``rows``)
         self.asked = 0  # requested from the local publisher, not yet received
+        self.owed_since: float | None = None  # monotonic: since when the publisher owes rows (asked > 0)
         self._last_rows = 0  # rows: rows of the last element received (sizes the next request)
         self._rows = rows
         self._queued = False  # a drain is queued on the stream's executor (Reactor's wip > 0)
@@ -50,6 +53,8 @@ class CreditPump:
     def received(self) -> bool:
         """An element arrived; False when it was not requested (rule 1.1)."""
         self.asked -= 1
+        if self.asked <= 0:
+            self.owed_since = None
         return self.asked >= 0
 
     def sized(self, rows: int) -> None:
@@ -92,7 +97,13 @@ class CreditPump:
         return free // per
 
     def asked_for(self, k: int) -> None:
+        if k > 0 and self.asked <= 0:
+            self.owed_since = time.monotonic()
         self.asked += k
+
+    def owed_for(self, now: float) -> float:
+        """Seconds the publisher has owed rows it was asked for (0: it owes none)."""
+        return 0.0 if self.owed_since is None else max(0.0, now - self.owed_since)
 
     # -- the drain -----------------------------------------------------------------------
     def claim(self) -> bool:
@@ -107,4 +118,17 @@ class CreditPump:
         self._queued = False
 
 
-__all__ = ["CreditPump", "CHUNK", "ARROW_ASK"]
+@dataclasses.dataclass(frozen=True)
+class Readiness:
+    """How far a served stream's rows are ready without waiting on its publisher, measured where the
+    publisher runs (:meth:`.outbound.OutboundStream.readiness`): rows before ``position`` were
+    delivered by it; ``edge``: it is at its live edge (it ended, or it owed rows it was asked for as
+    long as the question allows), False: it owes nothing (it waits for credit or room), None: it
+    owes rows, for less than that: look again in ``left`` seconds."""
+
+    position: int
+    edge: bool | None
+    left: float = 0.0
+
+
+__all__ = ["CreditPump", "CHUNK", "ARROW_ASK", "Readiness"]

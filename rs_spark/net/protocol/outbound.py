@@ -16,6 +16,7 @@ the calls under "for a keeper" below, under the stream's ``lock``; this module n
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from ...streams.errors import report_dropped, throw_if_fatal
 from ...streams.types import Subscription
 from . import frames as F
 from .codecs import ArrowCodec, Codec
-from .credit import CreditPump
+from .credit import CreditPump, Readiness
 from .errors import NetError, remote_error
 from .keeper import Keeper
 from .send_queue import SendQueue, split_batch
@@ -285,6 +286,20 @@ class OutboundStream:
             "released_records": self.released,
             "after_end": self.after_end,
         }
+
+    def readiness(self, wait: float) -> Readiness:
+        """How far rows are ready without waiting on the publisher, measured here, where it runs:
+        every row it delivered; at its live edge once it ended or has owed rows for ``wait`` seconds
+        (a slow link or a busy reader does not move that verdict: only the publisher does)."""
+        now = time.monotonic()
+        with self.lock:
+            end = self._queue.end
+            if self._state.ended or self._state.publisher_ended:
+                return Readiness(end, True)
+            owed = self._pump.owed_for(now) if self._pump.asked > 0 else None
+        if owed is None:
+            return Readiness(end, False)
+        return Readiness(end, True) if owed >= wait else Readiness(end, None, wait - owed)
 
     # -- demand (signal thread) ---------------------------------------------------------
     def run(self, fn: Callable[[], None]) -> None:

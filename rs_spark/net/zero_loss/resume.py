@@ -58,6 +58,18 @@ seconds it keeps the stream after a drop (its window: the reader's ask capped by
 in milliseconds (8 bytes, big endian). A reader tries to resume for that long (plus its keepalive
 lifetime) and no longer. Added in 0.1.0; a reader that does not know it ignores it (pushes are
 extensible), a server that does not send it leaves the reader with the window it asked for."""
+READY_MIME = "message/x.rs-spark.ready.v1"
+"""METADATA_PUSH entry, both ways. From the reader, JSON ``{"id": n, "wait": seconds}``: how far are
+this stream's rows ready without waiting on its publisher? From the server, JSON ``{"id": n,
+"position": p, "edge": bool}``: rows before ``p`` were delivered by the publisher (sent, or queued
+for credit); ``edge``: it is at its live edge (it ended, or it owed rows it was asked for ``wait``
+seconds, measured where it runs), so an AvailableNow run ends at ``p``. The server answers once the
+verdict is known (at most ``wait`` seconds later; one question waits per stream, a newer one takes
+its place). An empty entry beside :data:`WINDOW_MIME` says the server answers. Readers and servers
+without it ignore it (pushes are extensible): such a reader never asks, and a reader of such a
+server keeps its own rule (the ``reactive`` source logs a WARN)."""
+MAX_READY_WAIT = 60.0
+"""The longest ``wait`` a server honours (a longer one is cut to it)."""
 FETCH_MIME = "message/x.rs-spark.fetch.v1"
 """REQUEST_STREAM metadata entry: fetch the kept rows ``[from, to)`` of a stream (JSON)."""
 UNKNOWN_STREAM = "does not know this stream"
@@ -169,8 +181,87 @@ def stream_of(metadata: bytes) -> str | None:
 
 
 def window_metadata(seconds: float) -> bytes:
-    """METADATA_PUSH metadata stating the window (seconds) the server keeps this stream for after a drop."""
-    return composite([(WINDOW_MIME, _U64.pack(max(0, min(2**63 - 1, int(seconds * 1000)))))])
+    """METADATA_PUSH metadata stating the window (seconds) the server keeps this stream for after a
+    drop, and that it answers :data:`READY_MIME` questions."""
+    return composite([(WINDOW_MIME, _U64.pack(max(0, min(2**63 - 1, int(seconds * 1000))))), (READY_MIME, b"")])
+
+
+# -- how far rows are ready (AvailableNow's target) ---------------------------------------------
+@dataclass(frozen=True)
+class ReadyQuestion:
+    """A reader's :data:`READY_MIME` question: its number (echoed) and how long the server may watch."""
+
+    id: int
+    wait: float
+
+
+@dataclass(frozen=True)
+class ReadyAnswer:
+    """A server's :data:`READY_MIME` answer (``id``: the question's)."""
+
+    id: int
+    position: int
+    edge: bool
+
+
+def ready_question(q: ReadyQuestion, key: str | None = None) -> bytes:
+    """METADATA_PUSH metadata asking how far the stream's rows are ready (of stream ``key``: see
+    :data:`STREAM_MIME`)."""
+    entries = [(READY_MIME, json.dumps({"id": q.id, "wait": q.wait}).encode())]
+    if key is not None:
+        entries.append((STREAM_MIME, check_key(key).encode("ascii")))
+    return composite(entries)
+
+
+def ready_question_of(metadata: bytes) -> ReadyQuestion | None:
+    """The question a reader's METADATA_PUSH asks (None: it asks none); MetadataError for a malformed
+    one. ``wait`` is cut to :data:`MAX_READY_WAIT`."""
+    body = _ready_body(metadata)
+    if body is None:
+        return None
+    n, wait = body.get("id"), body.get("wait")
+    if type(n) is not int or not 0 <= n < 2**63:
+        raise MetadataError(f"{READY_MIME} question has id {n!r}; it must be an integer >= 0")
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait < float("inf"):
+        raise MetadataError(f"{READY_MIME} question has wait {wait!r}; it must be a number of seconds >= 0")
+    return ReadyQuestion(n, min(float(wait), MAX_READY_WAIT))
+
+
+def ready_answer(a: ReadyAnswer) -> bytes:
+    """METADATA_PUSH metadata answering a :data:`READY_MIME` question."""
+    body = {"id": a.id, "position": a.position, "edge": a.edge}
+    return composite([(READY_MIME, json.dumps(body, separators=(",", ":")).encode())])
+
+
+def ready_of(metadata: bytes) -> tuple[bool, ReadyAnswer | None]:
+    """From a server's METADATA_PUSH: (it says it answers :data:`READY_MIME` questions, its answer if
+    it carries one); MetadataError for a malformed answer."""
+    body = _ready_body(metadata)
+    if body is None:
+        return any(mime == READY_MIME for mime, _ in parse_composite(metadata)), None
+    n, position, edge = body.get("id"), body.get("position"), body.get("edge")
+    if not (type(n) is int and type(position) is int and 0 <= n < 2**63 and 0 <= position < 2**63):
+        raise MetadataError(f"{READY_MIME} answer needs an id and a position (integers >= 0), got {body!r:.200}")
+    if type(edge) is not bool:
+        raise MetadataError(f"{READY_MIME} answer needs edge true or false, got {edge!r:.50}")
+    return True, ReadyAnswer(n, position, edge)
+
+
+def _ready_body(metadata: bytes) -> dict[str, Any] | None:
+    """The JSON object of a non-empty :data:`READY_MIME` entry (None: no such entry, or an empty one)."""
+    for mime, payload in parse_composite(metadata):
+        if mime != READY_MIME or not payload:
+            continue
+        if len(payload) > _MAX_STATS_BYTES:
+            raise MetadataError(f"{READY_MIME} entry of {len(payload)} bytes is larger than {_MAX_STATS_BYTES}")
+        try:
+            body = json.loads(payload)
+        except ValueError as exc:
+            raise MetadataError(f"{READY_MIME} entry is not JSON: {exc}") from exc
+        if not isinstance(body, dict):
+            raise MetadataError(f"{READY_MIME} entry must be a JSON object")
+        return body
+    return None
 
 
 def window_of(metadata: bytes) -> float | None:
@@ -227,6 +318,14 @@ __all__ = [
     "RETENTION_MIME",
     "STREAM_MIME",
     "WINDOW_MIME",
+    "READY_MIME",
+    "MAX_READY_WAIT",
+    "ReadyQuestion",
+    "ReadyAnswer",
+    "ready_question",
+    "ready_question_of",
+    "ready_answer",
+    "ready_of",
     "STREAM_ID",
     "UNKNOWN_STREAM",
     "ResumeRejected",

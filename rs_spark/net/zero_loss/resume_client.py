@@ -28,7 +28,7 @@ from ...streams.types import Subscriber
 from ..protocol import frames as F
 from ..protocol.bridge import InboundSubscription
 from ..protocol.client import Pacing
-from ..protocol.codecs import Codec, make_codec
+from ..protocol.codecs import ArrowCodec, Codec, make_codec
 from ..protocol.connection import Connection
 from ..protocol.errors import NetError, Refused, RemoteError
 from ..protocol.metadata import MetadataError
@@ -38,11 +38,15 @@ from .outage import Backoff, Outage, OutageReport, retry_bound
 from .redial import Redial, StreamDialling
 from .resume import (
     STREAM_ID,
+    ReadyAnswer,
+    ReadyQuestion,
     check_key,
     commit_metadata,
     fetch_entry,
     new_key,
     parse_push,
+    ready_of,
+    ready_question,
     window_of,
 )
 
@@ -63,6 +67,10 @@ class ResumableSubscription(InboundSubscription):
         "_outage",
         "_opened",
         "_new",
+        "_answers_ready",
+        "_ready",
+        "_ready_asked",
+        "_ready_answer",
     )
 
     def __init__(
@@ -91,6 +99,10 @@ class ResumableSubscription(InboundSubscription):
         self._outage: Outage | None = None  # while the stream has no connection and tries to get one
         self._opened = False  # a server took the stream (answered its opening, or resumed it) at least once
         self._new = False  # this subscription opens a new stream: until a server takes it, a drop is final
+        self._answers_ready: bool | None = None  # the server answers READY questions (known once it opened the stream)
+        self._ready = threading.Condition()  # a READY answer came, or the server said whether it answers
+        self._ready_asked = 0  # the number of the last READY question
+        self._ready_answer: ReadyAnswer | None = None
 
     # -- positions and acknowledgements -------------------------------------------------------
     @property
@@ -135,12 +147,16 @@ class ResumableSubscription(InboundSubscription):
             raw = bytes(f.metadata)
             _, stats = parse_push(raw)
             window = window_of(raw)
+            answers, answer = ready_of(raw)
         except MetadataError as exc:
             self._protocol_failure(f"unreadable METADATA_PUSH from the server: {exc}")
             return
         if window is not None:  # stated once the server opened (or resumed) the stream
             self._publisher.stated_window = window
             self._opened = True
+            self._heard_ready(answers, None)
+        if answer is not None:
+            self._heard_ready(True, answer)
         if stats is None:
             return
         self._retention = stats
@@ -185,6 +201,48 @@ class ResumableSubscription(InboundSubscription):
                     break
                 self._available.wait(left)
         return self.position
+
+    # -- how far the server's rows are ready (AvailableNow) -------------------------------------
+    @property
+    def answers_ready(self) -> bool | None:
+        """Whether the server answers :meth:`ask_ready` (None: not known until it opened the stream)."""
+        return self._answers_ready
+
+    def ask_ready(self, wait: float) -> int:
+        """Ask the server how far its rows are ready, its publisher watched for up to ``wait``
+        seconds where it runs (:data:`.resume.READY_MIME`); the question's number, for
+        :meth:`wait_ready`. Not sent while the stream has no connection (no answer then comes)."""
+        with self._ready:
+            self._ready_asked += 1
+            q = ReadyQuestion(self._ready_asked, wait)
+        with self._wlock:
+            conn = self._conn
+        if conn is not None:
+            conn.send(F.encode_metadata_push(ready_question(q)))
+        return q.id
+
+    def wait_ready(self, question: int, timeout: float) -> ReadyAnswer | None:
+        """The answer to question ``question`` (None: none within ``timeout`` seconds, the server
+        does not answer, or the stream ended)."""
+        deadline = time.monotonic() + timeout
+        with self._ready:
+            while not self._answered(question):
+                left = deadline - time.monotonic()
+                if left <= 0 or self._answers_ready is False or self._done or self._terminal is not None:
+                    return None
+                self._ready.wait(left)
+            return self._ready_answer
+
+    def _answered(self, question: int) -> bool:
+        a = self._ready_answer
+        return a is not None and a.id == question
+
+    def _heard_ready(self, answers: bool, answer: ReadyAnswer | None) -> None:
+        with self._ready:
+            self._answers_ready = answers
+            if answer is not None:
+                self._ready_answer = answer
+            self._ready.notify_all()
 
     # -- connections ------------------------------------------------------------------------
     def open_new(self, conn: Connection, meta: bytes | None) -> None:
@@ -295,6 +353,8 @@ class ResumableSubscription(InboundSubscription):
         error) while rows received are not yet acknowledged. The server keeps those rows until
         they are, so the connection stays open for :meth:`on_commit`, which closes it once the
         last row received is acknowledged; ``cancel``, ``detach`` or a drop close it sooner."""
+        with self._ready:  # a READY question waiting for its answer has none coming
+            self._ready.notify_all()
         t = self._terminal
         with self._wlock:
             conn = self._conn
@@ -415,10 +475,15 @@ class ResumablePublisher(PublisherBase[Any]):
             else:  # a stream read before (its key resumed), unreachable now: an outage from the start
                 sub.lost(exc)
 
-    def fetch(self, lo: int, hi: int, prefetch: int = 4) -> Iterator[Any]:
+    def fetch(self, lo: int, hi: int, prefetch: int | None = None) -> Iterator[Any]:
         """The kept rows ``[lo, hi)`` of this stream, fetched on a connection of their own (what a
         Spark executor does for a planned range of a partition): elements as the stream's codec
-        decodes them (record batches for ``arrow``), in order."""
+        decodes them (record batches for ``arrow``), in order. ``prefetch``: elements asked for
+        ahead; by default 4 record batches, or up to 1,024 elements of a codec that carries one row
+        per element (asked 4 at a time, a range paid a round trip per 2 rows over a slow link)."""
+        if prefetch is None:
+            arrow = isinstance(make_codec(self._client.codec_name), ArrowCodec)
+            prefetch = 4 if arrow else max(1, min(1024, hi - lo))
         return fetch_range(self._client.fresh(), self._name, self.key, lo, hi, prefetch)
 
     def __repr__(self) -> str:

@@ -29,9 +29,13 @@ from ..protocol.outbound import OutboundStream
 from .resume import (
     STREAM_ID,
     UNKNOWN_STREAM,
+    ReadyAnswer,
+    ReadyQuestion,
     ResumeRequest,
     fetch_of,
     parse_push,
+    ready_answer,
+    ready_question_of,
     resume_token,
     retention_metadata,
     stream_of,
@@ -45,6 +49,15 @@ from .spill import expired as spill_expired
 from .spill import find as spill_find
 
 log = logging.getLogger("rs_spark.net")
+
+
+def _answer_on(conn: Connection, q: ReadyQuestion) -> Callable[[int, bool], None]:
+    """Sends the answer to question ``q`` on ``conn`` (dropped if it closed meanwhile)."""
+
+    def answer(position: int, edge: bool) -> None:
+        conn.reply(F.encode_metadata_push(ready_answer(ReadyAnswer(q.id, position, edge))))
+
+    return answer
 
 
 Resolver = Callable[[str], Any]
@@ -357,22 +370,25 @@ class ResumeService:
 
     # -- acknowledgements --------------------------------------------------------------------
     def on_metadata_push(self, conn: Connection, f: F.Frame) -> None:
-        """The reader acknowledges a position: free what it covers, answer with the retention. The
-        stream is the connection's own, or the one whose key the push names (:data:`.resume.STREAM_MIME`;
-        the connection passed SETUP with the endpoint's token). An acknowledgement of another stream
-        than a resumed connection's own, of a stream not kept, or beyond what the stream sent closes
-        the connection with an error saying so."""
+        """The reader acknowledges a position (free what it covers, answer with the retention), or
+        asks how far the stream's rows are ready (answered when known: :data:`.resume.READY_MIME`).
+        The stream is the connection's own, or the one whose key the push names
+        (:data:`.resume.STREAM_MIME`; the connection passed SETUP with the endpoint's token). An
+        acknowledgement of another stream than a resumed connection's own, of a stream not kept, or
+        beyond what the stream sent closes the connection with an error saying so."""
         if f.metadata is None:
             return
         try:
             raw = bytes(f.metadata)
             position, _ = parse_push(raw)
-            if position is None:
+            question = ready_question_of(raw)
+            if position is None and question is None:
                 return
             session = self._acknowledged(conn, stream_of(raw))
             if session is None or session.stream is None:
                 return
-            session.stream.acknowledge(position)
+            if position is not None:
+                session.stream.acknowledge(position)
         except MetadataError as exc:
             conn.protocol_error(f"acknowledgement: {exc}")
             return
@@ -380,7 +396,10 @@ class ResumeService:
             log.warning("rs_spark.net: %s: %s refused an acknowledgement: %s", conn.label, self.where, exc)
             conn.reject(F.CONNECTION_ERROR, f"acknowledgement refused: {exc}")
             return
-        conn.reply(F.encode_metadata_push(retention_metadata(session.stream.retention_counts())))
+        if position is not None:
+            conn.reply(F.encode_metadata_push(retention_metadata(session.stream.retention_counts())))
+        if question is not None:
+            session.stream.answer_ready(question.wait, _answer_on(conn, question))
 
     def _acknowledged(self, conn: Connection, key: str | None) -> Session | None:
         """The stream an acknowledgement on ``conn`` naming ``key`` (or none) is for."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...streams.errors import report_dropped
+from ...streams.scheduler import default_scheduler
 from ..protocol import frames as F
 from ..protocol.codecs import ArrowCodec, Codec
 from ..protocol.credit import CreditPump
@@ -100,6 +101,7 @@ class RetainingStream:
         self.resumes = 0
         self.resent = 0  # rows sent again after resumptions
         self.lost = 0  # rows kept and never acknowledged when the resume window ended
+        self._ready_question: tuple[float, Callable[[int, bool], None]] | None = None  # one waits at a time
 
     def _payload_bytes(self, item: Any) -> bytes:
         """An element as the bytes its payload carries (for the spill)."""
@@ -260,6 +262,32 @@ class RetainingStream:
                 resent_records=self.resent,
                 lost_records=self.lost,
             )
+
+    # -- how far rows are ready (AvailableNow's target) -----------------------------------------
+    def answer_ready(self, wait: float, answer: Callable[[int, bool], None]) -> None:
+        """A reader asks how far rows are ready (:data:`.resume.READY_MIME`): ``answer(position, edge)``
+        at once when the publisher ended or owes nothing, else once it has owed rows ``wait`` seconds
+        (on the timer thread). One question waits at a time; a newer one takes its place, so a reader
+        asking in a loop holds one timer."""
+        r = self.outbound.readiness(wait)
+        if r.edge is not None:
+            answer(r.position, r.edge)
+            return
+        with self._lock:
+            first = self._ready_question is None
+            self._ready_question = (wait, answer)
+        if first:
+            default_scheduler().schedule(r.left + 0.01, self._answer_waiting)
+
+    def _answer_waiting(self) -> None:
+        """The waiting question's time is up: edge if the publisher owed rows all along, else not."""
+        with self._lock:
+            waiting, self._ready_question = self._ready_question, None
+        if waiting is None:
+            return
+        wait, answer = waiting
+        r = self.outbound.readiness(wait)
+        answer(r.position, bool(r.edge))  # still undecided: it delivered meanwhile, so not at its edge
 
     # -- positions only, and fetches -------------------------------------------------------
     def send_rows(self, conn: Any, pump: CreditPump) -> bool:

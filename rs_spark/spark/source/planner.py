@@ -29,6 +29,8 @@ step   when                                                            decision
 9      nothing to plan, rows before ``start`` not committed by Spark   RELEASE: an offset naming no new
                                                                        rows, so Spark commits ``start``
 10     nothing to plan, a stream not open yet (no ``on_subscribe``)    AWAIT_OPEN (rule 1.9's bound)
+10b    nothing to plan, AvailableNow, a partition short of its target  AWAIT_ROWS (they are on their way;
+       or without one yet, its stream not ended                        ending now would end the run)
 11     nothing to plan                                                 WAIT (Spark plans no batch)
 =====  ==============================================================  ===================================
 
@@ -39,10 +41,22 @@ bound sends nothing more until then; planning nothing would wait for ever (docs/
 
 AvailableNow's target: Spark's contract is that the source fixes what a run reads, as Kafka's
 source fixes the latest offsets. A Publisher has no latest offset; its live edge shows when it
-falls short: each ask of the run asks a micro-batch's worth and waits up to ``pollTimeout``
-(:func:`ask`); a partition whose publisher completed, or still owes rows asked for, has reached its
-live edge, and what it sent is its target (:func:`available_now_target`). One that never falls
-short (an endless generator) is bounded by ``availableNowMaxRecords`` rows a run.
+falls short: it owes rows it was asked for. Each ask of the run asks a micro-batch's worth and waits
+up to ``pollTimeout`` (:func:`ask`). Where that is decided:
+
+* an endpoint that answers (rs_spark.net states it when the stream opens): an ask that fell
+  short is put to the endpoint, which says how far its rows are ready and whether its publisher
+  is at its live edge, measured where the publisher runs (it ended, or it owed rows for
+  ``pollTimeout``: :class:`Said`). The reader's own clock (a slow link, a busy machine) decides
+  nothing; the target may lie beyond the rows received (they are on their way: AWAIT_ROWS until
+  they come);
+* a publisher in the reader's process (factory, ``jvmPublisher``), or an endpoint that does not
+  answer (one served by an earlier build: the reader logs a WARN once): the reader's ask itself, which for
+  those is the measurement.
+
+A partition whose publisher completed or is at its live edge has its target
+(:func:`available_now_target`). One that never falls short (an endless generator) is bounded by
+``availableNowMaxRecords`` rows a run.
 """
 
 from __future__ import annotations
@@ -77,6 +91,16 @@ class Stream(enum.Enum):
 
 
 @dataclasses.dataclass(frozen=True)
+class Said:
+    """An endpoint's answer to "how far are your rows ready?", in the partition's positions: rows
+    before ``position`` come without waiting on the publisher; ``edge``: the publisher is at its live
+    edge (it ended, or it owed rows it was asked for ``pollTimeout``, measured where it runs)."""
+
+    position: int
+    edge: bool
+
+
+@dataclasses.dataclass(frozen=True)
 class Part:
     """One partition's positions (the single reader's are record offsets)."""
 
@@ -91,6 +115,9 @@ class Part:
     """AvailableNow: the position the run ends at, once fixed."""
     short: bool = False
     """The publisher owes rows the last ask asked for: they did not come within ``pollTimeout``."""
+    said: Said | None = None
+    """AvailableNow: what the publisher's side said when the ask fell short (None: not asked, or
+    it does not answer)."""
 
     @property
     def to_plan(self) -> int:
@@ -139,6 +166,7 @@ class Action(enum.Enum):
     PLAN = "plan"
     RELEASE = "release"
     AWAIT_OPEN = "await open"
+    AWAIT_ROWS = "await rows"
     WAIT = "wait"
 
 
@@ -221,7 +249,18 @@ def _nothing(v: View, why: str) -> Decision:
     opening = tuple(pid for pid, p in v.parts.items() if p.stream is Stream.OPENING)
     if opening:
         return Decision(Action.AWAIT_OPEN, parts=opening, step="10 not open")
+    owed = tuple(pid for pid, p in v.parts.items() if v.trigger is Trigger.AVAILABLE_NOW and _rows_due(p))
+    if owed:
+        return Decision(Action.AWAIT_ROWS, parts=owed, step="10b rows on their way")
     return Decision(Action.WAIT, step=why)
+
+
+def _rows_due(p: Part) -> bool:
+    """AvailableNow: the run must not end yet for ``p``: its stream goes on and it has no target, or
+    rows before its target have not come."""
+    if p.stream.ended:
+        return False
+    return p.target is None or p.available < p.target
 
 
 def share(max_rows: int | None, avail: Mapping[str, int]) -> dict[str, int]:
@@ -253,22 +292,30 @@ def ask(trigger: Trigger, limits: Limits, max_buffered: int, targets_fixed: bool
     """How much to ask for before :func:`decide`: a micro-batch's worth (``maxRecordsPerTrigger``,
     else ``minRecordsPerTrigger``, else ``maxBufferedRecords``), waiting for that many rows (or one).
     Under AvailableNow: a micro-batch's worth, waiting for all of it (a shortfall is the live edge),
-    and nothing once every target is fixed (its rows are asked for already)."""
+    and once every target is fixed a micro-batch's worth up to each target (the readers cut it
+    there), waiting for one row only where rows before the target are still due."""
     if trigger is Trigger.AVAILABLE_NOW:
         whole = min(limits.max_rows or max_buffered, max_buffered)
-        return Ask(0, 0) if targets_fixed else Ask(whole, whole, edge=True)
+        return Ask(whole, 1) if targets_fixed else Ask(whole, whole, edge=True)
     batch = limits.max_rows or limits.min_rows
     return Ask(min(batch or max_buffered, max_buffered), batch or 1)
 
 
 def available_now_target(p: Part, run_start: int, most: int) -> int | None:
     """AvailableNow: where the run ends for partition ``p`` after an ask (None: not known yet). At the
-    publisher's live edge (it completed or failed, or it fell short: rows asked for did not come
-    within pollTimeout), what it sent; else ``most`` rows after ``run_start`` once it sent that many."""
+    publisher's live edge, what it sent: it completed or failed; or its endpoint said so (``said``:
+    the rows it holds, also those still on their way); or, from a publisher whose side was not asked,
+    rows asked for did not come within pollTimeout. Else ``most`` rows after ``run_start`` once it
+    sent that many. An ask that fell short while the endpoint says its publisher is not at its edge
+    (a slow link, a busy reader) fixes nothing."""
     cap = run_start + most
     if p.stream is Stream.OPENING:
         return None
-    if p.stream.ended or p.short:
+    if p.stream.ended:
+        return min(p.available, cap)
+    if p.said is not None and p.said.edge:
+        return min(max(p.said.position, p.available), cap)
+    if p.said is None and p.short:
         return min(p.available, cap)
     return cap if p.available >= cap else None
 
@@ -277,6 +324,11 @@ def target_reason(p: Part, poll_timeout: float, most: int) -> str:
     """Why :func:`available_now_target` put the target where it is (for the log line that says so)."""
     if p.stream.ended:
         return f"the publisher {p.stream.value}"
+    if p.said is not None and p.said.edge:
+        return (
+            f"the endpoint said its publisher is at its live edge with rows ready up to position {p.said.position} "
+            f"(it owed rows for pollTimeout={poll_timeout}s where it runs, or ended)"
+        )
     if p.short:
         return f"rows asked for did not come within pollTimeout={poll_timeout}s (the publisher's live edge)"
     return f"availableNowMaxRecords={most} reached"
@@ -288,6 +340,7 @@ __all__ = [
     "Decision",
     "Limits",
     "Part",
+    "Said",
     "Stream",
     "Trigger",
     "View",

@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import math
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, NoReturn
 
@@ -33,6 +34,7 @@ from ....net.protocol.address import redact
 from ....net.zero_loss.resume import new_key
 from ..data_loss import report_data_loss
 from ..errors import PublisherFailed
+from ..live_edge import LiveEdge, await_rows_bound, rows_never_came
 from ..offsets import PartitionedOffset, StreamOffset
 from ..offsets import parse as parse_offset
 from ..options import SourceOptions
@@ -61,6 +63,7 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._changed = threading.Condition()  # a link's rows became available, or its stream ended
         self._moved_reported = False
         self._vanished_reported = False
+        self._edge_asker = LiveEdge(opts.poll_timeout)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -112,8 +115,15 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     # -- latestOffset: look, decide, act ------------------------------------------------------------
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = self._offset(start)
-        view = self._look(begin, limit)
-        return self._act(decide(view), begin, view).json()
+        give_up = time.monotonic() + await_rows_bound(self._opts.poll_timeout)
+        while True:  # AWAIT_ROWS: each look waits up to pollTimeout for rows
+            view = self._look(begin, limit)
+            d = decide(view)
+            if d.action is not Action.AWAIT_ROWS:
+                return self._act(d, begin, view).json()
+            if time.monotonic() >= give_up:
+                rows_never_came(self._opts.poll_timeout, f"positions {dict(begin.positions)}", dict(self._targets))
+                return begin.json()
 
     def _look(self, begin: PartitionedOffset, limit: ReadLimit) -> View:
         """What the planner needs: the partitions' positions, after asking for rows and waiting."""
@@ -132,8 +142,20 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             for pid, link in links.items()
         }
         if a.edge:
+            parts = self._said(links, parts)
             parts = {pid: self._edge(pid, p) for pid, p in parts.items()}
         return View(parts, lim, self._trigger)
+
+    def _said(self, links: dict[str, PartitionLink], parts: dict[str, Part]) -> dict[str, Part]:
+        """AvailableNow: partitions whose ask fell short, with no target yet, get their endpoint's
+        answer to how far its rows are ready (:mod:`..live_edge`)."""
+        short = {
+            pid: (links[pid].subscription, self._opts.endpoints[pid])
+            for pid, p in parts.items()
+            if p.short and pid not in self._targets
+        }
+        said = self._edge_asker.ask(short) if short else {}
+        return {pid: dataclasses.replace(p, said=said[pid]) if pid in said else p for pid, p in parts.items()}
 
     def _edge(self, pid: str, part: Part) -> Part:
         """AvailableNow: a partition's target, once this ask found its publisher's live edge (or bound)."""
@@ -239,8 +261,8 @@ class PartitionedStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         AvailableNow target is fixed: nothing), then wait up to pollTimeout for ``a.wait_for`` rows in
         all, every partition having what was asked of it, or one ending."""
         for pid, link in links.items():
-            if pid not in self._targets:
-                link.demand_up_to(positions.get(pid, link.start) + a.per_part)
+            end = positions.get(pid, link.start) + a.per_part
+            link.demand_up_to(min(end, self._targets.get(pid, end)))  # not beyond an AvailableNow target
         if not a.wait_for:
             return
 

@@ -23,10 +23,11 @@ from ....streams.errors import SpecViolation, throw_if_fatal
 from ...values import element_converter
 from ..data_loss import report_data_loss
 from ..errors import PublisherFailed
+from ..live_edge import LiveEdge
 from ..offsets import StreamOffset
 from ..options import SourceOptions
 from ..outage import outage_progress
-from ..planner import Ask, Part, Stream
+from ..planner import Ask, Part, Said, Stream
 from ..sigterm import SigtermStop
 from .chunks import convert_taken
 from .intake import Intake
@@ -214,6 +215,15 @@ class Live:
         if intake.completed:
             return Stream.COMPLETED
         return Stream.OPENING if intake.subscription is None else Stream.OPEN
+
+    def said(self, edge: LiveEdge) -> Said | None:
+        """AvailableNow: the endpoint's answer to how far its rows are ready, in record offsets (None:
+        it does not answer, or its answer did not come)."""
+        origin = self.upstream.origin
+        answer = edge.ask({"": (self.intake.subscription, self.opts.endpoint or "")}).get("")
+        if answer is None or origin is None:
+            return None
+        return Said(origin + answer.position, answer.edge)
 
     def release_floor(self, s: int) -> int:
         """Rows before this offset need no commit for the publisher to go on: those before this

@@ -34,6 +34,7 @@ from pyspark.sql.types import StructType
 from ....arrow.ipc import to_ipc
 from ..data_loss import report_data_loss
 from ..executor_rows import arrow_schema
+from ..live_edge import LiveEdge, await_rows_bound, rows_never_came
 from ..offsets import PartitionedOffset, StreamOffset
 from ..offsets import parse as parse_offset
 from ..options import SourceOptions
@@ -62,6 +63,7 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._run_start: int | None = None  # AvailableNow: the offset the run's first ask began at
         self._asked = 0  # elements the last ask signalled demand for (prefetched again after planning)
         self._moved_reported = False
+        self._edge_asker = LiveEdge(opts.poll_timeout)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -114,8 +116,15 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = self._offset(start)
         live = self._state(begin)
-        view = self._look(live, begin, limit)
-        return self._act(live, decide(view), begin, view).json()
+        give_up = self._clock() + await_rows_bound(self._opts.poll_timeout)
+        while True:  # AWAIT_ROWS: each look waits up to pollTimeout for rows
+            view = self._look(live, begin, limit)
+            d = decide(view)
+            if d.action is not Action.AWAIT_ROWS:
+                return self._act(live, d, begin, view).json()
+            if self._clock() >= give_up:
+                rows_never_came(self._opts.poll_timeout, begin.offset, self._target)
+                return begin.json()
 
     def _look(self, live: Live, begin: StreamOffset, limit: ReadLimit) -> View:
         """What the planner needs: the stream's state after subscribing, acknowledging, asking for
@@ -133,16 +142,23 @@ class ReactiveStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return View({}, lim, self._trigger, logged_end=logged)
         live.realign(s)
         a = ask(self._trigger, lim, self._opts.max_buffered, self._target is not None)
+        if self._target is not None:  # not beyond the target: what is held counts, so only rows still due
+            a = dataclasses.replace(a, per_part=max(0, min(a.per_part, self._target - s)))
         self._asked = live.ask(a)
         part = live.part(s, self._committed, self._target)
         if a.edge:
-            part = self._edge(part)
+            part = self._edge(live, part)
         return View({"": part}, lim, self._trigger, self._clock() - live.last_batch_at)
 
-    def _edge(self, part: Part) -> Part:
-        """AvailableNow: the run's target, once this ask found the publisher's live edge (or its bound)."""
+    def _edge(self, live: Live, part: Part) -> Part:
+        """AvailableNow: the run's target, once this ask found the publisher's live edge (or its bound):
+        an ask that fell short is put to the endpoint, when it answers (:mod:`..live_edge`)."""
         if self._run_start is None:
             self._run_start = part.start
+        if part.short and self._opts.endpoint:
+            said = live.said(self._edge_asker)
+            if said is not None:
+                part = dataclasses.replace(part, said=said)
         self._target = available_now_target(part, self._run_start, self._opts.available_now_max_records)
         if self._target is not None:
             log.info(
