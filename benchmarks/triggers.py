@@ -1,6 +1,6 @@
 """The planner's cases a user pays for, run for real: ours next to an earlier checkout, in the same run.
 
-    .venv/bin/python benchmarks/triggers.py [--baseline aee9a85] [--cap 60] [--runs 1]
+    .venv/bin/python benchmarks/triggers.py [--baseline REV] [--cap 60] [--only abcdef]
 
 Cases (those of issue 39, as a user meets them):
 (a) ``trigger(availableNow=True)`` against a publisher that never pauses: an endless ``rs.range_``
@@ -11,10 +11,18 @@ Cases (those of issue 39, as a user meets them):
     endpoint that keeps at most 200 rows until Spark commits (``Retention(max_records=200)``), 1,000
     rows: the time until all 1,000 arrived.
 
+Then issue 50's link cases: (d), (e), (f) ``trigger(availableNow=True)`` against a finite backlog
+(20,000 rows of ``from_iterable``, all ready at once) served by ``rs_spark.net`` in another process,
+read with ``maxRecordsPerTrigger=5000`` through ``tests/faultrelay.py`` delaying each direction by 0,
+100 and 300 ms, into ``format("noop")``: the rows the run read before it ended, and its seconds.
+
 Each case runs in a process of its own (one Spark session each) for ours (this checkout) and for
 the baseline (``git worktree`` of ``--baseline`` in a temporary folder, run with this venv; the
-shim jar copied from this checkout). A case that has not ended after ``--cap`` seconds is stopped
-and shows as such: the baseline's (a), (b) and (c) never end.
+shim jar copied from this checkout). Without ``--baseline`` each case has its own: aee9a85 (before
+the planner) for (a)-(c), ab88d32 (where issue 50 was found) for (d)-(f). A link case's endpoint is
+served by the checkout under test (its own ``rs_spark.net``), a fresh process per run, behind a fresh
+relay of this checkout. A case that has not ended after ``--cap`` seconds is stopped and shows as
+such: the aee9a85 baseline's (a), (b) and (c) never end.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -34,18 +43,36 @@ CASES = {
     "a": "availableNow, endless rs.range_ (endpoint), maxRecordsPerTrigger=20000",
     "b": "availableNow, sensor factory without total",
     "c": "minRecordsPerTrigger=300 at a 200-row retention bound, 1,000 rows",
+    "d": "availableNow, 20,000-row backlog served by another process, no delay, maxRecordsPerTrigger=5000",
+    "e": "availableNow, the same through a link of 100 ms each way",
+    "f": "availableNow, the same through a link of 300 ms each way",
 }
+BASELINES = {"a": "aee9a85", "b": "aee9a85", "c": "aee9a85", "d": "ab88d32", "e": "ab88d32", "f": "ab88d32"}
+LINK_DELAY = {"d": 0.0, "e": 0.1, "f": 0.3}  # seconds each way
+BACKLOG = 20_000
+LINK_MAX = 5_000  # maxRecordsPerTrigger of the link cases
 
 
-def _run_case(case: str, cap: float) -> dict:
-    """In this process: one Spark session, one query; what it read and how long it took."""
+def _run_case(case: str, cap: float, endpoint: str | None = None, token: str | None = None) -> dict:
+    """In this process: one Spark session, one query; what it read and how long it took. A link case
+    reads ``endpoint`` (the relay in front of the served backlog) with ``token``."""
     import rs_spark
     from rs_spark import streams as rs
     from rs_spark.spark import local_session
 
     spark = local_session("rs_spark-bench-triggers", **{"spark.ui.enabled": "false"})
     try:
-        if case == "c":
+        if case in LINK_DELAY:
+            df = (
+                spark.readStream.format("reactive")
+                .option("endpoint", endpoint)
+                .option("token", token)
+                .option("maxRecordsPerTrigger", str(LINK_MAX))
+                .schema("id LONG")
+                .load()
+            )
+            w = df.writeStream.format("noop").trigger(availableNow=True)
+        elif case == "c":
             from rs_spark.net import Retention
 
             df = rs_spark.read_stream(
@@ -99,19 +126,81 @@ def _measure(spark, q, case: str, cap: float) -> dict:
     return {"ended": ended and not failed, "failed": failed, "seconds": round(seconds, 1), "rows": rows}
 
 
+def _env(code: str) -> dict:
+    """The environment of a process importing rs_spark from ``code`` (and this folder's scripts)."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([code, HERE]), PYSPARK_PYTHON=sys.executable)
+
+
 def _child(code: str, case: str, cap: float) -> dict:
-    """One case in a process of its own, importing rs_spark from ``code``."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([code, HERE]), PYSPARK_PYTHON=sys.executable)
-    cmd = [
-        sys.executable,
-        "-c",
-        f"import triggers, json; print('RESULT', json.dumps(triggers._run_case({case!r}, {cap})))",
-    ]
-    out = subprocess.run(cmd, env=env, cwd=code, capture_output=True, text=True, timeout=cap + 240)
+    """One case in a process of its own, importing rs_spark from ``code``; a link case's backlog is
+    served by ``code`` too, in another process, behind a relay of this checkout."""
+    if case in LINK_DELAY:
+        with _Backlog(code, LINK_DELAY[case]) as backlog:
+            return _case_process(code, f"{case!r}, {cap}, {backlog.endpoint!r}, {backlog.token!r}", cap)
+    return _case_process(code, f"{case!r}, {cap}", cap)
+
+
+def _case_process(code: str, args: str, cap: float) -> dict:
+    cmd = [sys.executable, "-c", f"import triggers, json; print('RESULT', json.dumps(triggers._run_case({args})))"]
+    out = subprocess.run(cmd, env=_env(code), cwd=code, capture_output=True, text=True, timeout=cap + 240)
     for line in out.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
     return {"ended": False, "failed": True, "seconds": None, "rows": None, "error": out.stderr[-400:]}
+
+
+def _serve_backlog(rows: int) -> None:
+    """In this process: serve ``rows`` rows ``{"id": i}`` of ``from_iterable``, all ready at once, with
+    the token read from stdin's first line; print the address, serve until stdin closes."""
+    from rs_spark import net
+    from rs_spark import streams as rs
+
+    token = sys.stdin.readline().strip()
+    server = net.serve(rs.from_iterable([{"id": i} for i in range(rows)]), name="backlog", token=token)
+    print(server.address, flush=True)
+    sys.stdin.read()  # until the benchmark closes our stdin
+    server.stop()
+
+
+class _Backlog:
+    """The link cases' endpoint: ``BACKLOG`` rows served by ``code`` in a process of its own, reached
+    through a relay (tests/faultrelay.py of this checkout) that delays each direction by ``delay`` s."""
+
+    def __init__(self, code: str, delay: float) -> None:
+        sys.path.insert(0, ROOT)
+        from tests.faultrelay import FaultRelay
+
+        self.token = secrets.token_urlsafe()
+        cmd = [sys.executable, "-c", f"import triggers; triggers._serve_backlog({BACKLOG})"]
+        self.proc = subprocess.Popen(
+            cmd, env=_env(code), cwd=code, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(self.token + "\n")
+        self.proc.stdin.flush()
+        address = self.proc.stdout.readline().strip()
+        if not address:
+            self.close()
+            raise RuntimeError(f"the backlog's process (in {code}) ended without serving")
+        self.relay = FaultRelay(address, delay=delay)
+        self.endpoint = self.relay.address(address)
+
+    def close(self) -> None:
+        if getattr(self, "relay", None) is not None:
+            self.relay.close()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()  # the process stops its server and exits
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(30)
+
+    def __enter__(self) -> _Backlog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _baseline_checkout(rev: str) -> str:
@@ -126,24 +215,33 @@ def _cell(r: dict) -> str:
     if r.get("rows") is None:
         return "error: " + r.get("error", "?").strip().splitlines()[-1][:80] if r.get("error") else "error"
     how = "ended" if r["ended"] else ("failed" if r["failed"] else "still running")
-    return f"{how} after {r['seconds']} s, {r['rows']:,} rows"
+    return f"{how} after {r['seconds']} s, {r['rows']:,} row{'' if r['rows'] == 1 else 's'}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--baseline", default="aee9a85", help="the earlier commit to run next to ours")
+    ap.add_argument(
+        "--baseline", default=None, help="the earlier commit to run next to ours (default: each case's, see above)"
+    )
     ap.add_argument("--cap", type=float, default=60.0, help="seconds before a case that has not ended is stopped")
-    ap.add_argument("--only", default="abc", help="cases to run (letters)")
+    ap.add_argument("--only", default="".join(CASES), help="cases to run (letters)")
     args = ap.parse_args()
-    base = _baseline_checkout(args.baseline)
+    unknown = sorted(set(args.only) - set(CASES))
+    if unknown:
+        ap.error(f"--only: no case {', '.join(unknown)} (cases: {''.join(CASES)})")
+    revs = {case: args.baseline or BASELINES[case] for case in args.only}
+    bases: dict[str, str] = {}
     try:
-        print(f"| case | ours ({_rev('HEAD')}) | baseline ({args.baseline}) |\n| --- | --- | --- |")
+        for rev in dict.fromkeys(revs.values()):
+            bases[rev] = _baseline_checkout(rev)
+        print(f"| case | ours ({_rev('HEAD')}) | baseline |\n| --- | --- | --- |")
         for case in args.only:
             ours = _child(ROOT, case, args.cap)
-            theirs = _child(base, case, args.cap)
-            print(f"| ({case}) {CASES[case]} | {_cell(ours)} | {_cell(theirs)} |", flush=True)
+            theirs = _child(bases[revs[case]], case, args.cap)
+            print(f"| ({case}) {CASES[case]} | {_cell(ours)} | {revs[case]}: {_cell(theirs)} |", flush=True)
     finally:
-        subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
+        for base in bases.values():
+            subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", base], check=False)
 
 
 def _rev(ref: str) -> str:

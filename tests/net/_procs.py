@@ -110,3 +110,13 @@ def serve_spilling(port, spill, counter_file, conn, token):
     )
     conn.send(server.address)
     threading.Event().wait()  # serve until killed
+
+
+def serve_backlogs(bind, conn, backlogs, token):
+    """Serve each of ``backlogs`` (name -> (first id, rows)) as a finite backlog, every row ready at
+    once: ``from_iterable`` of ``{"id": i}``; report the base address; run until killed."""
+    server = net.Server(bind, token=token)
+    for name, (first, rows) in backlogs.items():
+        server.add_publisher(name, rs.from_iterable([{"id": i} for i in range(first, first + rows)]))
+    conn.send(server.base_address)
+    threading.Event().wait()  # serve until killed
