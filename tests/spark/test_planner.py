@@ -421,7 +421,9 @@ def test_a_partition_whose_rows_are_on_their_way_keeps_the_run_going_while_anoth
     st.lists(st.booleans(), min_size=1, max_size=30),  # a busy reader: asks that fell short by its clock anyway
     st.integers(1, 700),  # maxRecordsPerTrigger
 )
-def test_available_now_reads_a_ready_backlog_whole_whatever_the_link_and_the_reader_s_load(backlog, delay, busy, max_rows):
+def test_available_now_reads_a_ready_backlog_whole_whatever_the_link_and_the_reader_s_load(
+    backlog, delay, busy, max_rows
+):
     """The endpoint's publisher holds ``backlog`` rows and owes any asked beyond them (so it says
     edge once credit passed them); rows travel ``delay`` asks; the reader's own clock may call any
     ask short. The run ends having read the whole backlog, never more."""
