@@ -109,22 +109,20 @@ def _struct(schema: Any) -> Any:
 
 def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retention: Any, ssl: Any) -> str:
     """Serve ``publisher`` (as Arrow record batches) on ``bind`` with a random token (TLS with ``ssl``)."""
+    from ...arrow.chunking import chunk_rows
     from ...net import serve
     from ...net.protocol.address import parse
     from ...net.zero_loss.retention import Retention
+    from ..values import served_batches
 
     if not callable(getattr(publisher, "subscribe", None)):
         raise TypeError(f"realtime.read_stream(publisher=...) needs a Publisher, got {publisher!r}")
     check_reachable(spark, bind, "realtime.read_stream")
     token = secrets.token_urlsafe(24)
-    server = serve(
-        as_record_batches(publisher, struct),
-        name=f"rs-rt-{uuid.uuid4().hex[:12]}",
-        bind=bind,
-        token=token,
-        ssl=ssl,
-        retention=retention if retention is not None else Retention(),
-    )
+    retention = retention if retention is not None else Retention()
+    # the JVM reader takes rows by credit (the endpoint cuts a batch to it): only the retention bound
+    batches = served_batches(publisher, struct, size=chunk_rows(retention.max_records))
+    server = serve(batches, name=f"rs-rt-{uuid.uuid4().hex[:12]}", bind=bind, token=token, ssl=ssl, retention=retention)
     keep(server)
     return parse(server.address).with_token(token).with_codec("arrow").format(with_token=True)
 
