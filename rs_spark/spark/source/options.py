@@ -117,7 +117,10 @@ class SourceOptions:
         o = lookup(options)
         publisher, endpoint, jvm_publisher = _the_publisher(o)
         max_r, min_r, max_buffered = _record_bounds(o)
-        mode = Mode.parse(o.get("mode", "FAILFAST"))
+        try:
+            mode = Mode.parse(o.get("mode", "FAILFAST"))
+        except ValueError as exc:  # its words, as an OptionError like every other option's
+            raise OptionError(str(exc)) from None
         endpoints = parse_endpoints(endpoint) if endpoint else {}
         executor_fetch = _executor_fetch(o, endpoints)
         return cls(
