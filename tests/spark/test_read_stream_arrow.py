@@ -122,3 +122,18 @@ def test_format_reactive_refuses_the_bad_value_in_the_same_words(spark):
     with pytest.raises(ValueError) as parsed:
         SourceOptions.parse({"publisher": "tests.spark.publishers:counter", "maxBufferedRecords": "x"})
     assert str(parsed.value) in str(q.exception())
+
+
+def test_partitions_served_as_json_take_numbers_for_decimal_and_base64_texts_for_binary(spark):
+    """codec json: elements cross as JSON texts and are read on executors (each partition fetched from its
+    endpoint) as Spark's from_json reads them: a number for DECIMAL, base64 text for BINARY."""
+    import base64
+    from decimal import Decimal
+
+    rows = [{"id": i, "d": i + 0.25, "b": base64.b64encode(bytes([i, 255])).decode()} for i in range(20)]
+    pubs = {"a": rs.from_iterable(rows[:10]), "b": rs.from_iterable(rows[10:])}
+    df = rs_spark.read_stream(spark, pubs, "id INT, d DECIMAL(10,2), b BINARY", codec="json")
+    q, name, finished = _run(spark, df)
+    assert finished and q.exception() is None
+    got = sorted(tuple(r) for r in spark.table(name).collect())
+    assert got == [(i, Decimal(i) + Decimal("0.25"), bytes([i, 255])) for i in range(20)]

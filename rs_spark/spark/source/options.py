@@ -158,6 +158,17 @@ class SourceOptions:
             link=EndpointLink.parse(o),
         )
 
+    def json_elements(self, pid: str | None = None) -> bool:
+        """Whether the elements of endpoint ``pid`` (the only one by default) are JSON values: its
+        address asks for codec json, or for none (the client's default). Their stand-ins for DECIMAL and
+        BINARY are then read as Spark's ``from_json`` reads them (docs/types.md)."""
+        from ...net.protocol.address import parse
+
+        if not self.endpoints:
+            return False  # a factory's or a JVM publisher's elements are Python values or Arrow
+        address = self.endpoints[pid] if pid is not None else next(iter(self.endpoints.values()))
+        return (parse(address).codec or "json") == "json"
+
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments of ``rs_spark.net.connect`` for this query's endpoints."""
         return self.link.client_options(self.token, self.tls)
