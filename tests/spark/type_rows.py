@@ -186,6 +186,32 @@ def dict_rows() -> list[dict]:
     return [dict(zip(NAMES, r, strict=True)) for r in rows()]
 
 
+def without(*names: str) -> tuple[object, list[tuple]]:
+    """``(struct, rows)`` of the matrix without the columns ``names`` (for a path that does not carry them)."""
+    from pyspark.sql.types import StructType
+
+    keep = [i for i, n in enumerate(NAMES) if n not in names]
+    full = struct()
+    return StructType([full.fields[i] for i in keep]), [tuple(r[i] for i in keep) for r in rows()]
+
+
+def collected(spark, schema=None, values=None) -> list:
+    """What pyspark makes of the rows (``schema`` and ``values``: the matrix's by default) on Spark
+    Connect: ``createDataFrame`` converts them with ``LocalDataToArrowConversion`` (as Spark's Python data
+    sources do), ``collect()`` with ``ArrowTableToRowsConversion``; the JVM keeps the instants between.
+    Classic ``createDataFrame(rows)`` differs only for a wall clock in a DST gap or overlap (it reads naive
+    datetimes through ``time.mktime``; docs/types.md), and this checks that it agrees everywhere else."""
+    from pyspark.sql.conversion import ArrowTableToRowsConversion, LocalDataToArrowConversion
+
+    schema = struct() if schema is None else schema
+    values = rows() if values is None else values
+    out = ArrowTableToRowsConversion.convert(LocalDataToArrowConversion.convert(values, schema, False), schema)
+    classic = spark.createDataFrame(values, schema).collect()
+    differ = [i for i, (a, b) in enumerate(zip(out, classic, strict=True)) if canon(a) != canon(b)]
+    assert set(differ) <= set(DST_ROWS), f"rows {differ} differ between Connect's and classic conversions"
+    return out
+
+
 def canon(v) -> str:
     """``repr`` with map keys sorted (a Spark MAP has no order: collect() gives the JVM's) and datetimes'
     ``fold`` dropped (it does not change a naive value), so that NaN equals NaN and -0.0 is not 0.0."""
@@ -212,4 +238,4 @@ def publisher(options):
     return rs.from_iterable(dict_rows())
 
 
-__all__ = ["SCHEMA", "NAMES", "struct", "rows", "dict_rows", "canon", "publisher"]
+__all__ = ["SCHEMA", "NAMES", "struct", "rows", "dict_rows", "without", "collected", "canon", "publisher"]
