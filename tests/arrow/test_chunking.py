@@ -302,6 +302,18 @@ def test_a_slow_publisher_s_elements_wait_for_demand_and_join_one_batch():
         (1, None, 1, "a bound of 1: chunks of 1, never 0"),
         (4_000_000, 1, 1, "maxBufferedRecords=1: chunks of 1"),
     ],
+    ids=[
+        "defaults-rt",
+        "defaults",
+        "buffered-1000",
+        "retained-1000",
+        "retained-1000-rt",
+        "smaller-half",
+        "above-chunk-rows",
+        "odd",
+        "retained-1",
+        "buffered-1",
+    ],
 )
 def test_chunk_rows_is_at_most_half_of_each_bound_and_at_least_one(retained, held, rows, why):
     assert chunk_rows(retained, held) == rows, why

@@ -100,6 +100,13 @@ def test_a_json_value_is_read_as_from_json_reads_it_then_by_pyspark_s_rules(ddl,
         assert str(got) == str(expected)  # every digit, the scale's
 
 
+def test_a_json_number_for_a_decimal_keeps_every_digit_of_its_text():
+    text = '{"v": 12345678901234567890.123456789012345678}'
+    assert float(_json(text)["v"]) == 1.2345678901234567e19  # what the float alone holds
+    assert str(_one("DECIMAL(38,18)", text)) == "12345678901234567890.123456789012345678"
+    assert str(_one("DECIMAL(38,18)", '{"v": 0.1}')) == "0.100000000000000000"  # not 0.1000000000000000055...
+
+
 @pytest.mark.parametrize(
     ("ddl", "text", "why"),
     [
