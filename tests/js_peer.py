@@ -98,9 +98,10 @@ class JsPeer:
 
 
 @contextlib.contextmanager
-def js_server_at(count: int, step: int) -> Iterator[tuple[JsPeer, int]]:
-    """An rsocket-js server with ``count`` numbers and a sink requesting ``step`` at a time: (peer, port)."""
-    peer = JsPeer("server", count, step)
+def js_server_at(count: int, step: int, texts: str | None = None) -> Iterator[tuple[JsPeer, int]]:
+    """An rsocket-js server with ``count`` numbers and a sink requesting ``step`` at a time: (peer, port).
+    ``texts``: a file whose lines it also serves as route ``texts``, each line one payload as written."""
+    peer = JsPeer("server", count, step, *([texts] if texts else []))
     try:
         yield peer, peer.next()["port"]
     finally:

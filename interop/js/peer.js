@@ -1,9 +1,11 @@
 // An rsocket-js 0.0.27 peer for rs_spark's interoperability tests (tests/net/test_interop_js.py).
 //
-//   node peer.js server N STEP          serve "numbers" (request-stream of N JSON ints) and "sink"
+//   node peer.js server N STEP [TEXTS]  serve "numbers" (request-stream of N JSON ints) and "sink"
 //                                       (request-channel: reads what it is sent, requesting STEP at a
 //                                       time); prints {"port": P} once listening, then one JSON line
-//                                       per finished channel: {"received": [...], "over": k, ...}
+//                                       per finished channel: {"received": [...], "over": k, ...};
+//                                       with TEXTS (a file), also "texts": a request-stream of its
+//                                       lines, each sent as it is written (one JSON text per payload)
 //   node peer.js client PORT ROUTE N TOKEN
 //                                       feed ROUTE on 127.0.0.1:PORT over request-channel with N
 //                                       JSON ints (0..N-1); prints {"sent": n, "requested": r}
@@ -43,8 +45,9 @@ function decode(data) {
   return data === null || data === undefined || data.length === 0 ? null : JSON.parse(data.toString('utf8'));
 }
 
-// A Flowable of JSON ints 0..n-1 that counts what it was asked for: emits only on demand.
-function counted(n, stats, metadataFor) {
+// A Flowable of JSON ints 0..n-1 (or element i's text from textOf) that counts what it was asked
+// for: emits only on demand.
+function counted(n, stats, metadataFor, textOf = (i) => JSON.stringify(i)) {
   return new Flowable((subscriber) => {
     let next = 0;
     let done = false;
@@ -55,7 +58,7 @@ function counted(n, stats, metadataFor) {
         while (k-- > 0 && next < n && !done) {
           const i = next++;
           stats.sent += 1;
-          subscriber.onNext({data: Buffer.from(JSON.stringify(i)), metadata: metadataFor(i)});
+          subscriber.onNext({data: Buffer.from(textOf(i), 'utf8'), metadata: metadataFor(i)});
         }
         if (next >= n && !done) {
           done = true;
@@ -66,7 +69,8 @@ function counted(n, stats, metadataFor) {
   });
 }
 
-function serve(n, step) {
+function serve(n, step, textsFile) {
+  const texts = textsFile ? require('fs').readFileSync(textsFile, 'utf8').split('\n').filter((l) => l) : [];
   let tcp;
   const transport = new RSocketTCPServer({
     host: '127.0.0.1', port: 0,
@@ -81,6 +85,9 @@ function serve(n, step) {
     getRequestHandler: () => ({
       requestStream: (payload) => {
         const route = routeOf(payload.metadata);
+        if (route === 'texts' && textsFile) {
+          return counted(texts.length, {requested: 0, sent: 0}, () => undefined, (i) => texts[i]);
+        }
         if (route !== 'numbers') return Flowable.error(new Error(`no stream named ${route}`));
         return counted(n, {requested: 0, sent: 0}, () => undefined);
       },
@@ -170,7 +177,7 @@ function read(port, route, token, credits, cancelAfter, keepAlive, lifetime) {
 }
 
 const [mode, ...args] = process.argv.slice(2);
-if (mode === 'server') serve(Number(args[0]), Number(args[1]));
+if (mode === 'server') serve(Number(args[0]), Number(args[1]), args[2]);
 else if (mode === 'client') feed(Number(args[0]), args[1], Number(args[2]), args[3]);
 else if (mode === 'stream') {
   read(Number(args[0]), args[1], args[2], Number(args[3]), Number(args[4] || 0), Number(args[5] || 60000),

@@ -37,6 +37,16 @@ from ..streams.types import Publisher, Subscriber, Subscription
 CHUNK_ROWS = 4096
 """Most elements in one converted chunk (one record batch)."""
 
+
+def chunk_rows(retained: int, held: int | None = None) -> int:
+    """Rows per converted chunk for a Publisher served on an endpoint: :data:`CHUNK_ROWS`, at most half
+    of ``retained`` (the endpoint's ``Retention.max_records``: it keeps a sent batch whole, so a bigger
+    one would pass its bound) and half of ``held`` (the reader's ``maxBufferedRecords``, for a reader
+    that takes a batch whole: ``format("reactive")``'s; ``None`` for one that takes rows by credit, the
+    real-time source's), and at least 1. The one rule ``read_stream`` and ``realtime.read_stream`` use."""
+    return max(1, min(CHUNK_ROWS, retained // 2, CHUNK_ROWS if held is None else held // 2))
+
+
 Convert = Callable[[list[Any], int], Any]
 """``convert(elements, first_offset)`` -> a RecordBatch (empty when every element was dropped); raises
 on an element it refuses (the stream then fails with that error)."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 import threading
 
 import pyarrow as pa
+import pytest
 
 from rs_spark import streams as rs
-from rs_spark.arrow.chunking import record_batches
+from rs_spark.arrow.chunking import CHUNK_ROWS, chunk_rows, record_batches
 from rs_spark.arrow.convert import ElementConverter, MalformedElementError
 from rs_spark.streams.errors import SpecViolation
 from rs_spark.tck import PublisherVerification, Timeouts
@@ -285,3 +286,34 @@ def test_a_slow_publisher_s_elements_wait_for_demand_and_join_one_batch():
     r.wait_for(3)
     assert _ids(r.items) == list(range(40)), _ids(r.items)
     assert [b.num_rows for b in r.items] == [1, 1, 38]
+
+
+@pytest.mark.parametrize(
+    ("retained", "held", "rows", "why"),
+    [
+        (4_000_000, None, CHUNK_ROWS, "the default Retention, a reader taking rows by credit (real-time)"),
+        (4_000_000, 100_000, CHUNK_ROWS, "the defaults of read_stream: CHUNK_ROWS"),
+        (4_000_000, 1000, 500, "maxBufferedRecords=1000: half of it (the reader holds a batch whole)"),
+        (1000, 100_000, 500, "Retention(max_records=1000): half of it (the endpoint keeps a batch whole)"),
+        (1000, None, 500, "the retention bound applies to the real-time source too"),
+        (600, 1000, 300, "the smaller half wins"),
+        (2 * CHUNK_ROWS + 2, 2 * CHUNK_ROWS + 2, CHUNK_ROWS, "halves above CHUNK_ROWS: CHUNK_ROWS"),
+        (3, None, 1, "an odd bound rounds down"),
+        (1, None, 1, "a bound of 1: chunks of 1, never 0"),
+        (4_000_000, 1, 1, "maxBufferedRecords=1: chunks of 1"),
+    ],
+    ids=[
+        "defaults-rt",
+        "defaults",
+        "buffered-1000",
+        "retained-1000",
+        "retained-1000-rt",
+        "smaller-half",
+        "above-chunk-rows",
+        "odd",
+        "retained-1",
+        "buffered-1",
+    ],
+)
+def test_chunk_rows_is_at_most_half_of_each_bound_and_at_least_one(retained, held, rows, why):
+    assert chunk_rows(retained, held) == rows, why

@@ -68,6 +68,44 @@ def read_stream_helper(spark):
     return _memory(spark, df, "read_stream_helper")
 
 
+def types_matrix(spark):
+    """The type matrix over Connect (tests/spark/type_rows.py: every type, VARIANT too, with edge values):
+    read_stream (converted in this client) and the sink's rows and dicts (made by the hub in this client)
+    against what Connect's own createDataFrame(rows).collect() makes of the same rows, here."""
+    import rs_spark
+    from rs_spark import streams as rs
+    from tests.spark import type_rows
+    from tests.subscribers import Recorder
+
+    canon = type_rows.canon
+    collected = spark.createDataFrame(type_rows.rows(), type_rows.SCHEMA).collect()
+    want = {
+        "read_stream": sorted(canon(r) for r in collected),
+        "rows": sorted(canon(r) for r in collected),
+        "dicts": sorted(canon(r.asDict(recursive=True)) for r in collected),
+    }
+    out = {}
+    df = rs_spark.read_stream(spark, rs.from_iterable(type_rows.dict_rows()), schema=type_rows.SCHEMA)
+    q = df.writeStream.format("memory").queryName("types_matrix").trigger(availableNow=True).start()
+    q.awaitTermination(180)
+    got = (
+        sorted(canon(r) for r in spark.table("types_matrix").collect())
+        if q.exception() is None
+        else [str(q.exception())]
+    )
+    out["read_stream"] = True if got == want["read_stream"] else {"got": got, "want": want["read_stream"]}
+    for elements in ("rows", "dicts"):
+        r = Recorder()
+        src = rs_spark.read_stream(spark, rs.from_iterable(type_rows.dict_rows()), schema=type_rows.SCHEMA)
+        ck = tempfile.mkdtemp(prefix="rs-connect-ck-")
+        q = rs_spark.write_stream(src, r, checkpoint=ck, trigger={"availableNow": True}, elements=elements)
+        q.awaitTermination(180)
+        r.wait_done()
+        got = sorted(canon(x) for x in r.items) if r.completed else [repr(r.error)]
+        out[elements] = True if got == want[elements] else {"got": got, "want": want[elements]}
+    return out
+
+
 def batch_read(spark):
     df = (
         spark.read.format("reactive")

@@ -105,6 +105,10 @@ def test_read_stream_helper_serves_the_client_publisher(connect_url):
     assert run("read_stream_helper", connect_url) == {"rows": [300, 300, 0, 299]}
 
 
+def test_the_type_matrix_over_connect_gives_what_connects_create_dataframe_and_collect_give(connect_url):
+    assert run("types_matrix", connect_url) == {"read_stream": True, "rows": True, "dicts": True}
+
+
 def test_batch_read_over_connect(connect_url):
     assert run("batch_read", connect_url) == {"rows": [700, 700]}
 

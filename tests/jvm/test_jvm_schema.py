@@ -56,6 +56,7 @@ def test_jvm_schema_names_the_spark_type_of_a_refused_column():
         StructField,
         StructType,
         TimestampNTZType,
+        VariantType,
         YearMonthIntervalType,
     )
 
@@ -70,6 +71,10 @@ def test_jvm_schema_names_the_spark_type_of_a_refused_column():
     for struct, text in [
         (StructType([StructField("tags", ArrayType(StringType()))]), "array<string> (Arrow list<element: string>)"),
         (StructType([StructField("tags", YearMonthIntervalType())]), "interval year to month (no Arrow type)"),
+        (
+            StructType([StructField("tags", VariantType())]),
+            "variant (Arrow struct<value: binary not null, metadata: binary not null>)",
+        ),
     ]:
         with pytest.raises(UnsupportedColumn) as info:
             jvm_schema(struct)

@@ -28,6 +28,19 @@ def _join(parts):
 
 
 # -- codec ------------------------------------------------------------------------------
+def test_json_numbers_with_a_fraction_keep_their_text_and_are_the_floats_they_stand_for():
+    codec = make_codec("json")
+    text = b'{"d": 12345678901234567890.123456789012345678, "x": 0.10, "e": 1e2, "i": 7, "n": -0.0}'
+    got = codec.decode(text)
+    assert got == {"d": 12345678901234567890.123456789012345678, "x": 0.1, "e": 100.0, "i": 7, "n": -0.0}
+    assert (got["d"].text, got["x"].text, got["e"].text) == ("12345678901234567890.123456789012345678", "0.10", "1e2")
+    assert type(got["i"]) is int and isinstance(got["x"], float) and str(got["x"]) == "0.1"
+    plain = {k: v if type(v) is int else float(v) for k, v in got.items()}
+    assert _join(codec.encode(got)) == _join(codec.encode(plain))  # encoded as the floats they are
+    again = pickle.loads(pickle.dumps(got["d"]))
+    assert again == got["d"] and again.text == got["d"].text
+
+
 def test_frames_round_trip():
     f = F.decode(_join(F.encode_request(F.REQUEST_STREAM, 5, 7, metadata=b"md", data=[b"hi"], prefixed=False)))
     assert (f.type, f.stream_id, f.request_n, bytes(f.metadata), bytes(f.data)) == (

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from rs_spark import net
+from rs_spark import streams as rs
 from rs_spark.net.protocol.address import parse
 from rs_spark.net.zero_loss.retention import Retention
 from rs_spark.spark import realtime
@@ -147,3 +148,31 @@ def test_options_of_the_python_source_that_do_not_apply_are_refused_saying_why(r
     wait_until(lambda: not q.isActive, "the query to fail", 60)
     assert f"has no option '{option}'" in str(q.exception())
     wait_until(sub.failed.is_set, "on_error at the Subscriber")
+
+
+def test_every_type_but_map_crosses_real_time_mode_as_pyspark_makes_and_collects_it(rt_spark, tmp_path):
+    """A Python Publisher's rows of the type matrix (tests/spark/type_rows.py: TIMESTAMP, DATE, DECIMAL(38,18)
+    extremes, VARIANT, ...) through the shim's real-time source and sink reach the Subscriber as the rows
+    pyspark's createDataFrame and collect() make of them."""
+    from tests.spark import type_rows
+    from tests.subscribers import Recorder
+
+    struct, values = type_rows.without("m")
+    names = [f.name for f in struct.fields]
+    sub = Recorder()
+    df = realtime.read_stream(
+        rt_spark, rs.from_iterable([dict(zip(names, v, strict=True)) for v in values]), schema=struct
+    )
+    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"), elements="rows")
+    try:
+        wait_until(lambda: len(sub.items) >= len(values) or not q.isActive, "every row", 90)
+        assert q.exception() is None, q.exception()
+    finally:
+        q.stop()
+    want = sorted(type_rows.canon(r) for r in type_rows.collected(rt_spark, struct, values))
+    assert sorted(type_rows.canon(r) for r in sub.items) == want
+
+
+def test_a_map_column_is_refused_at_start_naming_it(rt_spark):
+    with pytest.raises(ValueError, match=r"column 'tags' is array<map<string,bigint>>.*does not carry MAP"):
+        realtime.read_stream(rt_spark, rs.just({"id": 1}), schema="id LONG, tags ARRAY<MAP<STRING, BIGINT>>")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from pyspark.sql.conversion import ArrowTableToRowsConversion, LocalDataToArrowConversion
 
 import rs_spark
 from rs_spark import streams as rs
@@ -24,19 +23,7 @@ FACTORY = "tests.spark.type_rows:publisher"
 
 
 def _collected(spark) -> list:
-    """What pyspark makes of the rows on Spark Connect: ``createDataFrame`` converts them with
-    ``LocalDataToArrowConversion`` (as Spark's Python data sources do), ``collect()`` with
-    ``ArrowTableToRowsConversion``; the JVM keeps the instants between. Classic ``createDataFrame(rows)``
-    differs only for a wall clock in a DST gap or overlap (it reads naive datetimes through
-    ``time.mktime``; docs/types.md), and the test checks that it agrees everywhere else."""
-    struct = type_rows.struct()
-    rows = ArrowTableToRowsConversion.convert(
-        LocalDataToArrowConversion.convert(type_rows.rows(), struct, False), struct
-    )
-    classic = spark.createDataFrame(type_rows.rows(), type_rows.SCHEMA).collect()
-    differ = [i for i, (a, b) in enumerate(zip(rows, classic, strict=True)) if type_rows.canon(a) != type_rows.canon(b)]
-    assert set(differ) <= set(type_rows.DST_ROWS), f"rows {differ} differ between Connect's and classic conversions"
-    return rows
+    return type_rows.collected(spark)
 
 
 def _expected(spark, copies: int = 1) -> list[str]:

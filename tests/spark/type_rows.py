@@ -17,7 +17,7 @@ from rs_spark import streams as rs
 SCHEMA = (
     "b BOOLEAN, i8 TINYINT, i16 SMALLINT, i64 BIGINT, f FLOAT, d DOUBLE, dec DECIMAL(38,18), s STRING, bin BINARY, "
     "day DATE, ts TIMESTAMP, ntz TIMESTAMP_NTZ, ints ARRAY<INT>, strs ARRAY<STRING>, m MAP<STRING,BIGINT>, "
-    "st STRUCT<x: INT, y: STRING>, kvs ARRAY<STRUCT<k: STRING, v: DOUBLE>>, span INTERVAL DAY TO SECOND"
+    "st STRUCT<x: INT, y: STRING>, kvs ARRAY<STRUCT<k: STRING, v: DOUBLE>>, span INTERVAL DAY TO SECOND, var VARIANT"
 )
 NAMES = [
     "b",
@@ -38,9 +38,20 @@ NAMES = [
     "st",
     "kvs",
     "span",
+    "var",
 ]
 
 _DEC_MAX = Decimal("99999999999999999999.999999999999999999")
+
+
+def _variant(text: str):
+    """A VARIANT value as pyspark builds it from JSON text (the same bytes as Spark's ``parse_json``)."""
+    from pyspark.sql.types import VariantVal
+    from pyspark.sql.variant_utils import VariantUtils
+
+    return VariantVal(*VariantUtils.parse_json(text))
+
+
 _DEC_MIN = Decimal("-99999999999999999999.999999999999999999")
 
 
@@ -69,6 +80,7 @@ def struct():
         xy,
         T.ArrayType(kv),
         T.DayTimeIntervalType(),
+        T.VariantType(),
     ]
     return T.StructType([T.StructField(n, k) for n, k in zip(NAMES, kinds, strict=True)])
 
@@ -101,6 +113,7 @@ def rows() -> list[tuple]:
             (1, "x"),
             [("k", 1.0), ("l", None)],
             dt.timedelta(days=1, seconds=2, microseconds=3),
+            _variant('{"a": 1, "b": [true, null], "c": "x"}'),
         ),
         (
             False,
@@ -121,6 +134,7 @@ def rows() -> list[tuple]:
             (None, None),
             [],
             dt.timedelta(0),
+            _variant("null"),  # a JSON null: a VARIANT value, not SQL NULL
         ),
         (
             True,
@@ -141,6 +155,7 @@ def rows() -> list[tuple]:
             (2**31 - 1, ""),
             [(None, math.nan)],
             dt.timedelta(days=-1, microseconds=1),
+            _variant('"日本語"'),
         ),
         (
             None,
@@ -161,8 +176,9 @@ def rows() -> list[tuple]:
             None,
             None,
             None,
+            _variant('[1.5e300, -0.0, "", {"k": {}}, 12345678901234567890.123456789012345678]'),
         ),
-        tuple([None] * 18),
+        tuple([None] * 19),
     ]
 
 
@@ -170,10 +186,37 @@ def dict_rows() -> list[dict]:
     return [dict(zip(NAMES, r, strict=True)) for r in rows()]
 
 
+def without(*names: str) -> tuple[object, list[tuple]]:
+    """``(struct, rows)`` of the matrix without the columns ``names`` (for a path that does not carry them)."""
+    from pyspark.sql.types import StructType
+
+    keep = [i for i, n in enumerate(NAMES) if n not in names]
+    full = struct()
+    return StructType([full.fields[i] for i in keep]), [tuple(r[i] for i in keep) for r in rows()]
+
+
+def collected(spark, schema=None, values=None) -> list:
+    """What pyspark makes of the rows (``schema`` and ``values``: the matrix's by default) on Spark
+    Connect: ``createDataFrame`` converts them with ``LocalDataToArrowConversion`` (as Spark's Python data
+    sources do), ``collect()`` with ``ArrowTableToRowsConversion``; the JVM keeps the instants between.
+    Classic ``createDataFrame(rows)`` differs only for a wall clock in a DST gap or overlap (it reads naive
+    datetimes through ``time.mktime``; docs/types.md), and this checks that it agrees everywhere else."""
+    from pyspark.sql.conversion import ArrowTableToRowsConversion, LocalDataToArrowConversion
+
+    schema = struct() if schema is None else schema
+    values = rows() if values is None else values
+    out = ArrowTableToRowsConversion.convert(LocalDataToArrowConversion.convert(values, schema, False), schema)
+    classic = spark.createDataFrame(values, schema).collect()
+    differ = [i for i, (a, b) in enumerate(zip(out, classic, strict=True)) if canon(a) != canon(b)]
+    assert set(differ) <= set(DST_ROWS), f"rows {differ} differ between Connect's and classic conversions"
+    return out
+
+
 def canon(v) -> str:
     """``repr`` with map keys sorted (a Spark MAP has no order: collect() gives the JVM's) and datetimes'
     ``fold`` dropped (it does not change a naive value), so that NaN equals NaN and -0.0 is not 0.0."""
     from pyspark.sql import Row
+    from pyspark.sql.types import VariantVal
 
     if isinstance(v, Row):
         return "Row(" + ", ".join(f"{k}={canon(x)}" for k, x in v.asDict(recursive=False).items()) + ")"
@@ -183,6 +226,8 @@ def canon(v) -> str:
         return "[" + ", ".join(canon(x) for x in v) + "]"
     if isinstance(v, tuple):
         return "(" + ", ".join(canon(x) for x in v) + ")"
+    if isinstance(v, VariantVal):  # classic collect() holds bytearrays, Connect's bytes: the same bytes
+        return f"VariantVal({bytes(v.value)!r}, {bytes(v.metadata)!r})"
     if isinstance(v, dt.datetime):
         return repr(v.replace(fold=0))  # classic collect() marks a repeated wall clock fold=1, Connect's does not
     return repr(v)
@@ -193,4 +238,4 @@ def publisher(options):
     return rs.from_iterable(dict_rows())
 
 
-__all__ = ["SCHEMA", "NAMES", "struct", "rows", "dict_rows", "canon", "publisher"]
+__all__ = ["SCHEMA", "NAMES", "struct", "rows", "dict_rows", "without", "collected", "canon", "publisher"]

@@ -46,7 +46,28 @@ class Codec:
         return 1
 
 
+class JsonNumber(float):
+    """A JSON number with a fraction or an exponent, as codec ``json`` decodes it: a ``float`` that
+    keeps the number's text (``text``), so a reader can take it exactly (rs_spark's source does for a
+    DECIMAL column: ``12345678901234567890.123456789012345678`` loses no digit). It compares,
+    computes, prints and encodes as the float it is."""
+
+    __slots__ = ("text",)
+    text: str
+
+    def __new__(cls, text: str) -> JsonNumber:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (JsonNumber, (self.text,))
+
+
 class JsonCodec(Codec):
+    """One JSON text per payload (UTF-8). A number with a fraction or an exponent decodes as a
+    :class:`JsonNumber`, an integer as an ``int``."""
+
     name = "json"
 
     def encode(self, item: Any) -> list[Buffer]:
@@ -56,7 +77,7 @@ class JsonCodec(Codec):
             raise EncodeError(f"codec 'json' cannot encode a {type(item).__name__}: {exc}") from None
 
     def decode(self, data: Buffer) -> Any:
-        return json.loads(bytes(data))
+        return json.loads(bytes(data), parse_float=JsonNumber)
 
 
 class TextCodec(Codec):
@@ -202,4 +223,14 @@ def make_codec(name_or_mime: str) -> Codec:
     )
 
 
-__all__ = ["Codec", "JsonCodec", "TextCodec", "ArrowCodec", "EncodeError", "make_codec", "MIMES", "ARROW_MIME"]
+__all__ = [
+    "Codec",
+    "JsonCodec",
+    "JsonNumber",
+    "TextCodec",
+    "ArrowCodec",
+    "EncodeError",
+    "make_codec",
+    "MIMES",
+    "ARROW_MIME",
+]

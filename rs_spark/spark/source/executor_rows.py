@@ -23,9 +23,12 @@ def arrow_schema(schema_json: str) -> pa.Schema:
     return arrow_schema_of_json(schema_json)
 
 
-def converter_for(opts: SourceOptions, schema_json: str) -> ElementConverter:
-    """The converter executors use: pyspark's value rules, the source's mode, no corrupt-record column added."""
-    return element_converter(StructType.fromJson(json.loads(schema_json)), opts.mode, opts.corrupt_column)
+def converter_for(opts: SourceOptions, schema_json: str, pid: str | None = None) -> ElementConverter:
+    """The converter executors use for endpoint ``pid`` (the only one by default): pyspark's value
+    rules (JSON's stand-ins read first when its elements are JSON), the source's mode, no corrupt-record
+    column added."""
+    struct = StructType.fromJson(json.loads(schema_json))
+    return element_converter(struct, opts.mode, opts.corrupt_column, from_json=opts.json_elements(pid))
 
 
 def converted(

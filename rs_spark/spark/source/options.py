@@ -117,7 +117,10 @@ class SourceOptions:
         o = lookup(options)
         publisher, endpoint, jvm_publisher = _the_publisher(o)
         max_r, min_r, max_buffered = _record_bounds(o)
-        mode = Mode.parse(o.get("mode", "FAILFAST"))
+        try:
+            mode = Mode.parse(o.get("mode", "FAILFAST"))
+        except ValueError as exc:  # its words, as an OptionError like every other option's
+            raise OptionError(str(exc)) from None
         endpoints = parse_endpoints(endpoint) if endpoint else {}
         executor_fetch = _executor_fetch(o, endpoints)
         return cls(
@@ -154,6 +157,17 @@ class SourceOptions:
             tls=parse_tls(o, endpoints.values(), None if endpoint else "publisher" if publisher else "jvmPublisher"),
             link=EndpointLink.parse(o),
         )
+
+    def json_elements(self, pid: str | None = None) -> bool:
+        """Whether the elements of endpoint ``pid`` (the only one by default) are JSON values: its
+        address asks for codec json, or for none (the client's default). Their stand-ins for DECIMAL and
+        BINARY are then read as Spark's ``from_json`` reads them (docs/types.md)."""
+        from ...net.protocol.address import parse
+
+        if not self.endpoints:
+            return False  # a factory's or a JVM publisher's elements are Python values or Arrow
+        address = self.endpoints[pid] if pid is not None else next(iter(self.endpoints.values()))
+        return (parse(address).codec or "json") == "json"
 
     def client_options(self) -> dict[str, Any]:
         """Keyword arguments of ``rs_spark.net.connect`` for this query's endpoints."""

@@ -17,12 +17,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from ...net.protocol.address import parse
+from ...net.protocol.tls_files import TLS_OPTIONS
 from ...net.zero_loss.retention import Retention
 from ...streams.types import Publisher
 from ..options import OptionValue
 from ..served import keep, served, stop_served
 from ..session import check_reachable, is_local
-from .options import PARTITION_ID
+from .options import PARTITION_ID, SourceOptions
 
 
 def read_stream(
@@ -43,9 +44,11 @@ def read_stream(
 
     ``schema``: DDL string or StructType (else the publisher's ``schema`` attribute, see
     :func:`rs_spark.arrow.with_schema`). ``options``: the source's options, e.g.
-    ``{"maxRecordsPerTrigger": 1000}``. ``codec``: how elements cross. ``arrow`` (the default): dicts,
-    tuples, Rows, dataclasses or RecordBatches are converted here, in this process's time zone, with
-    pyspark's rules (docs/types.md), in chunks sized by demand; option ``mode`` applies here.
+    ``{"maxRecordsPerTrigger": 1000}``, checked here by the source's parser (a bad value raises
+    ``OptionError`` now; the TLS options' files are read where the reader runs). ``codec``: how
+    elements cross. ``arrow`` (the default): dicts, tuples, Rows, dataclasses or RecordBatches are
+    converted here, in this process's time zone, with pyspark's rules (docs/types.md), in chunks
+    sized by demand; option ``mode`` applies here.
     ``json``: elements cross as JSON text and are converted in Spark's reader (an earlier release's way).
     ``bind``: where Spark's reader connects back to this process; the default (loopback)
     serves a driver on this machine. For a Spark Connect server elsewhere, bind an address of
@@ -63,15 +66,24 @@ def read_stream(
     check_reachable(spark, bind, "read_stream")
     if len(publishers) > 1:
         _check_executors_reach(spark, bind)
-    if codec == "arrow":
-        publishers = _as_arrow(spark, publishers, declared, spark_opts, retention)
-    server, token, names = _serve(publishers, bind, retention, ssl)
+    given = {k: str(v) for k, v in spark_opts.items()}  # what the reader gets: reader.option() takes text
+    server, token, names = _server(publishers, bind, retention, ssl)
+    try:
+        addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
+        endpoint = ",".join(f"{pid}={a}" for pid, a in addresses.items()) if len(addresses) > 1 else addresses["0"]
+        opts = _parsed(given, endpoint)
+        if codec == "arrow":
+            publishers = _as_arrow(spark, publishers, declared, opts, retention)
+        for pid, pub in publishers.items():
+            server.add_publisher(names[pid], pub)
+    except BaseException:
+        server.stop()
+        raise
+    keep(server)
     register(spark)
-    addresses = {pid: _address(server, name, token, codec) for pid, name in names.items()}
-    endpoint = ",".join(f"{pid}={a}" for pid, a in addresses.items()) if len(addresses) > 1 else addresses["0"]
     reader = spark.readStream.format("reactive").schema(declared).option("endpoint", endpoint)
-    for k, v in spark_opts.items():
-        reader = reader.option(k, str(v))
+    for k, v in given.items():
+        reader = reader.option(k, v)
     return reader.load()
 
 
@@ -93,28 +105,25 @@ def _by_partition(publisher: Any) -> dict[str, Any]:
     return pubs
 
 
+def _parsed(given: dict[str, str], endpoint: str) -> SourceOptions:
+    """The options as format("reactive") parses them for this endpoint (the one parser: a bad value fails
+    here, now, with the reader's words). The TLS options are left to the reader: their files are read
+    where it runs (on Spark Connect, the server), which may not be this machine."""
+    tls = {k.lower() for k in TLS_OPTIONS}
+    return SourceOptions.parse({**{k: v for k, v in given.items() if k.lower() not in tls}, "endpoint": endpoint})
+
+
 def _as_arrow(
-    spark: Any, publishers: dict[str, Any], declared: Any, options: Mapping[str, Any], retention: Retention | None
+    spark: Any, publishers: dict[str, Any], declared: Any, opts: SourceOptions, retention: Retention | None
 ) -> dict[str, Any]:
     """Each Publisher's elements as record batches of the declared schema, converted in this process, in
-    chunks no bigger than half the endpoint's retention bound or of the reader's maxBufferedRecords (each
-    keeps or holds a batch whole: a bigger one would pass the bound)."""
-    from ...arrow.chunking import CHUNK_ROWS
-    from ...arrow.convert import DEFAULT_CORRUPT_COLUMN
+    chunks of :func:`rs_spark.arrow.chunking.chunk_rows` (this reader holds a batch whole)."""
+    from ...arrow.chunking import chunk_rows
     from ..values import served_batches
 
-    bound = (retention or Retention()).max_records
-    lower = {str(k).lower(): v for k, v in options.items()}
-    try:  # the reader holds one batch whole, whatever its size
-        held = int(str(lower.get("maxbufferedrecords", 100_000)))
-    except ValueError:
-        held = 100_000  # the reader refuses the option, naming it
-    size = max(1, min(CHUNK_ROWS, bound // 2, held // 2))
-
+    size = chunk_rows((retention or Retention()).max_records, opts.max_buffered)
     struct = declared if isinstance(declared, StructType) else spark.createDataFrame([], declared).schema
-    mode = str(lower.get("mode", "FAILFAST"))
-    corrupt = str(lower.get("columnnameofcorruptrecord", DEFAULT_CORRUPT_COLUMN))
-    return {pid: served_batches(pub, struct, mode, corrupt, size) for pid, pub in publishers.items()}
+    return {pid: served_batches(pub, struct, opts.mode, opts.corrupt_column, size) for pid, pub in publishers.items()}
 
 
 def _check_executors_reach(spark: Any, bind: str) -> None:
@@ -142,11 +151,11 @@ def _declared_schema(schema: Any, publisher: Any) -> Any:
     return declared
 
 
-def _serve(
+def _server(
     publishers: dict[str, Any], bind: str, retention: Retention | None, ssl: _ssl.SSLContext | None
 ) -> tuple[Any, str, dict[str, str]]:
-    """One server for every partition's Publisher, with a random token (even on loopback: any local
-    user can connect to 127.0.0.1, the port is in /proc/net/tcp); TLS with ``ssl``."""
+    """One server for every partition's Publisher (added by the caller), with a random token (even on
+    loopback: any local user can connect to 127.0.0.1, the port is in /proc/net/tcp); TLS with ``ssl``."""
     import secrets
 
     from ...net import Server
@@ -154,11 +163,7 @@ def _serve(
     token = secrets.token_urlsafe(24)
     server = Server(bind, token=token, retention=retention, ssl=ssl)
     prefix = f"rs-{uuid.uuid4().hex[:12]}"
-    names = {pid: f"{prefix}-{pid}" for pid in publishers}
-    for pid, pub in publishers.items():
-        server.add_publisher(names[pid], pub)
-    keep(server)
-    return server, token, names
+    return server, token, {pid: f"{prefix}-{pid}" for pid in publishers}
 
 
 def _address(server: Any, name: str, token: str, codec: str) -> str:

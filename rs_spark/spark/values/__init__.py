@@ -3,6 +3,8 @@
 - :mod:`.schema`: the Arrow schema of a Spark schema (TIMESTAMP as UTC instants, TIMESTAMP_NTZ naive).
 - :mod:`.to_arrow`: Python elements -> Arrow as pyspark's ``LocalDataToArrowConversion`` makes them
   (what Spark's Python data sources and Spark Connect's ``createDataFrame`` do): every source path.
+- :mod:`.from_json`: JSON's stand-ins for DECIMAL and BINARY read as Spark's ``from_json`` reads them,
+  before pyspark's rules (the elements of an endpoint with codec ``json``).
 - :mod:`.served`: a Publisher of this process as record batches, converted here (``read_stream``).
 - :mod:`.to_python`: Arrow -> Python as ``df.collect()`` gives it (``ArrowTableToRowsConversion``):
   every sink path.

@@ -25,6 +25,7 @@ from pyspark.sql.conversion import LocalDataToArrowConversion
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructType, TimestampType
 
 from ...arrow.convert import DEFAULT_CORRUPT_COLUMN, ElementConverter, Mode
+from .from_json import json_reader
 from .local_time import naive_to_utc
 from .schema import arrow_schema, spark_schema
 
@@ -35,7 +36,7 @@ _ANY_BUT_NONE: set[type] = set()  # a marker: any value but None passes unchange
 class SparkValues:
     """The :class:`rs_spark.arrow.convert.ValueRules` of a Spark schema (its data fields, in order)."""
 
-    def __init__(self, schema: StructType) -> None:
+    def __init__(self, schema: StructType, from_json: bool = False) -> None:
         fields = schema.fields
         self._names = [f.name for f in fields]
         self._width = len(fields)
@@ -43,6 +44,13 @@ class SparkValues:
             LocalDataToArrowConversion._create_converter(f.dataType, f.nullable, none_on_identity=True) for f in fields
         ]
         self._plain = [_plain_types(f.dataType, f.nullable) for f in fields]
+        # JSON's stand-ins for DECIMAL and BINARY first, as Spark's from_json reads them. The shortcut of
+        # _plain never skips the reading: JSON gives no bytes, and pyspark converts every other type
+        # holding a DECIMAL or BINARY.
+        for i, f in enumerate(fields if from_json else ()):
+            read = json_reader(f.dataType)
+            if read is not None:
+                self._convs[i] = _then(read, self._convs[i])
         self._timestamp = [isinstance(f.dataType, TimestampType) for f in fields]
 
     # -- ValueRules --------------------------------------------------------------------------
@@ -99,6 +107,13 @@ class SparkValues:
         return [conv(v) for v in col]
 
 
+def _then(read: Callable[[Any], Any], conv: Callable[[Any], Any] | None) -> Callable[[Any], Any]:
+    """``read``, then pyspark's converter ``conv`` (None: the value as ``read`` left it)."""
+    if conv is None:
+        return read
+    return lambda value: conv(None if value is None else read(value))
+
+
 def _plain_types(data_type: Any, nullable: bool) -> set[type] | None:
     """The Python types whose values pyspark's converter for this field returns unchanged (None: no
     shortcut, every value goes through the converter)."""
@@ -121,16 +136,19 @@ def element_converter(
     mode: Mode | str = Mode.FAILFAST,
     corrupt_column: str = DEFAULT_CORRUPT_COLUMN,
     add_corrupt_column: bool = False,
+    from_json: bool = False,
 ) -> ElementConverter:
     """An :class:`~rs_spark.arrow.convert.ElementConverter` for ``schema`` (StructType, DDL or Arrow
-    schema) with pyspark's value rules, the corrupt-record column (PERMISSIVE) left out of the rules."""
+    schema) with pyspark's value rules, the corrupt-record column (PERMISSIVE) left out of the rules.
+    ``from_json``: the elements are JSON values (codec json), whose stand-ins for DECIMAL and BINARY
+    are read first as Spark's ``from_json`` reads them (:mod:`.from_json`)."""
     struct = spark_schema(schema) if not isinstance(schema, str) else None
     target = arrow_schema(schema) if isinstance(schema, (str, StructType)) else schema
     if struct is None:
         struct = spark_schema(target)
     parsed = mode if isinstance(mode, Mode) else Mode.parse(mode)
     data = StructType([f for f in struct.fields if not (parsed is Mode.PERMISSIVE and f.name == corrupt_column)])
-    return ElementConverter(target, parsed, corrupt_column, add_corrupt_column, rules=SparkValues(data))
+    return ElementConverter(target, parsed, corrupt_column, add_corrupt_column, rules=SparkValues(data, from_json))
 
 
 __all__ = ["SparkValues", "element_converter"]

@@ -55,7 +55,7 @@ def read_range(opts: SourceOptions, schema_json: str, p: EndpointRange) -> Itera
     """The rows of ``p``, converted and validated here; rows the endpoint no longer keeps are
     reported (failOnDataLoss decides)."""
     fetched = _Counted(fetch_range_for(opts, p.pid, p.key, p.lo, p.hi))
-    yield from converted(converter_for(opts, schema_json), fetched, p.lo)
+    yield from converted(converter_for(opts, schema_json, p.pid), fetched, p.lo)
     if fetched.rows < p.hi - p.lo:
         _lost(opts, p, p.lo + fetched.rows, fetched.why)
 

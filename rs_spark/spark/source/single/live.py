@@ -55,7 +55,7 @@ class Live:
         self.opts = opts
         self.clock = clock  # when micro-batches were planned and the subscription began (the reader's clock)
         self.schema = arrow_schema
-        self.converter = element_converter(arrow_schema, opts.mode, opts.corrupt_column)
+        self.converter = element_converter(arrow_schema, opts.mode, opts.corrupt_column, from_json=opts.json_elements())
         self.planned = Planned(opts, arrow_schema)
         self.log = self.planned.log
         self.upstream = Upstream(opts, arrow_schema, start, end)
