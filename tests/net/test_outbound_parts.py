@@ -113,3 +113,37 @@ def test_a_detached_retaining_stream_whose_publisher_ended_ends_once_every_row_i
     assert ended.acknowledge(1) == 1 and not ended.ended
     wait_until(lambda: ended.acknowledge(2) >= 0 and ended.ended, what="the stream to end at its last acknowledgement")
     assert ended.error is None and ended.stats().held_records == 0
+
+
+# -- whether the publisher pauses (AvailableNow's live edge, measured where it runs) ----------------
+# A pump's publisher, asked for n elements at t=0 (askN; wait = 0.5 s): what it does, then the
+# seconds until it has owed rows `wait` seconds at "now" (0: at its edge; none: it owes none).
+# events (time:what)                      now    ->  left
+OWING = """
+-                                         0.0        none
+ask4:0                                    0.3        0.2
+ask4:0 got:0.2                            0.6        0.1
+ask4:0 got:0.1                            0.7        0
+ask100:0 got:4.7 got:4.8 got:4.9          4.95       0.05
+ask100:0 got:4.7 got:4.8 got:4.9          5.1        0
+ask4:0 returned:1.0                       1.2        0.3
+ask4:0 returned:1.0                       1.6        0
+ask4:0 got:0 got:0 got:0 got:0 returned:0 9.0        none
+ask4:0 got:0 got:0 got:0 returned:0.1     0.3        0.3
+"""
+
+
+@pytest.mark.parametrize("row", [r.split() for r in OWING.strip().splitlines()], ids=" ".join)
+def test_owing_counts_from_when_request_returned_and_inside_it_only_a_quiet_or_blocking_publisher(row):
+    *events, now, want = row
+    p = CreditPump(rows=False)
+    for e in events:
+        if e == "-":
+            continue
+        what, at = e.split(":")
+        if what.startswith("ask"):
+            p.asked_for(int(what[3:]), float(at))
+        else:
+            {"got": p.received, "returned": p.returned}[what](float(at))
+    left = p.owing(float(now), 0.5)
+    assert (None if left is None else round(left, 6)) == (None if want == "none" else float(want))

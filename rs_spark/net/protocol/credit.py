@@ -9,8 +9,8 @@ into it (Reactor's ``wip``), so the publisher's ``request`` is called from one d
 
 from __future__ import annotations
 
+import collections
 import dataclasses
-import time
 from collections.abc import Callable
 
 from ...streams.demand import MAX_DEMAND, add_cap
@@ -26,12 +26,26 @@ class CreditPump:
     from the last batch's rows.
     """
 
-    __slots__ = ("credit", "asked", "owed_since", "_last_rows", "_rows", "_queued", "requesting")
+    __slots__ = (
+        "credit",
+        "asked",
+        "_asks",
+        "_request_began",
+        "_delivered_at",
+        "_last_rows",
+        "_rows",
+        "_queued",
+        "requesting",
+    )
 
     def __init__(self, rows: bool) -> None:
         self.credit = 0  # what the peer allows us to send (rows when ``rows``)
         self.asked = 0  # requested from the local publisher, not yet received
-        self.owed_since: float | None = None  # monotonic: since when the publisher owes rows (asked > 0)
+        # The asks still owed, oldest first: [when request() returned (None: inside it), elements owed].
+        # At most a few: the drain asks again only once most of the last ask came.
+        self._asks: collections.deque[list] = collections.deque()
+        self._request_began = 0.0  # monotonic, of the request() under way
+        self._delivered_at = 0.0  # monotonic, of the last element received
         self._last_rows = 0  # rows: rows of the last element received (sizes the next request)
         self._rows = rows
         self._queued = False  # a drain is queued on the stream's executor (Reactor's wip > 0)
@@ -50,11 +64,14 @@ class CreditPump:
         self.credit = 0
 
     # -- demand to the publisher ---------------------------------------------------------
-    def received(self) -> bool:
-        """An element arrived; False when it was not requested (rule 1.1)."""
+    def received(self, now: float = 0.0) -> bool:
+        """An element arrived (at ``now``, monotonic); False when it was not requested (rule 1.1)."""
         self.asked -= 1
-        if self.asked <= 0:
-            self.owed_since = None
+        self._delivered_at = now
+        if self._asks:
+            self._asks[0][1] -= 1
+            if self._asks[0][1] <= 0:
+                self._asks.popleft()
         return self.asked >= 0
 
     def sized(self, rows: int) -> None:
@@ -96,14 +113,34 @@ class CreditPump:
             return 1  # one element bigger than the whole bound still goes (else nothing ever would)
         return free // per
 
-    def asked_for(self, k: int) -> None:
-        if k > 0 and self.asked <= 0:
-            self.owed_since = time.monotonic()
+    def asked_for(self, k: int, now: float = 0.0) -> None:
+        """``request(k)`` is about to be called (at ``now``, monotonic)."""
         self.asked += k
+        if k > 0:
+            self._asks.append([None, k])
+            self._request_began = now
 
-    def owed_for(self, now: float) -> float:
-        """Seconds the publisher has owed rows it was asked for (0: it owes none)."""
-        return 0.0 if self.owed_since is None else max(0.0, now - self.owed_since)
+    def returned(self, now: float) -> None:
+        """The publisher's ``request()`` returned: rows it still owes of that ask count as owed from now."""
+        self.requesting = False
+        for ask in self._asks:
+            if ask[0] is None:
+                ask[0] = now
+
+    def owing(self, now: float, wait: float) -> float | None:
+        """Whether the publisher pauses, by its own clock: seconds until it has owed rows ``wait``
+        seconds (0: it has; None: it owes none). An ask owes from when its ``request()`` returned;
+        inside ``request()`` a publisher emitting as asked is not pausing until it is quiet for
+        ``wait`` (or has been inside for ``10 x wait``: a request() that blocks that long waits for
+        its data, as a blocking generator does)."""
+        if self.asked <= 0 or not self._asks:
+            return None
+        since = self._asks[0][0]
+        if since is not None:
+            return max(0.0, wait - (now - since))
+        quiet = now - max(self._delivered_at, self._request_began)
+        inside = now - self._request_began
+        return max(0.0, min(wait - quiet, 10 * wait - inside))
 
     # -- the drain -----------------------------------------------------------------------
     def claim(self) -> bool:

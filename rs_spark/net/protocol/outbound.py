@@ -136,7 +136,7 @@ class OutboundStream:
             if self._state.ended:
                 self.after_end += 1  # late elements after cancel are allowed (rule 2.8): counted, dropped
                 return
-            overflow = not self._pump.received()
+            overflow = not self._pump.received(time.monotonic())
             if not overflow:
                 try:
                     self._append_locked(item)
@@ -296,10 +296,10 @@ class OutboundStream:
             end = self._queue.end
             if self._state.ended or self._state.publisher_ended:
                 return Readiness(end, True)
-            owed = self._pump.owed_for(now) if self._pump.asked > 0 else None
-        if owed is None:
+            left = self._pump.owing(now, wait)
+        if left is None:
             return Readiness(end, False)
-        return Readiness(end, True) if owed >= wait else Readiness(end, None, wait - owed)
+        return Readiness(end, True) if left <= 0 else Readiness(end, None, left)
 
     # -- demand (signal thread) ---------------------------------------------------------
     def run(self, fn: Callable[[], None]) -> None:
@@ -343,7 +343,7 @@ class OutboundStream:
                 s.request(k)  # only here, on the signal thread: serial (rule 2.7)
             finally:
                 with self.lock:
-                    self._pump.requesting = False
+                    self._pump.returned(time.monotonic())
 
     def _next_ask_locked(self) -> int:
         """How many elements to request from the local publisher now (0: none)."""
@@ -353,7 +353,7 @@ class OutboundStream:
         if k > 0 and self._conn.wait_drain(self._frames.sid, self.schedule_pump):
             return 0  # the socket is behind: resume when the writer has drained
         if k > 0:
-            self._pump.asked_for(k)
+            self._pump.asked_for(k, time.monotonic())
         return max(k, 0)
 
     def _send_ready_locked(self) -> None:

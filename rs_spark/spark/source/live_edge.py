@@ -22,6 +22,10 @@ from .planner import Said
 log = logging.getLogger("rs_spark.source")
 
 
+UNANSWERED = Said(0, False)
+"""What a stream that answers, but did not this time, is taken to say: not at its edge."""
+
+
 def answers(subscription: Any) -> bool:
     """Whether ``subscription`` can put the question to its endpoint, which has not said it does not
     answer (it says so when it opens the stream)."""
@@ -44,20 +48,28 @@ class LiveEdge:
 
     def ask(self, streams: Mapping[str, tuple[Any, str]]) -> dict[str, Said]:
         """For each partition id: ``(its subscription, its endpoint's address)``. The answers, in the
-        stream's positions; a stream that does not answer, is without a connection, or whose answer
-        did not come within :attr:`timeout` is left out."""
+        stream's positions. A stream that does not answer is left out (the reader's own rule
+        decides). One that answers but is without a connection, or whose answer did not come within
+        :attr:`timeout`, is taken as not at its edge (:data:`UNANSWERED`): the reader's clock decides
+        nothing for it, the rows will come or its stream will end."""
         asked: dict[str, tuple[Any, int]] = {}
+        said: dict[str, Said] = {}
         for pid, (sub, address) in streams.items():
             if not answers(sub):
                 self._warn(pid, address)
-            elif getattr(sub, "outage", None) is None:  # no connection: its answer could not come
+            elif getattr(sub, "outage", None) is not None:  # no connection: no answer could come
+                said[pid] = UNANSWERED
+            else:
                 asked[pid] = (sub, sub.ask_ready(self._wait))
         deadline = time.monotonic() + self.timeout
-        said: dict[str, Said] = {}
         for pid, (sub, question) in asked.items():
             a = sub.wait_ready(question, max(0.0, deadline - time.monotonic()))
             if a is not None:
                 said[pid] = Said(a.position, a.edge)
+            elif sub.answers_ready is False:  # it said, once it opened the stream, that it does not answer
+                self._warn(pid, streams[pid][1])
+            else:
+                said[pid] = UNANSWERED
         return said
 
     def _warn(self, pid: str, address: str) -> None:
@@ -93,4 +105,4 @@ def rows_never_came(poll_timeout: float, at: int | str, target: Any) -> None:
     )
 
 
-__all__ = ["LiveEdge", "answers", "await_rows_bound", "rows_never_came"]
+__all__ = ["LiveEdge", "UNANSWERED", "answers", "await_rows_bound", "rows_never_came"]

@@ -223,7 +223,7 @@ class Live:
         answer = edge.ask({"": (self.intake.subscription, self.opts.endpoint or "")}).get("")
         if answer is None or origin is None:
             return None
-        return Said(origin + answer.position, answer.edge)
+        return answer if not answer.edge else Said(origin + answer.position, True)
 
     def release_floor(self, s: int) -> int:
         """Rows before this offset need no commit for the publisher to go on: those before this
