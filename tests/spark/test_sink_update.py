@@ -110,16 +110,48 @@ def test_complete_mode_delivers_the_whole_result_each_batch(spark, tmp_path):
         )
     )
     assert rec.wait_done(30).completed
-    per_batch: dict[int, set] = {}
+    assert by_key_per_batch(rec) == COMPLETE
+
+
+COMPLETE = [
+    {("a", 3), ("b", 1)},
+    {("a", 5), ("b", 3)},
+    {("a", 7), ("b", 5)},
+    {("a", 10), ("b", 6)},
+    {("a", 12), ("b", 8)},
+]
+"""What each micro-batch of a count per key (no window) sends in complete mode: the whole result."""
+
+
+def by_key_per_batch(rec):
+    per_batch: dict[int, list] = {}
     for bid, r in zip(rec.batch_ids, rec.items, strict=True):
-        per_batch.setdefault(bid, set()).add((r["key"], r["count"]))
-    assert [per_batch[b] for b in sorted(per_batch)] == [
-        {("a", 3), ("b", 1)},
-        {("a", 5), ("b", 3)},
-        {("a", 7), ("b", 5)},
-        {("a", 10), ("b", 6)},
-        {("a", 12), ("b", 8)},
-    ]
+        per_batch.setdefault(bid, []).append((r["key"], r["count"]))
+    assert all(len(rows) == len(set(rows)) for rows in per_batch.values()), per_batch
+    return [set(per_batch[b]) for b in sorted(per_batch)]
+
+
+def test_complete_mode_into_a_served_subscriber_through_option_endpoint(spark, tmp_path):
+    rec = Recorder()
+    ep = rs_spark.serve_sink(rec)
+    try:
+        q = (
+            events(spark)
+            .groupBy("key")
+            .count()
+            .writeStream.format("reactive")
+            .option("endpoint", ep.address)
+            .outputMode("complete")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        run(q)
+        ep.finish()
+        assert rec.wait_done(10).completed
+    finally:
+        ep.stop()
+    assert by_key_per_batch(rec) == COMPLETE
 
 
 def test_a_query_restarted_after_failing_mid_batch_delivers_nothing_twice(spark, tmp_path):
