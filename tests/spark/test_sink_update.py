@@ -12,6 +12,8 @@ from pyspark.sql import functions as F
 
 import rs_spark
 from rs_spark.examples.stopping import stop_when_idle
+from rs_spark.jvm import jar_path
+from rs_spark.spark.jvm import EXTENSIONS, with_shim
 from rs_spark.spark.sink.each_batch import Route, deliver_each_batch, route
 from rs_spark.spark.sink.mode_refusal import ADVICE, explain
 
@@ -268,6 +270,16 @@ def test_plain_format_reactive_in_update_mode_is_refused_at_start_saying_what_to
 
 def test_the_session_extension_gives_the_same_advice_as_the_listener(spark):
     assert spark._jvm.rsspark.spark.ReactiveExtensions.advice() == ADVICE
+
+
+def test_local_session_conf_gets_the_shim_and_its_extension_after_the_callers_own():
+    shim = jar_path()
+    conf = with_shim({"spark.jars": "/opt/a.jar", "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"})
+    assert conf["spark.jars"] == f"/opt/a.jar,{shim}"
+    assert conf["spark.sql.extensions"] == f"io.delta.sql.DeltaSparkSessionExtension,{EXTENSIONS}"
+    assert with_shim(conf) == conf  # given twice (the shim as file:, too): once
+    assert with_shim({"spark.jars": f"file:{shim}"})["spark.jars"] == f"file:{shim}"
+    assert with_shim({}) == {"spark.jars": shim, "spark.sql.extensions": EXTENSIONS}
 
 
 def test_update_mode_on_a_processing_time_trigger_then_a_stop_completes_the_subscriber(spark, tmp_path):
