@@ -28,22 +28,50 @@ pytestmark = pytest.mark.slow  # starts Spark twice, and pip once
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PLAIN_SESSION = """
-import json, pkgutil
+import json, logging, pkgutil, tempfile
 from pyspark.sql import SparkSession
 
 listed = any(m.name == "pyspark_reactive" for m in pkgutil.iter_modules())
 spark = SparkSession.builder.master("local[1]").appName("rs_spark-discovery").getOrCreate()
 spark.sparkContext.setLogLevel("ERROR")
+SCHEMA = "sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG"
+update = None
 try:
-    df = (spark.read.format("reactive").schema("sensor STRING, ts TIMESTAMP, temperature DOUBLE, seq LONG")
+    df = (spark.read.format("reactive").schema(SCHEMA)
           .option("publisher", "rs_spark.examples.sensors:readings").option("publisher.total", 7).load())
     rows = df.count()
+    # What such a session's user sees of format("reactive") in update mode (no session extension here): Spark's
+    # refusal once the query runs, and, after rs_spark.spark.register, rs_spark's listener saying what to use.
+    said = []
+    class Keep(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+    logging.getLogger("rs_spark.sink").addHandler(Keep())
+    import rs_spark.spark
+    from rs_spark.spark.internals import wait_listener_bus
+    rs_spark.spark.register(spark)
+    counts = (spark.readStream.format("reactive").schema(SCHEMA)
+              .option("publisher", "rs_spark.examples.sensors:readings").option("publisher.total", 7).load()
+              .groupBy("sensor").count())
+    q = (counts.writeStream.format("reactive").option("endpoint", "tcp://127.0.0.1:9?token=t").outputMode("update")
+         .option("checkpointLocation", tempfile.mkdtemp()).start())
+    try:
+        q.awaitTermination(120)
+        spark_said = "no error"
+    except Exception as e:
+        spark_said = "requirement failed: reactive does not support Update mode" in str(e) or str(e)[:300]
+    update = {"spark": spark_said, "rs_spark": wait_listener_bus(spark, 30_000) and any(
+        "cannot write output mode update" in m and f"query {q.id}" in m for m in said)}
 except Exception as e:  # DATA_SOURCE_NOT_FOUND: reactive, when discovery missed it
     rows = next((line for line in str(e).splitlines() if "DATA_SOURCE" in line), repr(e)[:300])
 finally:
     spark.stop()
-print(json.dumps({"listed": listed, "rows": rows}))
+print(json.dumps({"listed": listed, "rows": rows, "update": update}))
 """
+PLAIN = {"listed": True, "rows": 7, "update": {"spark": True, "rs_spark": True}}
+"""What PLAIN_SESSION prints when discovery works: the rows, and in update mode Spark's refusal, then rs_spark's
+advice (a session built without the shim's extension: local_session's refuses at start(),
+tests/spark/test_sink_update.py)."""
 
 
 def plain_session(python, cwd):
@@ -80,7 +108,7 @@ def test_a_fresh_editable_install_registers_format_reactive_with_a_plain_session
     _run([*pip, "download", "--quiet", "-d", str(wheelhouse), "setuptools>=77"], env=env)
     offline = env | {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(wheelhouse)}
     _run([*pip, "install", "--quiet", "--no-deps", "-e", str(project)], env=offline)  # as .ci/setup installs
-    assert plain_session(python, run) == {"listed": True, "rows": 7}
+    assert plain_session(python, run) == PLAIN
 
 
 def test_this_interpreters_install_registers_format_reactive_with_a_plain_session(tmp_path):
@@ -90,7 +118,7 @@ def test_this_interpreters_install_registers_format_reactive_with_a_plain_sessio
     except metadata.PackageNotFoundError:
         pytest.skip("rs_spark is not installed in this interpreter (only on PYTHONPATH): nothing to check")
     got = plain_session(sys.executable, tmp_path)
-    assert got == {"listed": True, "rows": 7}, (
+    assert got == PLAIN, (
         f"{got}: this interpreter's rs_spark install hides pyspark_reactive from pkgutil.iter_modules(); an "
         "editable install from before pyproject.toml's package-dir: install it again (bash .ci/setup does)"
     )

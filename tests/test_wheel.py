@@ -231,9 +231,9 @@ def test_rs_spark_comes_from_the_wheel_in_the_fresh_venv(dist):
 
 def test_the_wheel_registers_format_reactive_with_a_plain_session(dist):
     """Spark's own discovery of pyspark_reactive, no rs_spark helper called (tests/test_discovery.py)."""
-    from .test_discovery import plain_session  # that module imports this one's helpers
+    from .test_discovery import PLAIN, plain_session  # that module imports this one's helpers
 
-    assert plain_session(dist.python, dist.run_dir) == {"listed": True, "rows": 7}
+    assert plain_session(dist.python, dist.run_dir) == PLAIN
 
 
 READ_JVM = """

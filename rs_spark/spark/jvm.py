@@ -13,6 +13,7 @@ Or put the jar on ``spark.jars`` when building the session: ``configure(SparkSes
 
 from __future__ import annotations
 
+import logging
 import os
 import weakref
 from collections.abc import Iterable, Mapping
@@ -24,6 +25,8 @@ from pyspark.sql.types import StructType
 from ..jvm.gateway import ShimNotFound, jar_path, shim
 from .internals import add_to_driver_classpath
 from .options import OptionValue
+
+log = logging.getLogger("rs_spark.jvm")
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -38,6 +41,38 @@ def jars(extra_jars: Iterable[str] = ()) -> list[str]:
 def configure(builder: Any, extra_jars: Iterable[str] = ()) -> Any:
     """Add the shim (and ``extra_jars``) to ``spark.jars`` of a ``SparkSession.Builder``."""
     return builder.config("spark.jars", ",".join(jars(extra_jars)))
+
+
+EXTENSIONS = "rsspark.spark.ReactiveExtensions"
+"""The shim's Spark session extension, a value for ``spark.sql.extensions`` (the jar on ``spark.jars`` too):
+``start()`` then refuses ``writeStream.format("reactive").outputMode("update")``, which Spark would fail at its
+first micro-batch in its own words, with rs_spark's message saying what to use
+(:mod:`rs_spark.spark.sink.mode_refusal`). ``local_session`` sets both; for a session of your own:
+``configure(builder).config("spark.sql.extensions", EXTENSIONS)`` (comma-separated after any of yours)."""
+
+
+def with_shim(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` with the shim jar added to its ``spark.jars`` and :data:`EXTENSIONS` to its ``spark.sql.extensions``
+    (what they held is kept, first); unchanged when this install has no usable jar (a wheel built with
+    ``RS_SPARK_SKIP_JVM=1``, a checkout whose shim was not built, a stale jar)."""
+    try:
+        jar = jar_path()
+    except ShimNotFound as exc:  # also ShimVersionMismatch
+        log.debug("the shim's session extension is left out: %s", exc)
+        return dict(conf)
+    return {
+        **conf,
+        "spark.jars": _joined(conf.get("spark.jars"), jar, same=os.path.abspath),
+        "spark.sql.extensions": _joined(conf.get("spark.sql.extensions"), EXTENSIONS),
+    }
+
+
+def _joined(value: Any, item: str, same: Any = str) -> str:
+    """``value`` (a comma-separated list, or None) with ``item`` after it unless it holds it already."""
+    items = [v.strip() for v in str(value or "").split(",") if v.strip()]
+    if same(item) not in {same(v.split(":", 1)[1] if v.startswith("file:") else v) for v in items}:
+        items.append(item)
+    return ",".join(items)
 
 
 def jvm(spark: SparkSession, extra_jars: Iterable[str] = ()) -> Any:
@@ -216,4 +251,15 @@ def _spark_type_of_arrow(t: pa.DataType) -> str | None:
         return None
 
 
-__all__ = ["jars", "configure", "jvm", "publisher", "read_jvm_stream", "schema_of", "arrow_schema", "jvm_schema"]
+__all__ = [
+    "jars",
+    "configure",
+    "EXTENSIONS",
+    "with_shim",
+    "jvm",
+    "publisher",
+    "read_jvm_stream",
+    "schema_of",
+    "arrow_schema",
+    "jvm_schema",
+]

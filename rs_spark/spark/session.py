@@ -56,8 +56,13 @@ def local_session(
     ``log_level``: Spark's log level from its JVM's start (default ``ERROR``: no start-up notices,
     no WARN lines, and no console progress bars); ``"WARN"`` or ``"INFO"`` to see more, ``None`` for
     Spark's own defaults (WARN and progress bars). It applies when this call starts the JVM; keyword
-    arguments become Spark conf (``a__b`` for ``a.b``) and win over these defaults.
+    arguments become Spark conf (``a__b`` for ``a.b``) and win over these defaults. The shim jar joins
+    ``spark.jars`` and its session extension ``spark.sql.extensions`` (:data:`rs_spark.spark.jvm.EXTENSIONS`:
+    ``start()`` refuses ``format("reactive")`` in update mode saying what to use), after any you give; both
+    are left out when this install has no shim jar.
     """
+    from .jvm import with_shim
+
     ensure_worker_python()
     builder = (
         SparkSession.builder.master(master)
@@ -66,7 +71,7 @@ def local_session(
         .config("spark.ui.enabled", "false")
         .config("spark.sql.streaming.stopTimeout", "30s")
     )
-    conf = {k.replace("__", "."): v for k, v in conf.items()}
+    conf = with_shim({k.replace("__", "."): v for k, v in conf.items()})
     java_options = conf.pop("spark.driver.extraJavaOptions", None)
     for k, v in {**log_conf(log_level, java_options), **conf}.items():
         builder = builder.config(k, v)

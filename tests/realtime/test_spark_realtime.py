@@ -9,12 +9,16 @@ import secrets
 from typing import Any
 
 import pytest
+from pyspark.errors import AnalysisException, IllegalArgumentException
+from pyspark.sql import functions as F
 
+import rs_spark
 from rs_spark import net
 from rs_spark import streams as rs
 from rs_spark.net.protocol.address import parse
 from rs_spark.net.zero_loss.retention import Retention
 from rs_spark.spark import realtime
+from tests.subscribers import Recorder
 from tests.waits import wait_until
 
 from .publishers import DDL, rows
@@ -176,3 +180,79 @@ def test_every_type_but_map_crosses_real_time_mode_as_pyspark_makes_and_collects
 def test_a_map_column_is_refused_at_start_naming_it(rt_spark):
     with pytest.raises(ValueError, match=r"column 'tags' is array<map<string,bigint>>.*does not carry MAP"):
         realtime.read_stream(rt_spark, rs.just({"id": 1}), schema="id LONG, tags ARRAY<MAP<STRING, BIGINT>>")
+
+
+def test_the_real_time_sink_under_micro_batches_in_append_mode_delivers_in_order(rt_spark, tmp_path):
+    sub = Collect()
+    df = realtime.read_stream(rt_spark, rows(), schema=DDL, options={"maxInFlight": 16})
+    q = realtime.write_stream(
+        df, sub, trigger={"processingTime": "200 milliseconds"}, output_mode="append", checkpoint=str(tmp_path / "c")
+    )
+    try:
+        wait_until(lambda: _batch_id(q) >= 1 and len(sub.ids) >= 20, "two micro-batches and 20 rows", 90)
+    finally:
+        _stop(q, sub)
+    assert sub.completed.is_set(), sub.error
+    assert sub.ids == list(range(len(sub.ids)))
+
+
+def test_the_real_time_sink_under_micro_batches_in_complete_mode_delivers_each_batch_whole(rt_spark, tmp_path):
+    """A count per ``id // 20`` of 60 rows (a micro-batch of at most 16 rows changes one or two of the three keys):
+    each micro-batch delivers the whole result so far, every key seen (its counts add up to every row read up to
+    that batch), in batchId order, until a batch holds all 60."""
+    rec = Recorder()
+    df = realtime.read_stream(rt_spark, rows(count=60), schema=DDL, options={"maxInFlight": 16})
+    counts = df.groupBy(F.floor(F.col("id") / 20).alias("k")).count()
+    q = realtime.write_stream(
+        counts, rec, trigger={"processingTime": "200 milliseconds"}, output_mode="complete", checkpoint=str(tmp_path)
+    )
+    results: dict[int, dict] = {}
+
+    def whole() -> bool:
+        results.clear()
+        for bid, r in zip(list(rec.batch_ids), list(rec.items), strict=False):
+            results.setdefault(bid, {})[r["k"]] = r["count"]
+        read = sum(p["numInputRows"] for p in q.recentProgress)  # the batch's progress follows its rows
+        return read == 60 and any(sum(c.values()) == 60 for c in results.values())
+
+    try:
+        wait_until(whole, "a completed micro-batch whose result counts all 60 rows", 90)
+    finally:
+        q.stop()
+    assert rec.wait_done(30).completed, rec.error
+    assert rec.batch_ids == sorted(rec.batch_ids)
+    read = 0
+    for p in sorted(q.recentProgress, key=lambda p: p["batchId"]):
+        read += p["numInputRows"]
+        if p["batchId"] in results:  # a batch Spark completed delivered its whole result
+            assert sum(results[p["batchId"]].values()) == read, (p["batchId"], results)
+    assert read == 60 and set(results[max(results)]) == {0, 1, 2}
+
+
+@pytest.mark.parametrize(
+    "mode, sink",
+    [
+        ("append", "datasources.v2.python.PythonTable"),  # format("reactive")
+        ("update", "streaming.sources.ForeachBatchSink"),  # write_stream's update route
+        ("complete", "datasources.v2.python.PythonTable"),
+    ],
+)
+def test_write_stream_in_real_time_mode_is_refused_by_spark_at_start_and_the_subscriber_told(rt_spark, mode, sink):
+    rec = Recorder()
+    df = rt_spark.readStream.format("reactive-rt").schema(DDL).option("endpoint", "tcp://127.0.0.1:1/x").load()
+    if mode == "complete":
+        df = df.groupBy((F.col("id") % 3).alias("k")).count()
+    with pytest.raises(IllegalArgumentException, match=f"OPERATOR_OR_SINK_NOT_IN_ALLOWLIST.*{sink}"):
+        rs_spark.write_stream(df, rec, trigger={"realTime": "1 second"}, output_mode=mode)
+    assert rec.wait_done(30).error is not None and rec.items == []
+
+
+@pytest.mark.parametrize("mode", ["append", "complete"])
+def test_the_real_time_sink_in_real_time_mode_takes_update_only(rt_spark, tmp_path, mode):
+    sub = Collect()
+    df = rt_spark.readStream.format("reactive-rt").schema(DDL).option("endpoint", "tcp://127.0.0.1:1/x").load()
+    if mode == "complete":
+        df = df.groupBy((F.col("id") % 3).alias("k")).count()
+    with pytest.raises(AnalysisException, match=f"The output mode {mode.capitalize()} is not supported"):
+        realtime.write_stream(df, sub, trigger="1 second", output_mode=mode, checkpoint=str(tmp_path / "chk"))
+    wait_until(sub.failed.is_set, "on_error at the Subscriber")

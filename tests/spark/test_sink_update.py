@@ -4,16 +4,16 @@ and ``complete`` (format("reactive")), on a windowed count with a watermark and 
 
 from __future__ import annotations
 
-import logging
 import os
 
 import pytest
-from pyspark.errors import StreamingQueryException
+from pyspark.errors import IllegalArgumentException, StreamingQueryException
 from pyspark.sql import functions as F
 
 import rs_spark
 from rs_spark.examples.stopping import stop_when_idle
-from rs_spark.spark.internals import wait_listener_bus
+from rs_spark.jvm import jar_path
+from rs_spark.spark.jvm import EXTENSIONS, with_shim
 from rs_spark.spark.sink.each_batch import Route, deliver_each_batch, route
 from rs_spark.spark.sink.mode_refusal import ADVICE, explain
 
@@ -112,16 +112,48 @@ def test_complete_mode_delivers_the_whole_result_each_batch(spark, tmp_path):
         )
     )
     assert rec.wait_done(30).completed
-    per_batch: dict[int, set] = {}
+    assert by_key_per_batch(rec) == COMPLETE
+
+
+COMPLETE = [
+    {("a", 3), ("b", 1)},
+    {("a", 5), ("b", 3)},
+    {("a", 7), ("b", 5)},
+    {("a", 10), ("b", 6)},
+    {("a", 12), ("b", 8)},
+]
+"""What each micro-batch of a count per key (no window) sends in complete mode: the whole result."""
+
+
+def by_key_per_batch(rec):
+    per_batch: dict[int, list] = {}
     for bid, r in zip(rec.batch_ids, rec.items, strict=True):
-        per_batch.setdefault(bid, set()).add((r["key"], r["count"]))
-    assert [per_batch[b] for b in sorted(per_batch)] == [
-        {("a", 3), ("b", 1)},
-        {("a", 5), ("b", 3)},
-        {("a", 7), ("b", 5)},
-        {("a", 10), ("b", 6)},
-        {("a", 12), ("b", 8)},
-    ]
+        per_batch.setdefault(bid, []).append((r["key"], r["count"]))
+    assert all(len(rows) == len(set(rows)) for rows in per_batch.values()), per_batch
+    return [set(per_batch[b]) for b in sorted(per_batch)]
+
+
+def test_complete_mode_into_a_served_subscriber_through_option_endpoint(spark, tmp_path):
+    rec = Recorder()
+    ep = rs_spark.serve_sink(rec)
+    try:
+        q = (
+            events(spark)
+            .groupBy("key")
+            .count()
+            .writeStream.format("reactive")
+            .option("endpoint", ep.address)
+            .outputMode("complete")
+            .option("checkpointLocation", str(tmp_path / "ck"))
+            .trigger(availableNow=True)
+            .start()
+        )
+        run(q)
+        ep.finish()
+        assert rec.wait_done(10).completed
+    finally:
+        ep.stop()
+    assert by_key_per_batch(rec) == COMPLETE
 
 
 def test_a_query_restarted_after_failing_mid_batch_delivers_nothing_twice(spark, tmp_path):
@@ -198,34 +230,56 @@ def test_plain_pyspark_update_mode_into_a_served_subscriber_through_deliver_each
         ("requirement failed: reactive does not support Update mode.", True),
         ("[STREAM_FAILED] Query [id = x] terminated with exception: requirement failed: reactive does not support "
          "Update mode. SQLSTATE: XXKST", True),
+        ("requirement failed: Reactive does not support Update mode.", True),  # the format as the user typed it
         ("requirement failed: memory does not support Complete mode.", False),
+        ("requirement failed: myreactive does not support Update mode.", False),
     ],
 )  # fmt: skip
 def test_the_advice_follows_sparks_refusal_of_update_mode_only(text, advised):
     assert (explain(text) == ADVICE) is advised
 
 
-def test_plain_format_reactive_in_update_mode_fails_and_rs_spark_says_what_to_use(spark, tmp_path, caplog):
-    ep = rs_spark.serve_sink(Recorder())
+@pytest.mark.parametrize("fmt", ["reactive", "Reactive"])
+def test_plain_format_reactive_in_update_mode_is_refused_at_start_saying_what_to_use(spark, tmp_path, fmt):
+    """local_session's session extension (rsspark.spark.ReactiveExtensions) refuses the query as start() analyses
+    it: nothing starts, the served Subscriber gets nothing. Without it Spark would start the query and fail it at
+    its first micro-batch (tests/test_discovery.py: a plain session)."""
+    rec = Recorder()
+    ep = rs_spark.serve_sink(rec)
+    name = f"plain_update_{fmt}"
+    writer = (
+        windowed_counts(spark)
+        .writeStream.format(fmt)
+        .option("endpoint", ep.address)
+        .outputMode("update")
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .queryName(name)
+    )
     try:
-        q = (
-            windowed_counts(spark)
-            .writeStream.format("reactive")
-            .option("endpoint", ep.address)
-            .outputMode("update")
-            .option("checkpointLocation", str(tmp_path / "ck"))
-            .start()
-        )
-        with caplog.at_level(logging.ERROR, logger="rs_spark.sink"):
-            with pytest.raises(StreamingQueryException, match="reactive does not support Update mode"):
-                q.awaitTermination(120)
-            assert wait_listener_bus(spark, 30_000)
-        said = [r.getMessage() for r in caplog.records if "cannot write output mode update" in r.getMessage()]
-        assert len(said) == 1 and f"query {q.id}" in said[0]
-        assert "rs_spark.write_stream(df, subscriber, output_mode='update')" in said[0]
-        assert "deliver_each_batch(ep.address)" in said[0]
+        with pytest.raises(IllegalArgumentException) as refused:
+            writer.start()
+        said = str(refused.value)
+        assert said.startswith(f"rs_spark refused to start query '{name}' (checkpoint ")
+        assert f"which writes format('{fmt}') in output mode update. {ADVICE}." in said
+        assert f"'requirement failed: {fmt} does not support Update mode'" in said
+        assert name not in [q.name for q in spark.streams.active]
+        assert rec.items == [] and not rec.done.is_set()
     finally:
         ep.stop()
+
+
+def test_the_session_extension_gives_the_same_advice_as_the_listener(spark):
+    assert spark._jvm.rsspark.spark.ReactiveExtensions.advice() == ADVICE
+
+
+def test_local_session_conf_gets_the_shim_and_its_extension_after_the_callers_own():
+    shim = jar_path()
+    conf = with_shim({"spark.jars": "/opt/a.jar", "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"})
+    assert conf["spark.jars"] == f"/opt/a.jar,{shim}"
+    assert conf["spark.sql.extensions"] == f"io.delta.sql.DeltaSparkSessionExtension,{EXTENSIONS}"
+    assert with_shim(conf) == conf  # given twice (the shim as file:, too): once
+    assert with_shim({"spark.jars": f"file:{shim}"})["spark.jars"] == f"file:{shim}"
+    assert with_shim({}) == {"spark.jars": shim, "spark.sql.extensions": EXTENSIONS}
 
 
 def test_update_mode_on_a_processing_time_trigger_then_a_stop_completes_the_subscriber(spark, tmp_path):
