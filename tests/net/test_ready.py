@@ -477,7 +477,7 @@ def test_a_malformed_question_closes_the_connection_saying_what_was_wrong(serve,
     assert other.error is None and other.items == list(range(200))
 
 
-@pytest.mark.parametrize("wait", ["1e300"], ids=["1e300"])
+@pytest.mark.parametrize("wait", ["1e300", "9" * 400], ids=["1e300", "400-digit integer"])
 def test_a_huge_finite_wait_is_cut_to_the_longest_watch(serve, no_internal_errors, wait):
     """A wait beyond MAX_READY_WAIT is honoured as MAX_READY_WAIT (as documented), whatever its
     spelling: answered at once while the publisher owes nothing; while it owes, one timer due within
