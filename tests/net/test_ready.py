@@ -532,6 +532,47 @@ def test_a_flood_of_questions_holds_one_timer_and_the_last_is_answered(serve, no
     assert rs.to_list(net.connect(serve(rs.range_(20)).address, token=TOKEN), timeout=20) == list(range(20))
 
 
+def test_a_newer_question_with_a_longer_wait_is_answered_after_its_own_wait(serve):
+    """The question waiting is replaced by one watching longer: the publisher owed rows all along, so
+    the answer is the edge, given after the newer question's wait (not 'not at the edge' when the
+    first one's time came)."""
+    pub = Held()
+    server = serve(pub)
+    t0 = time.monotonic()  # before the stream opens: the publisher owes from a moment after this
+    w = _WireReader(server, credit=10)
+    assert pub.asked.wait(10)
+    w.send(
+        F.encode_metadata_push(ready_question(ReadyQuestion(1, 0.5))),
+        F.encode_metadata_push(ready_question(ReadyQuestion(2, 1.5))),
+    )
+    answers = _answers(w.until(lambda f: any(a.id == 2 for a in _answers([f]))))
+    assert answers[-1] == ReadyAnswer(2, 0, True), answers
+    assert time.monotonic() - t0 >= 1.5
+    w.close()
+
+
+def test_a_question_answered_at_once_takes_the_place_of_the_one_waiting(serve):
+    """One question waits per stream, and a newer one takes its place, also when the newer is answered
+    at once (the publisher ended meanwhile): the older one gets no late answer after it, which a
+    client would take for the newer's."""
+    pub = Held()
+    server = serve(pub)
+    w = _WireReader(server, credit=10)
+    assert pub.asked.wait(10)
+    w.send(F.encode_metadata_push(ready_question(ReadyQuestion(1, 1.0))))
+    got = w.marker()  # handled: it waits (unless this machine took a second since the ask)
+    due = max(_ready_timers(_kept(server)), default=time.monotonic())
+    pub.emit(2)
+    pub.complete()
+    w.send(F.encode_metadata_push(ready_question(ReadyQuestion(2, 1.0))))
+    got += w.until(lambda f: any(a.id == 2 for a in _answers([f])))
+    assert _answers(got)[-1] == ReadyAnswer(2, 2, True)
+    _timer_thread_passed(max(due, time.monotonic()))  # question 1's time came and went
+    after = _answers(w.marker())
+    assert after == [], f"the replaced question was answered after the newer one: {after}"
+    w.close()
+
+
 # -- a client and a server that answers badly ---------------------------------------------------
 class _FakeServer:
     """A hand-written RSocket responder on 127.0.0.1: the test reads what the client sends and
