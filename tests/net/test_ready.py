@@ -40,6 +40,7 @@ from rs_spark.net.zero_loss.resume import (
     ready_of,
     ready_question,
     resume_token,
+    retention_metadata,
     window_metadata,
 )
 from rs_spark.streams.scheduler import default_scheduler
@@ -693,3 +694,19 @@ def test_a_malformed_answer_fails_the_stream_naming_the_entry_and_reaches_no_use
     assert r.s.wait_ready(q, 10) is None
     while peer.next().type != F.CANCEL:  # the client cancelled the stream
         pass
+
+
+def test_a_late_answer_to_an_earlier_question_does_not_hide_the_answer_to_the_last(fake):
+    r = Recorder(10, refill=False)
+    net.connect(fake.address).resumable().subscribe(r)
+    peer = fake.peer()
+    _push(peer, window_metadata(30.0))
+    q1 = r.s.ask_ready(1.0)
+    q2 = r.s.ask_ready(1.0)
+    assert [_next_question(peer).id, _next_question(peer).id] == [q1, q2]
+    _push(peer, ready_answer(ReadyAnswer(q2, 8, True)))
+    _push(peer, ready_answer(ReadyAnswer(q1, 5, False)))  # the earlier question's answer, late
+    _push(peer, retention_metadata({"ackedPosition": 0}))  # pushes are handled in order: after both
+    wait_until(lambda: r.s.retention == {"ackedPosition": 0}, what="the pushes to be handled")
+    assert r.s.wait_ready(q2, 5) == ReadyAnswer(q2, 8, True)
+    r.s.cancel()
