@@ -7,6 +7,9 @@ a session of its own starts it in a subprocess and says why, e.g. tests/reliabil
 
 ``rsocket_js``: rsocket-js ready to run (Node.js on PATH and ``npm ci --prefix interop/js`` done).
 
+``old_build``: the package of build ab88d32, the last before the READY question, for processes that
+run it beside this one (tests/old_build.py).
+
 Every rs_spark.tck verification this suite collects pins its skips (``skips = {...}``, see
 docs/tck.md): collection stops, naming the class, where one does not.
 """
@@ -54,6 +57,15 @@ def spark():
     session = local_session("rs_spark-tests", **{"spark.sql.streaming.pollingDelay": "10ms"})
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def old_build(tmp_path_factory):
+    """The ``rs_spark`` package of build ab88d32 (the last before the READY question), from the
+    repository's history: a folder to put on a process's PYTHONPATH (tests/old_build.py)."""
+    from .old_build import extract
+
+    return extract(tmp_path_factory.mktemp("ab88d32"))
 
 
 @pytest.fixture(scope="session")

@@ -47,3 +47,15 @@ class RawFrames:
         n = int.from_bytes(self._buf[:3], "big")
         f, self._buf = F.decode(self._buf[3 : 3 + n]), self._buf[3 + n :]
         return f
+
+    def until_closed(self) -> list[F.Frame]:
+        """Every frame from here until the peer closes the connection (a read timeout fails the test)."""
+        while True:
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                frames, self._buf = split_frames(self._buf), b""
+                return frames
+            self._buf += chunk

@@ -4,6 +4,7 @@ the order they came, and its bounds tell its owner."""
 
 from __future__ import annotations
 
+import threading
 import types
 
 import pytest
@@ -12,6 +13,7 @@ from rs_spark.net.protocol import write_queue
 from rs_spark.net.protocol.budget import FRAME_OVERHEAD, OutboundBudget
 from rs_spark.net.protocol.limits import Limits
 from rs_spark.net.protocol.write_queue import BATCH_BYTES, WriteQueue
+from tests.waits import wait_until
 
 LIMITS = Limits(max_frame_bytes=1024, high_water_bytes=1000, max_backlog_bytes=5000, reply_high_water_bytes=600)
 
@@ -140,6 +142,39 @@ def test_final_frames_are_written_after_the_queue_whatever_the_budget_then_the_w
     assert budget.used == 0
     assert q.take() is None
     assert q.writer_done(), "closed with final frames: the owner sends its FIN"
+
+
+def test_a_writer_that_looks_between_close_and_flush_waits_for_the_final_frames():
+    """A connection closes its queue, ends its streams, then flushes its final frames (the ERROR
+    saying why): a writer that finished a send in between waits for them instead of stopping, or the
+    peer never learns why (it did, on a connection busy sending rows when a malformed frame came)."""
+    q, _ = _queue()
+    q.put(_frame(b"a", 100), reply=False)
+    assert q.take() is not None  # the writer is in a send...
+    q.close()  # ...when the connection closes
+    q.written()
+    got: list = []
+    writer = threading.Thread(target=lambda: got.append(q.take()), daemon=True)
+    writer.start()
+    wait_until(lambda: got or q._cond._waiters, what="the writer to take or wait")  # white box: it waits
+    q.flush([_frame(b"E", 100)])
+    writer.join(10)
+    assert got and got[0] is not None, "the writer stopped before the final frames were flushed"
+    assert bytes(got[0][0][0]) == b"E"
+    q.written()
+    assert q.take() is None and q.writer_done()
+
+
+def test_a_dropped_queue_stops_a_waiting_writer():
+    q, _ = _queue()
+    q.close()
+    got: list = []
+    writer = threading.Thread(target=lambda: got.append(q.take()), daemon=True)
+    writer.start()
+    wait_until(lambda: got or q._cond._waiters, what="the writer to take or wait")
+    q.drop()
+    writer.join(10)
+    assert got == [None]
 
 
 def test_a_stopped_writer_gives_back_what_it_had_taken_and_what_was_queued():

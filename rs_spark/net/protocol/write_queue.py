@@ -93,6 +93,7 @@ class WriteQueue:
         self._writing = False  # the writer thread is inside a send
         self._closed = False  # no frame is queued any more
         self._flush = False  # closed, with final frames the writer still writes
+        self._dropped = False  # closed, and what was queued forgotten: the writer stops
         self._writer_done = False  # after this, nothing queued is ever written
         self._replies = ReplyGate(limits.reply_high_water_bytes)
         self._paused: dict[int, Callable[[], None]] = {}
@@ -180,7 +181,8 @@ class WriteQueue:
 
     # -- closing ------------------------------------------------------------------------
     def close(self) -> None:
-        """Queue nothing more; the writer stops at its next look, unless :meth:`flush` follows."""
+        """Queue nothing more; the owner then calls :meth:`flush` or :meth:`drop`, which the writer
+        waits for (a writer that stopped in between would lose the final frames)."""
         self._closed = True
 
     def flush(self, final: list[list[F.Buffer]]) -> None:
@@ -198,6 +200,7 @@ class WriteQueue:
     def drop(self) -> None:
         """Closed: forget the frames queued, giving their budget back."""
         with self._cond:
+            self._dropped = True
             self._drop_queued()
             self._wake_all()
 
@@ -218,10 +221,11 @@ class WriteQueue:
         """Wait for frames; then some, up to about ``BATCH_BYTES``, as one list of buffers, and their bytes.
         None when the writer should stop: closed, with nothing left to flush."""
         with self._cond:
-            while not self._out and not self._closed:
+            # Closed, the owner's flush (final frames) or drop is awaited: what it flushes must be written.
+            while not (self._out and (self._flush or not self._closed)):
+                if self._closed and (self._flush or self._dropped):
+                    return None
                 self._cond.wait()
-            if not self._out or (self._closed and not self._flush):
-                return None
             batch: list[F.Buffer] = []
             n = frames = 0
             out = self._out

@@ -224,7 +224,7 @@ def ready_question_of(metadata: bytes) -> ReadyQuestion | None:
         raise MetadataError(f"{READY_MIME} question has id {n!r}; it must be an integer >= 0")
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not 0 <= wait < float("inf"):
         raise MetadataError(f"{READY_MIME} question has wait {wait!r}; it must be a number of seconds >= 0")
-    return ReadyQuestion(n, min(float(wait), MAX_READY_WAIT))
+    return ReadyQuestion(n, float(min(wait, MAX_READY_WAIT)))  # cut first: an int past float's range is just huge
 
 
 def ready_answer(a: ReadyAnswer) -> bytes:

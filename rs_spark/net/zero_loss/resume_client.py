@@ -240,7 +240,8 @@ class ResumableSubscription(InboundSubscription):
     def _heard_ready(self, answers: bool, answer: ReadyAnswer | None) -> None:
         with self._ready:
             self._answers_ready = answers
-            if answer is not None:
+            held = self._ready_answer
+            if answer is not None and (held is None or answer.id >= held.id):  # not a late one to an older question
                 self._ready_answer = answer
             self._ready.notify_all()
 

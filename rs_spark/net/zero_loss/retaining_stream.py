@@ -20,6 +20,7 @@ by position (:meth:`RetainingStream.read_range`).
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -101,7 +102,10 @@ class RetainingStream:
         self.resumes = 0
         self.resent = 0  # rows sent again after resumptions
         self.lost = 0  # rows kept and never acknowledged when the resume window ended
-        self._ready_question: tuple[float, Callable[[int, bool], None]] | None = None  # one waits at a time
+        # The one READY question waiting (when it is due, its wait, its answer), and when the one timer
+        # pending for it runs (None: none is pending).
+        self._ready_question: tuple[float, float, Callable[[int, bool], None]] | None = None
+        self._ready_timer_at: float | None = None
 
     def _payload_bytes(self, item: Any) -> bytes:
         """An element as the bytes its payload carries (for the spill)."""
@@ -267,25 +271,43 @@ class RetainingStream:
     def answer_ready(self, wait: float, answer: Callable[[int, bool], None]) -> None:
         """A reader asks how far rows are ready (:data:`.resume.READY_MIME`): ``answer(position, edge)``
         at once when the publisher ended or owes nothing, else once it has owed rows ``wait`` seconds
-        (on the timer thread). One question waits at a time; a newer one takes its place, so a reader
-        asking in a loop holds one timer."""
+        (on the timer thread). One question waits at a time; a newer one takes its place (also one
+        answered at once: the older then gets no late answer), and one timer is pending per stream at
+        most, so a reader asking in a loop holds one timer. A newer question due later than the timer
+        is answered when it is due; one due sooner, when the timer runs (at most MAX_READY_WAIT on)."""
         r = self.outbound.readiness(wait)
+        schedule = False
+        with self._lock:
+            if r.edge is not None:
+                self._ready_question = None
+            else:
+                due = time.monotonic() + r.left
+                self._ready_question = (due, wait, answer)
+                schedule = self._ready_timer_at is None
+                if schedule:
+                    self._ready_timer_at = due
         if r.edge is not None:
             answer(r.position, r.edge)
-            return
-        with self._lock:
-            first = self._ready_question is None
-            self._ready_question = (wait, answer)
-        if first:
+        elif schedule:
             default_scheduler().schedule(r.left + 0.01, self._answer_waiting)
 
     def _answer_waiting(self) -> None:
-        """The waiting question's time is up: edge if the publisher owed rows all along, else not."""
+        """The timer: the waiting question, once due, is answered edge if the publisher owed rows all
+        along, else not; one that is not due yet (it replaced an earlier one) gets the timer again."""
+        later: float | None = None
         with self._lock:
-            waiting, self._ready_question = self._ready_question, None
-        if waiting is None:
+            self._ready_timer_at = None
+            waiting = self._ready_question
+            if waiting is None:
+                return
+            due, wait, answer = waiting
+            if due > time.monotonic():
+                later, self._ready_timer_at = due - time.monotonic(), due
+            else:
+                self._ready_question = None
+        if later is not None:
+            default_scheduler().schedule(max(0.0, later) + 0.01, self._answer_waiting)
             return
-        wait, answer = waiting
         r = self.outbound.readiness(wait)
         answer(r.position, bool(r.edge))  # still undecided: it delivered meanwhile, so not at its edge
 
