@@ -252,12 +252,7 @@ def _ready_body(metadata: bytes) -> dict[str, Any] | None:
     for mime, payload in parse_composite(metadata):
         if mime != READY_MIME or not payload:
             continue
-        if len(payload) > _MAX_STATS_BYTES:
-            raise MetadataError(f"{READY_MIME} entry of {len(payload)} bytes is larger than {_MAX_STATS_BYTES}")
-        try:
-            body = json.loads(payload)
-        except ValueError as exc:
-            raise MetadataError(f"{READY_MIME} entry is not JSON: {exc}") from exc
+        body = _json_entry(READY_MIME, payload)
         if not isinstance(body, dict):
             raise MetadataError(f"{READY_MIME} entry must be a JSON object")
         return body
@@ -300,13 +295,18 @@ def parse_push(metadata: bytes) -> tuple[int | None, dict[str, int] | None]:
     return position, stats
 
 
-def _parse_stats(payload: bytes) -> dict[str, int]:
+def _json_entry(mime: str, payload: bytes) -> Any:
+    """A metadata entry's JSON, at most ``_MAX_STATS_BYTES``; MetadataError naming ``mime`` otherwise."""
     if len(payload) > _MAX_STATS_BYTES:
-        raise MetadataError(f"{RETENTION_MIME} entry of {len(payload)} bytes is larger than {_MAX_STATS_BYTES}")
+        raise MetadataError(f"{mime} entry of {len(payload)} bytes is larger than {_MAX_STATS_BYTES}")
     try:
-        body = json.loads(payload)
+        return json.loads(payload)
     except ValueError as exc:
-        raise MetadataError(f"{RETENTION_MIME} entry is not JSON: {exc}") from exc
+        raise MetadataError(f"{mime} entry is not JSON: {exc}") from exc
+
+
+def _parse_stats(payload: bytes) -> dict[str, int]:
+    body = _json_entry(RETENTION_MIME, payload)
     if not isinstance(body, dict) or not all(isinstance(k, str) and type(v) is int and v >= 0 for k, v in body.items()):
         raise MetadataError(f"{RETENTION_MIME} entry must map names to counts >= 0, got {body!r:.200}")
     return body
