@@ -156,10 +156,13 @@ def _names(script: Path, assignment: str) -> set[str]:
 
 
 def _source_keys(script: Path) -> set[str]:
-    """source.py's and sink.py's row keys: the first string of each case tuple."""
+    """source.py's and sink.py's row keys: the first string of each case tuple (triggers.py's: the
+    keys of its CASES mapping)."""
     text = script.read_text(encoding="utf-8")
-    return set(re.findall(r'^\s+\(\s*\n?\s*"([a-z]\d?\'?)",', text, re.M)) | set(
-        re.findall(r'^\s+"([a-z]\d?\'?)",$', text, re.M)
+    return (
+        set(re.findall(r'^\s+\(\s*\n?\s*"([a-z]\d?\'?)",', text, re.M))
+        | set(re.findall(r'^\s+"([a-z]\d?\'?)",$', text, re.M))
+        | set(re.findall(r'^\s+"([a-z])": "', text, re.M))
     )
 
 
