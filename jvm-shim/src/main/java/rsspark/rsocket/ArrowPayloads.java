@@ -10,7 +10,6 @@ import java.nio.channels.Channels;
 import org.apache.arrow.flatbuf.MessageHeader;
 import org.apache.arrow.memory.ArrowBuf;
 import org.apache.arrow.memory.BufferAllocator;
-import org.apache.arrow.vector.DecimalVector;
 import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorLoader;
 import org.apache.arrow.vector.VectorSchemaRoot;
@@ -21,7 +20,6 @@ import org.apache.arrow.vector.ipc.message.ArrowRecordBatch;
 import org.apache.arrow.vector.ipc.message.MessageMetadataResult;
 import org.apache.arrow.vector.ipc.message.MessageSerializer;
 import org.apache.arrow.vector.types.pojo.Schema;
-import org.apache.arrow.vector.util.ValueVectorUtility;
 
 /**
  * The Arrow codec of rs_spark.net (rs_spark/net/protocol/codecs.py): each payload is a whole Arrow IPC
@@ -108,29 +106,6 @@ public final class ArrowPayloads {
         return r;
     }
 
-    /**
-     * Arrow's full validation, except that a top-level decimal column's values are checked here: Arrow
-     * 19's check ({@code DecimalUtility.checkPrecisionAndScaleNoThrow}) wants fewer digits than the
-     * precision, so it refuses every value with exactly p digits (99.99 in DECIMAL(4,2)), which Spark
-     * and pyarrow hold. Here a value may have up to p digits, never more.
-     */
-    static void validateFull(FieldVector v) {
-        if (!(v instanceof DecimalVector)) {
-            ValueVectorUtility.validateFull(v);
-            return;
-        }
-        DecimalVector d = (DecimalVector) v;
-        ValueVectorUtility.validate(d); // buffers and layout, as validateFull does first
-        for (int i = 0; i < d.getValueCount(); i++) {
-            if (d.isNull(i)) continue;
-            java.math.BigDecimal x = d.getObject(i);
-            if (x.precision() > d.getPrecision()) {
-                throw new IllegalArgumentException("decimal column '" + v.getName() + "' value at position " + i
-                        + " has " + x.precision() + " digits, more than its precision " + d.getPrecision());
-            }
-        }
-    }
-
     private static VectorSchemaRoot load(ReadChannel ch, MessageMetadataResult msg, Schema schema, int len,
             BufferAllocator allocator, String what) throws IOException {
         ArrowBuf body = MessageSerializer.readMessageBody(ch, msg.getMessageBodyLength(), allocator);
@@ -150,7 +125,7 @@ public final class ArrowPayloads {
             VectorSchemaRoot root = VectorSchemaRoot.create(schema, allocator);
             try {
                 new VectorLoader(root).load(batch);
-                for (FieldVector v : root.getFieldVectors()) validateFull(v);
+                for (FieldVector v : root.getFieldVectors()) ArrowValidation.validateFull(v);
                 return root;
             } catch (RuntimeException e) {
                 root.close();
