@@ -35,9 +35,10 @@ class Emitted:
         return sum(n for t, n in list(self.ticks) if start <= t < end)
 
 
-def ticking(rate: float, emitted: Emitted | None = None) -> Any:
+def ticking(rate: float, emitted: Emitted | None = None, dicts: bool = False) -> Any:
     """A hot Publisher of {"id", "t"} rows at ``rate`` rows/s, as record batches (one tick a
-    millisecond carrying rate/1000 rows, or one row a tick below 1,000 rows/s)."""
+    millisecond carrying rate/1000 rows, or one row a tick below 1,000 rows/s); with ``dicts``, as
+    one dict an element instead (a tick's rows emitted one after another)."""
     from rs_spark.streams import Overflow, create
 
     per_tick = max(1, int(rate // 1000))
@@ -52,10 +53,14 @@ def ticking(rate: float, emitted: Emitted | None = None) -> Any:
             nxt = time.time()
             while not stop.is_set():
                 now = time.time()
-                ids = pa.array(range(i, i + per_tick), pa.int64())
                 if emitted is not None:  # logged before it is emitted: a tick the window counts is never missed
                     emitted.ticks.append((now, per_tick))
-                emitter.next(pa.record_batch([ids, pa.array([now] * per_tick, pa.float64())], schema=SCHEMA))
+                if dicts:
+                    for k in range(i, i + per_tick):
+                        emitter.next({"id": k, "t": now})
+                else:
+                    ids = pa.array(range(i, i + per_tick), pa.int64())
+                    emitter.next(pa.record_batch([ids, pa.array([now] * per_tick, pa.float64())], schema=SCHEMA))
                 i += per_tick
                 nxt += interval
                 time.sleep(max(0.0, nxt - time.time()))

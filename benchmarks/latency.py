@@ -3,11 +3,14 @@ Spark's real-time mode, next to Spark's own rate source into foreachBatch; and, 
 the highest rate each path sustains.
 
     .venv/bin/python benchmarks/latency.py [--seconds 30] [--warmup 10] [--runs 3] [--rates 20,10000]
-        [--paths ...] [--elements dicts,batches] [--publishers here|process] [--max-rate [--start-rate 25000]]
+        [--paths ...] [--elements dicts,batches] [--emit batches,dicts] [--publishers here|process]
+        [--max-rate [--start-rate 25000]]
 
 A Publisher in this process emits rows {"id", "t"} at a steady rate (``--rates``, rows per second;
 one row per tick up to 1000/s, then ticks of 1 ms carrying rate/1000 rows), stamped with
-time.time() when emitted, as Arrow record batches, and logs what it emitted. The Subscriber takes
+time.time() when emitted, as Arrow record batches (``--emit dicts``: one dict a row, for the paths
+that give it to ``read_stream``: real-time, real-time 10s batches, micro-batch and floor; the rows
+are then converted to Arrow in this process), and logs what it emitted. The Subscriber takes
 its rows as ``--elements`` (``dicts``: one row an on_next; ``batches``: a record batch an on_next).
 Paths, each run ``--runs`` times per rate and element form:
 
@@ -118,7 +121,7 @@ def run_realtime(spark: Any, rate: float, a: argparse.Namespace, batch: str | No
     sub = Lat(time.time() + a.warmup, emitted)
     checkpoint = tempfile.mkdtemp(prefix="rs-bench-rt-")
     df = realtime.read_stream(
-        spark, ticking(rate, emitted), schema="id LONG, t DOUBLE", retention=retention_for(rate, a)
+        spark, ticking(rate, emitted, a.emit == "dicts"), schema="id LONG, t DOUBLE", retention=retention_for(rate, a)
     )
     run_window(df, sub, a, checkpoint, batch)
     realtime.stop_served()
@@ -192,8 +195,13 @@ def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> Lat:
     emitted = Emitted()
     sub = Lat(time.time() + a.warmup, emitted)
     brake = Brake(sub)  # to stop at the end of a micro-batch: Spark then has nothing to abort
+    codec: dict[str, Any] = {} if a.emit == "dicts" else {"codec": "arrow"}  # dicts: read_stream's default (ab88d32: json)
     df = rs_spark.read_stream(
-        spark, ticking(rate, emitted), schema="id LONG, t DOUBLE", options={"pollTimeout": "50ms"}, codec="arrow"
+        spark,
+        ticking(rate, emitted, a.emit == "dicts"),
+        schema="id LONG, t DOUBLE",
+        options={"pollTimeout": "50ms"},
+        **codec,
     )
     checkpoint = tempfile.mkdtemp(prefix="rs-bench-latency-")
     q = rs_spark.write_stream(
@@ -241,7 +249,7 @@ def run_rate(spark: Any, rate: float, a: argparse.Namespace) -> Lat:
 def run_floor(rate: float, a: argparse.Namespace) -> Lat:
     emitted = Emitted()
     sub = Lat(time.time() + 1, emitted)
-    ticking(rate, emitted).subscribe(sub)
+    ticking(rate, emitted, a.emit == "dicts").subscribe(sub)
     time.sleep(1 + min(a.seconds, 6))
     sub.close_window()
     sub.s.cancel()
@@ -347,8 +355,14 @@ def print_partitions_cost(results: list[tuple[str, float, dict[str, Any]]]) -> N
         )
 
 
-def shown(name: str, elements: str) -> str:
-    """A path's name in the table: the Subscriber's element form when it takes batches."""
+EMITS = ("real-time", "real-time 10s batches", "micro-batch", "floor (no Spark)")
+"""The paths whose publisher ``--emit`` shapes (the others serve record batches, or are Spark's own)."""
+
+
+def shown(name: str, elements: str, emit: str = "batches") -> str:
+    """A path's name in the table: ``<- dicts`` when its publisher emits dicts, and the Subscriber's
+    element form when it takes batches."""
+    name = f"{name} <- dicts" if emit == "dicts" and name in EMITS else name
     return name if elements == "dicts" else f"{name} [{elements}]"
 
 
@@ -365,8 +379,8 @@ def one_run(spark: Any, name: str, rate: float, a: argparse.Namespace) -> dict[s
     """Run path ``name`` once at ``rate`` with ``a.elements``; its figures, also printed to stderr."""
     p = measure((APART if a.publishers == "process" and name in APART else PATHS)[name](spark, rate, a))
     print(
-        f"{shown(name, a.elements)} @ {rate:g}/s: offered={p['offered']:.0f} n={p['n']} p50={p['p50'] * 1000:.2f} "
-        f"p90={p['p90'] * 1000:.2f} p99={p['p99'] * 1000:.2f} max={p['max'] * 1000:.1f} ms",
+        f"{shown(name, a.elements, a.emit)} @ {rate:g}/s: offered={p['offered']:.0f} n={p['n']} "
+        f"p50={p['p50'] * 1000:.2f} p90={p['p90'] * 1000:.2f} p99={p['p99'] * 1000:.2f} max={p['max'] * 1000:.1f} ms",
         file=sys.stderr,
         flush=True,
     )
@@ -379,9 +393,13 @@ def fixed_rates(spark: Any, a: argparse.Namespace) -> None:
     for rate in (float(r) for r in a.rates.split(",")):
         for elements in a.elements_list:
             a.elements = elements
-            for name in a.paths.split(","):
-                runs = [one_run(spark, name, rate, a) for _ in range(a.runs)]
-                results.append((shown(name, elements), rate, summarize(runs)))
+            for emit in a.emit_list:
+                a.emit = emit
+                for name in a.paths.split(","):
+                    if emit == "dicts" and name not in EMITS:
+                        continue  # its publisher is served as record batches: measured with emit batches
+                    runs = [one_run(spark, name, rate, a) for _ in range(a.runs)]
+                    results.append((shown(name, elements, emit), rate, summarize(runs)))
     print_table(results, a)
     print_partitions_cost(results)
 
@@ -398,7 +416,7 @@ def max_rates(spark: Any, a: argparse.Namespace) -> None:
                 return Trial(rate, a.seconds, int(p["offered"]), int(p["n"]), p["p99"])
 
             best, failed = find_max_rate(trial, a.start_rate)
-            found.append((shown(name, elements), best, failed))
+            found.append((shown(name, elements, a.emit), best, failed))
     print(
         f"\nhighest rate sustained for {a.seconds:g} s: every row offered measured, p99 <= 50 ms; local[2]; "
         f"publishers {where_publishers(a)}"
@@ -426,10 +444,20 @@ def main() -> None:
         default="here",
         help="where the real-time paths' publishers run: here (beside the Subscriber) or in a process of their own",
     )
+    ap.add_argument(
+        "--emit",
+        default="batches",
+        help="what the publisher of the paths read_stream serves emits: batches (a record batch a tick), dicts "
+        "(one dict a row), or both (batches,dicts)",
+    )
     ap.add_argument("--max-rate", action="store_true", help="find each path's highest sustained rate instead")
     ap.add_argument("--start-rate", type=float, default=25_000, help="--max-rate: the first rate tried")
     a = ap.parse_args()
     a.elements_list = a.elements.split(",")
+    a.emit_list = a.emit.split(",")
+    if set(a.emit_list) - {"batches", "dicts"}:
+        ap.error(f"--emit {a.emit}: batches, dicts or batches,dicts")
+    a.emit = a.emit_list[0]
     unknown = [p for p in a.paths.split(",") if p not in PATHS]
     if unknown:
         ap.error(f"--paths {','.join(unknown)}: not one of {', '.join(PATHS)}")
