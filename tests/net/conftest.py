@@ -5,6 +5,7 @@ A module that needs a server configured otherwise (limits, TLS, WebSocket) defin
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
 import signal
@@ -39,6 +40,16 @@ class Child:
                 pass
             self.proc.kill()
         self.proc.join(10)
+
+
+@pytest.fixture
+def no_internal_errors(caplog):
+    """Fails the test if the server logged an ERROR record: a bug in it shows as one ("internal error",
+    a reader thread that failed: "reader ... failed")."""
+    caplog.set_level(logging.WARNING, logger="rs_spark.net")
+    yield
+    bad = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not bad, f"the server logged internal errors: {bad[:3]}"
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from rs_spark.net.zero_loss.resume import commit_metadata, new_key, resume_token
 from tests.publishers import Counting
 from tests.subscribers import Recorder
 from tests.waits import wait_until
+from tests.wire import RawFrames
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -33,20 +34,6 @@ def _setup(token: str) -> bytes:
 
 def _push(position: int, key: str) -> bytes:
     return _frame(F.encode_metadata_push(commit_metadata(position, key)))
-
-
-def _frames_until_closed(sock: socket.socket) -> list[F.Frame]:
-    """Every frame the server sent until it closed the connection (a test timeout if it never does)."""
-    sock.settimeout(10)
-    data = b""
-    while chunk := sock.recv(65536):
-        data += chunk
-    out = []
-    while len(data) >= 3:
-        n = int.from_bytes(data[:3], "big")
-        out.append(F.decode(data[3 : 3 + n]))
-        data = data[3 + n :]
-    return out
 
 
 @pytest.fixture
@@ -86,7 +73,7 @@ def test_an_acknowledgement_before_setup_is_refused_and_reaches_no_stream(stream
     server, pub, key = stream
     with _connect(server) as sock:
         sock.sendall(_push(60, key))  # an attacker who knows the key (it is in Spark's offsets), no token
-        (err,) = _frames_until_closed(sock)
+        (err,) = RawFrames(sock, timeout=10).until_closed()
     assert err.type == F.ERROR and err.error_code == F.INVALID_SETUP
     assert "first frame must be SETUP" in bytes(err.data).decode()
     assert pub.commits == [] and _acked(server) == 0
@@ -96,7 +83,7 @@ def test_an_acknowledgement_after_a_setup_with_a_wrong_token_is_refused_and_reac
     server, pub, key = stream
     with _connect(server) as sock:
         sock.sendall(_setup("guessed") + _push(60, key))
-        frames = _frames_until_closed(sock)
+        frames = RawFrames(sock, timeout=10).until_closed()
     assert frames[0].type == F.ERROR and frames[0].error_code == F.REJECTED_SETUP
     assert "wrong token" in bytes(frames[0].data).decode()
     assert pub.commits == [] and _acked(server) == 0
@@ -107,7 +94,7 @@ def test_an_acknowledgement_for_a_key_the_server_does_not_keep_is_refused_saying
     other = new_key()
     with _connect(server) as sock:
         sock.sendall(_setup(TOKEN) + _push(60, other))
-        (err,) = _frames_until_closed(sock)
+        (err,) = RawFrames(sock, timeout=10).until_closed()
     assert err.type == F.ERROR and err.error_code == F.CONNECTION_ERROR
     assert f"keeps no stream {other}" in bytes(err.data).decode()
     assert pub.commits == [] and _acked(server) == 0
@@ -123,7 +110,7 @@ def test_a_resumed_connection_acknowledges_only_its_own_stream(stream):
     wait_until(lambda: any(s.state == "detached" for s in server.stats().streams), what="it to wait")
     with _connect(server) as sock:  # RESUME proves the resume token of `other` only, not the endpoint's token
         sock.sendall(_frame(F.encode_resume(resume_token(TOKEN, other.key), 0)) + _push(60, key))
-        frames = _frames_until_closed(sock)
+        frames = RawFrames(sock, timeout=10).until_closed()
     err = frames[-1]
     assert err.type == F.ERROR and err.error_code == F.CONNECTION_ERROR
     assert f"carries another stream than {key}" in bytes(err.data).decode()
@@ -134,7 +121,7 @@ def test_an_acknowledgement_beyond_what_the_stream_sent_is_refused_saying_so(str
     server, pub, key = stream
     with _connect(server) as sock:
         sock.sendall(_setup(TOKEN) + _push(5000, key))
-        (err,) = _frames_until_closed(sock)
+        (err,) = RawFrames(sock, timeout=10).until_closed()
     assert err.type == F.ERROR and err.error_code == F.CONNECTION_ERROR
     assert "acknowledged position 5000 is beyond the 100 rows this stream sent" in bytes(err.data).decode()
     assert pub.commits == [] and _acked(server) == 0

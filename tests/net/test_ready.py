@@ -11,7 +11,6 @@ sets, not timing: it emits from the test's thread only what the test releases.""
 from __future__ import annotations
 
 import json
-import logging
 import queue
 import socket
 import threading
@@ -44,6 +43,7 @@ from rs_spark.net.zero_loss.resume import (
     window_metadata,
 )
 from rs_spark.streams.scheduler import default_scheduler
+from tests.net._serving import serving
 from tests.subscribers import Recorder
 from tests.waits import wait_until
 from tests.wire import RawFrames
@@ -91,27 +91,7 @@ class Held:
         self._sub.on_complete()
 
 
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(publisher, **kw):
-        s = net.serve(publisher, name="nums", token=TOKEN, **kw)
-        servers.append(s)
-        return s
-
-    yield start
-    for s in servers:
-        s.stop()
-
-
-@pytest.fixture
-def no_internal_errors(caplog):
-    """A bug in the server shows as an ERROR record (a reader thread that failed: "reader ... failed")."""
-    caplog.set_level(logging.WARNING, logger="rs_spark.net")
-    yield
-    bad = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
-    assert not bad, f"the server logged internal errors: {bad[:3]}"
+serve = serving(TOKEN)
 
 
 def _reader(server, recorder: Recorder, **how):
@@ -184,23 +164,6 @@ def _question(body: bytes, key: str | None = None) -> list:
     if key is not None:
         entries.append(("message/x.rs-spark.stream.v1", key.encode("ascii")))
     return F.encode_metadata_push(composite(entries))
-
-
-def _frames_until_closed(sock: socket.socket) -> list[F.Frame]:
-    """Every frame the server sent until it closed the connection (fails after 10 s without a close)."""
-    sock.settimeout(10)
-    data = b""
-    try:
-        while chunk := sock.recv(65536):
-            data += chunk
-    except ConnectionResetError:
-        pass
-    out = []
-    while len(data) >= 3:
-        n = int.from_bytes(data[:3], "big")
-        out.append(F.decode(data[3 : 3 + n]))
-        data = data[3 + n :]
-    return out
 
 
 def _answers(frames) -> list[ReadyAnswer]:
@@ -413,7 +376,7 @@ def test_a_question_naming_a_key_is_refused_as_an_acknowledgement_is(read_10, ca
     }[case]
     with _connect(server) as sock:
         sock.sendall(b"".join(bytes(b) for fr in frames for b in fr))
-        got = _frames_until_closed(sock)
+        got = RawFrames(sock, timeout=10).until_closed()
     assert _answers(got) == [], got
     err = got[-1]
     assert err.type == F.ERROR, got
@@ -465,7 +428,7 @@ def test_a_malformed_question_closes_the_connection_saying_what_was_wrong(serve,
     own.close()
     with _connect(server) as sock:  # the attacker's own connection, naming the other stream's key
         sock.sendall(b"".join(bytes(b) for fr in (_raw_setup(), _question(body, key)) for b in fr))
-        got_keyed = _frames_until_closed(sock)
+        got_keyed = RawFrames(sock, timeout=10).until_closed()
     for frames in (got, got_keyed):
         err = frames[-1]
         assert err.type == F.ERROR and err.error_code == F.CONNECTION_ERROR, (got, got_keyed)

@@ -26,6 +26,7 @@ from rs_spark.net.zero_loss.resume import (
 )
 from rs_spark.net.zero_loss.retention import Retention
 from tests.net._procs import serve_spilling
+from tests.net._serving import serving
 from tests.publishers import Counting
 from tests.subscribers import Recorder
 from tests.waits import wait_until
@@ -34,18 +35,7 @@ from tests.wire import RawFrames
 TOKEN = "resume-test-token"
 
 
-@pytest.fixture
-def serve():
-    servers = []
-
-    def start(publisher, **kw):
-        s = net.serve(publisher, name="nums", token=TOKEN, **kw)
-        servers.append(s)
-        return s
-
-    yield start
-    for s in servers:
-        s.stop()
+serve = serving(TOKEN)
 
 
 def _stream(server):
@@ -54,17 +44,26 @@ def _stream(server):
     return streams[0]
 
 
+def _read_then_detach(server, rows: int, acked: int | None = None) -> str:
+    """A resumable reader of ``server`` takes ``rows`` rows, acknowledges the first ``acked`` (when
+    given) and goes as a reader process that dies goes (no CANCEL, the connection just closes); its
+    stream key, once the server holds the stream detached."""
+    reader = net.connect(server.address, token=TOKEN).resumable()
+    r = Recorder(rows, refill=False)
+    reader.subscribe(r)
+    wait_until(lambda: len(r.items) == rows, what=f"{rows} rows")
+    if acked is not None:
+        r.s.on_commit(acked)
+        wait_until(lambda: _stream(server).acked_position == acked, what="the acknowledgement")
+    r.s.detach()
+    wait_until(lambda: _stream(server).state == "detached", what="the stream to wait for a resume")
+    return reader.key
+
+
 def test_a_new_reader_resumes_at_its_acknowledged_position_and_gets_every_later_row_once(serve):
     server = serve(rs.range_(1000))
-    first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Recorder(100, refill=False)
-    first.subscribe(r1)
-    wait_until(lambda: len(r1.items) == 100, what="100 rows")
-    r1.s.on_commit(40)
-    wait_until(lambda: _stream(server).acked_position == 40, what="the acknowledgement")
-    r1.s.detach()  # as a reader process that dies: no CANCEL, the connection just goes
-    wait_until(lambda: _stream(server).state == "detached", what="the stream to wait for a resume")
-    second = net.connect(server.address, token=TOKEN).resumable(first.key)
+    key = _read_then_detach(server, 100, acked=40)
+    second = net.connect(server.address, token=TOKEN).resumable(key)
     r2 = Recorder(10_000, refill=False)
     second.subscribe_at(r2, 40)
     assert r2.done.wait(20) and r2.error is None, r2.error
@@ -172,30 +171,18 @@ def test_an_expired_stream_is_not_opened_again_as_new(serve):
 
 def test_resuming_before_the_acknowledged_position_is_refused(serve):
     server = serve(rs.range_(1000))
-    first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Recorder(100, refill=False)
-    first.subscribe(r1)
-    wait_until(lambda: len(r1.items) == 100, what="100 rows")
-    r1.s.on_commit(60)
-    wait_until(lambda: _stream(server).acked_position == 60, what="the acknowledgement")
-    r1.s.detach()
-    wait_until(lambda: _stream(server).state == "detached", what="detached")
+    key = _read_then_detach(server, 100, acked=60)
     r2 = Recorder(10, refill=False)
-    net.connect(server.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 10)
+    net.connect(server.address, token=TOKEN).resumable(key).subscribe_at(r2, 10)
     assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
     assert "earlier rows were acknowledged and freed" in str(r2.error)
 
 
 def test_the_resume_token_needs_the_endpoint_token(serve):
     server = serve(rs.range_(1000))
-    first = net.connect(server.address, token=TOKEN).resumable()
-    r1 = Recorder(10, refill=False)
-    first.subscribe(r1)
-    wait_until(lambda: len(r1.items) == 10, what="10 rows")
-    r1.s.detach()
-    wait_until(lambda: _stream(server).state == "detached", what="detached")
+    key = _read_then_detach(server, 10)
     thief = Recorder(10, refill=False)  # knows the stream key (it is in Spark's offsets), not the endpoint's token
-    net.connect(server.address, token="guessed").resumable(first.key).subscribe_at(thief, 0)
+    net.connect(server.address, token="guessed").resumable(key).subscribe_at(thief, 0)
     assert thief.done.wait(10) and isinstance(thief.error, net.Refused)  # not resumed, and not let in as new
     assert "wrong token" in str(thief.error) and thief.items == []
 
@@ -459,12 +446,7 @@ def test_a_tampered_spill_is_refused_naming_the_file(tmp_path):
     spill = tmp_path / "spill"
     server = net.serve(rs.range_(1000), name="nums", token=TOKEN, retention=Retention(spill=str(spill)))
     try:
-        first = net.connect(server.address, token=TOKEN).resumable()
-        r1 = Recorder(50, refill=False)
-        first.subscribe(r1)
-        wait_until(lambda: len(r1.items) == 50, what="50 rows")
-        r1.s.detach()
-        wait_until(lambda: _stream(server).state == "detached", what="detached")
+        key = _read_then_detach(server, 50)
     finally:
         server.stop()  # a stopping server keeps what it spilled
     (segment,) = list(spill.glob("*/segment-*.spill"))
@@ -474,7 +456,7 @@ def test_a_tampered_spill_is_refused_naming_the_file(tmp_path):
     again = net.serve(rs.range_(1000), name="nums", token=TOKEN, retention=Retention(spill=str(spill)))
     try:
         r2 = Recorder(10, refill=False)
-        net.connect(again.address, token=TOKEN).resumable(first.key).subscribe_at(r2, 0)
+        net.connect(again.address, token=TOKEN).resumable(key).subscribe_at(r2, 0)
         assert r2.done.wait(10) and isinstance(r2.error, ResumeRejected)
         assert segment.name in str(r2.error) and "the file was changed, or rows are missing" in str(r2.error)
     finally:

@@ -17,6 +17,7 @@ from rs_spark.net.protocol.address import parse
 from rs_spark.net.protocol.bridge import InboundSubscription
 from rs_spark.net.protocol.codecs import make_codec
 from rs_spark.streams.drain import subscribe_with
+from tests.wire import split_frames
 
 from ..subscribers import Recorder
 
@@ -174,15 +175,6 @@ def _read_all(sock, limit=5.0):
         return data, False
 
 
-def _frames(data):
-    out = []
-    while len(data) >= 3:
-        n = int.from_bytes(data[:3], "big")
-        out.append(F.decode(data[3 : 3 + n]))
-        data = data[3 + n :]
-    return out
-
-
 SETUP = _join(F.encode_setup(1000, 5000, M.COMPOSITE, "application/json"))
 
 
@@ -198,7 +190,7 @@ def test_malformed_frame_closes_that_connection_and_the_server_keeps_serving(ser
     sock = _raw(server, [SETUP, garbage])
     data, closed = _read_all(sock)
     assert closed, "the server did not close a connection that sent a malformed frame"
-    errs = [f for f in _frames(data) if f.type == F.ERROR and f.stream_id == 0]
+    errs = [f for f in split_frames(data) if f.type == F.ERROR and f.stream_id == 0]
     assert errs and errs[0].error_code == F.CONNECTION_ERROR
     assert rs.to_list(net.connect(server.address), timeout=10) == list(range(100))
 
@@ -207,7 +199,7 @@ def test_oversized_frame_is_refused_before_its_body_is_read(server):
     sock = _raw(server, [SETUP, (10_000_000).to_bytes(3, "big") + b"\x00" * 16])
     data, closed = _read_all(sock)
     assert closed
-    errs = [f for f in _frames(data) if f.type == F.ERROR]
+    errs = [f for f in split_frames(data) if f.type == F.ERROR]
     assert errs and b"exceeds" in bytes(errs[0].data)
     assert rs.to_list(net.connect(server.address), timeout=10) == list(range(100))
 
@@ -406,7 +398,7 @@ def test_spec_1_1_a_remote_publisher_sending_more_than_requested_fails_the_strea
         buf = b""
         while True:
             buf += c.recv(65536)
-            frames = _frames(buf)
+            frames = split_frames(buf)
             req = [f for f in frames if f.type == F.REQUEST_STREAM]
             if req:
                 break
