@@ -80,7 +80,6 @@ def read_stream(
             "server (give its tls:// address and option tlsCaFile), a jvm_publisher= is read in the JVM"
         )
     struct = _struct(schema)
-    _refuse_maps(struct)
     jvm(spark)  # the shim (and so format "reactive-rt") on the driver's classpath, or a clear error
     reader = spark.readStream.format(SOURCE).schema(struct)
     if publisher is not None:
@@ -106,29 +105,6 @@ def _struct(schema: Any) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(schema)
-
-
-def _refuse_maps(struct: Any) -> None:
-    """The real-time source carries every type of docs/types.md but MAP: the shim's Arrow validation
-    refuses a map vector (Arrow Java: "Incorrect arrow type for class MapVector"), which would fail the
-    query at its first batch. Refused here, naming the column."""
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    def has_map(t: Any) -> bool:
-        if isinstance(t, MapType):
-            return True
-        if isinstance(t, ArrayType):
-            return has_map(t.elementType)
-        return isinstance(t, StructType) and any(has_map(f.dataType) for f in t.fields)
-
-    for f in struct.fields:
-        if has_map(f.dataType):
-            raise ValueError(
-                f"realtime.read_stream(): column '{f.name}' is {f.dataType.simpleString()}, and the real-time "
-                "source does not carry MAP yet (the JVM's Arrow check refuses map vectors: the query would fail "
-                "at its first batch); leave the column out, or send it as ARRAY<STRUCT<key: ..., value: ...>> "
-                "or as a JSON STRING (the real-time sink carries MAP)"
-            )
 
 
 def _serve(spark: SparkSession, publisher: Any, struct: Any, bind: str, retention: Any, ssl: Any) -> str:
