@@ -195,7 +195,8 @@ def run_microbatch(spark: Any, rate: float, a: argparse.Namespace) -> Lat:
     emitted = Emitted()
     sub = Lat(time.time() + a.warmup, emitted)
     brake = Brake(sub)  # to stop at the end of a micro-batch: Spark then has nothing to abort
-    codec: dict[str, Any] = {} if a.emit == "dicts" else {"codec": "arrow"}  # dicts: read_stream's default (ab88d32: json)
+    # dicts: read_stream's default codec (ab88d32's: json)
+    codec: dict[str, Any] = {} if a.emit == "dicts" else {"codec": "arrow"}
     df = rs_spark.read_stream(
         spark,
         ticking(rate, emitted, a.emit == "dicts"),
