@@ -1,6 +1,6 @@
 """Values as pyspark makes them: what it costs (issue 49). One table, every row measured in this run.
 
-    .venv/bin/python benchmarks/conversions.py [--rows 400000] [--batches 4] [--runs 3]
+    .venv/bin/python benchmarks/conversions.py [--rows 400000] [--batches 4] [--runs 3] [--conversions-only]
 
 Part 1, ``read_stream`` (a Publisher in this process) into ``format("noop")`` with AvailableNow,
 ``batches`` micro-batches of ``rows`` rows (long, double, string); rows/s over the non-empty
@@ -13,7 +13,9 @@ Part 2, conversion alone, ``--convert`` rows (long, double, string, timestamp), 
 (the conversion until this change: pyarrow's, naive timestamps as UTC); (c3) pyspark's own
 ``LocalDataToArrowConversion.convert``; (s1)/(s2) the sink's dicts and rows now; (s3)/(s4) the
 sink's dicts and rows until this change (``to_pylist`` and ``Row(**d)``); (s5) pyspark's
-``ArrowTableToRowsConversion.convert`` (Rows).
+``ArrowTableToRowsConversion.convert`` (Rows). Then the sink's conversions of one 100-row batch
+(what a real-time tick carries at 100,000 rows/s), now and until this change, per batch.
+``--conversions-only``: part 2 alone, without a Spark session.
 """
 
 from __future__ import annotations
@@ -115,6 +117,29 @@ def conversions(n: int, runs: int) -> dict[str, float]:
     }
 
 
+def small_batches(runs: int, per: int = 2000) -> dict[str, float]:
+    """The sink's conversions of a 100-row (long, double) batch, what a real-time tick carries at
+    100,000 rows/s: seconds per batch, best of ``runs`` runs of ``per`` batches."""
+    import pyarrow as pa
+    from pyspark.sql import Row
+
+    from rs_spark.spark.values import batch_dicts, batch_rows, batch_tuples
+
+    batch = pa.record_batch([pa.array(range(100), pa.int64()), pa.array([0.5] * 100)], names=["id", "t"])
+
+    def each(fn) -> float:
+        return best(lambda: [fn() for _ in range(per)], runs) / per
+
+    return {
+        "m1": each(lambda: batch_dicts(batch)),
+        "m2": each(lambda: batch.to_pylist()),
+        "m3": each(lambda: batch_rows(batch)),
+        "m4": each(lambda: [Row(**d) for d in batch.to_pylist()]),
+        "m5": each(lambda: batch_tuples(batch)),
+        "m6": each(lambda: list(zip(*(c.to_pylist() for c in batch.columns), strict=True))),
+    }
+
+
 def _spread(xs: list[float]) -> str:
     return f"{statistics.median(xs):,.0f} [{min(xs):,.0f}-{max(xs):,.0f}]"
 
@@ -125,7 +150,11 @@ def main() -> None:
     ap.add_argument("--batches", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--convert", type=int, default=200_000)
+    ap.add_argument("--conversions-only", action="store_true", help="part 2 alone (no Spark session)")
     args = ap.parse_args()
+    if args.conversions_only:
+        print_conversions(conversions(args.convert, args.runs), small_batches(args.runs), args)
+        return
 
     from rs_spark.spark import local_session
 
@@ -136,6 +165,7 @@ def main() -> None:
         for key, kind in kinds.items():
             rates[key].append(read_stream_rate(spark, kind, args.rows, args.batches))
     conv = conversions(args.convert, args.runs)
+    small = small_batches(args.runs)
     spark.stop()
 
     print(
@@ -152,6 +182,10 @@ def main() -> None:
     ceiling = statistics.median(rates["r3"])
     for key in kinds:
         print(f"| ({key}) | {names[key]} | {_spread(rates[key])} | {statistics.median(rates[key]) / ceiling:.0%} |")
+    print_conversions(conv, small, args)
+
+
+def print_conversions(conv: dict[str, float], small: dict[str, float], args: argparse.Namespace) -> None:
     print(f"\nconversion alone, {args.convert:,} rows (long, double, string, timestamp), best of {args.runs}, ms")
     print("| row | conversion | ms |")
     print("| --- | --- | ---: |")
@@ -167,6 +201,19 @@ def main() -> None:
     }
     for key, label in labels.items():
         print(f"| ({key}) | {label} | {conv[key] * 1000:,.0f} |")
+    print(f"\nthe sink, one 100-row batch (long, double), best of {args.runs} runs of 2,000 batches, µs")
+    print("| row | conversion | µs a batch |")
+    print("| --- | --- | ---: |")
+    small_labels = {
+        "m1": "sink dicts (now)",
+        "m2": "sink dicts (until now: to_pylist)",
+        "m3": "sink rows (now)",
+        "m4": "sink rows (until now: Row(**d))",
+        "m5": "sink tuples (now)",
+        "m6": "sink tuples (until now: zip of the columns' to_pylist)",
+    }
+    for key, label in small_labels.items():
+        print(f"| ({key}) | {label} | {small[key] * 1e6:,.1f} |")
 
 
 if __name__ == "__main__":
