@@ -159,30 +159,14 @@ def test_every_type_crosses_real_time_mode_as_pyspark_makes_and_collects_it(rt_s
     extremes, MAP, VARIANT, ...) through the shim's real-time source and sink reach the Subscriber as the rows
     pyspark's createDataFrame and collect() make of them."""
     from tests.spark import type_rows
-    from tests.subscribers import Recorder
 
     struct, values = type_rows.without()
-    names = [f.name for f in struct.fields]
-    sub = Recorder()
-    df = realtime.read_stream(
-        rt_spark, rs.from_iterable([dict(zip(names, v, strict=True)) for v in values]), schema=struct
-    )
-    q = realtime.write_stream(df, sub, trigger="1 second", checkpoint=str(tmp_path / "chk"), elements="rows")
-    try:
-        wait_until(lambda: len(sub.items) >= len(values) or not q.isActive, "every row", 90)
-        assert q.exception() is None, q.exception()
-    finally:
-        q.stop()
-    want = sorted(type_rows.canon(r) for r in type_rows.collected(rt_spark, struct, values))
-    assert sorted(type_rows.canon(r) for r in sub.items) == want
+    _assert_rows_cross_as_collect_gives(rt_spark, tmp_path, struct, values)
 
 
 def test_maps_nested_in_arrays_and_structs_cross_real_time_mode(rt_spark, tmp_path):
     """The shim's Arrow check once refused every map vector (Arrow Java 19's type check of a list); maps at
     any depth, empty and null ones and null values included, reach the Subscriber as collect() gives them."""
-    from tests.spark import type_rows
-    from tests.subscribers import Recorder
-
     ddl = "id LONG, tags ARRAY<MAP<STRING, BIGINT>>, box STRUCT<m: MAP<STRING, STRING>>"
     values = [
         (1, [{"a": 1, "b": None}, {}], {"m": {"é": "x"}}),
@@ -190,6 +174,15 @@ def test_maps_nested_in_arrays_and_structs_cross_real_time_mode(rt_spark, tmp_pa
         (3, [None], None),
     ]
     struct = rt_spark.createDataFrame([], ddl).schema
+    _assert_rows_cross_as_collect_gives(rt_spark, tmp_path, struct, values)
+
+
+def _assert_rows_cross_as_collect_gives(rt_spark, tmp_path, struct, values):
+    """``values`` as dicts from a Python Publisher, through the real-time source and sink into a
+    Subscriber taking Rows: the Rows pyspark's createDataFrame and collect() make of them."""
+    from tests.spark import type_rows
+    from tests.subscribers import Recorder
+
     sub = Recorder()
     df = realtime.read_stream(
         rt_spark, rs.from_iterable([dict(zip(struct.names, v, strict=True)) for v in values]), schema=struct
